@@ -1,0 +1,41 @@
+# Strata. `make run` starts one broker on the embedded default; `make test`
+# runs every test, installing what the tests need.
+
+GO       ?= go
+BIN      := bin/strata
+GOFLAGS  ?=
+TESTTIME ?= 20m
+
+.PHONY: all build run test test-deps vet fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/strata
+
+run: build
+	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data
+
+test-deps:
+	./deploy/install-deps.sh kcat
+
+vet:
+	$(GO) vet ./...
+
+test: test-deps vet
+	$(GO) test -count=1 -timeout $(TESTTIME) ./...
+
+# Run each fuzz target for a short while (FUZZTIME each).
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+bench: build
+	./$(BIN) bench --out bench/out --results bench/RESULTS.md
+
+clean:
+	rm -rf bin bench/out
