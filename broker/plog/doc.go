@@ -1,0 +1,109 @@
+// Package plog is a partition's local log: record batches in segments with
+// sparse offset and time indexes, in Kafka's on-disk layout, plus recovery,
+// roll, retention, flush policy, producer state and the leader-epoch cache.
+//
+// # Files in a partition directory
+//
+//	<base>.log            record batches (magic v2) stored verbatim, offsets assigned
+//	<base>.index          sparse offset index
+//	<base>.timeindex      sparse time index
+//	<offset>.snapshot     idempotent-producer state as of offset (producerstate_snapshot.go)
+//	leader-epoch-checkpoint  leader epochs and their start offsets (epochcache.go)
+//	log-checkpoint        recovery point, log start offset, clean-shutdown flag (checkpoint.go)
+//
+// <base> and <offset> are 20-digit zero-padded decimal offsets; a segment's
+// base is the offset of its first batch (or the log end when it was rolled).
+// Kafka's tools (kafka-dump-log.sh) read .log, .index and .timeindex as is.
+//
+// A record batch (all integers big-endian):
+//
+//	int64 baseOffset, int32 batchLength (bytes after this field),
+//	int32 partitionLeaderEpoch, int8 magic (2), uint32 crc (CRC-32C of
+//	everything from attributes to the end), int16 attributes (bits 0-2
+//	codec, 3 timestamp type, 4 transactional, 5 control), int32
+//	lastOffsetDelta, int64 baseTimestamp, int64 maxTimestamp, int64
+//	producerId, int16 producerEpoch, int32 baseSequence, int32 recordCount,
+//	records.
+//
+// .index holds 8-byte entries (int32 offset relative to the base, int32
+// byte position in .log); .timeindex holds 12-byte entries (int64
+// timestamp, int32 relative offset). As in Kafka, when more than
+// index.interval.bytes were appended since the last entry, the next batch
+// is indexed: the offset index maps the batch's last offset to its
+// position, and the time index gets (max timestamp so far, last offset of
+// the batch holding it) if that timestamp is newer than its last entry.
+// On seal and close the time index gets a final entry with the segment's
+// max timestamp. Nothing is preallocated: index files are always exactly N
+// entries long. The active segment keeps its entries in memory and writes
+// them when flushed; sealed, flushed segments are looked up in the files.
+//
+// log-checkpoint is text: four lines "0" (version), recovery point, log
+// start offset, and 1 or 0 for a clean shutdown. It is replaced crash-safely
+// (temp file, fsync, rename, fsync directory) at Open, after a roll's flush,
+// on DeleteRecords, retention and truncation, and by Close with clean=1.
+//
+// # Appends
+//
+// Append validates every batch (framing, magic, CRC-32C, codec, record
+// count, max.message.bytes, CreateTime bounds on the batch's base and max
+// timestamps) without decompressing, checks idempotent sequences, assigns
+// offsets and the leader epoch in place (outside the CRC; LogAppendTime
+// also sets the attribute bit and maxTimestamp and recomputes the CRC), and
+// writes the whole produce with one write(2). Transactional batches are
+// accepted as plain batches (no transaction index yet); control batches
+// from producers are refused. A segment rolls before an append that would
+// take it past segment.bytes, past the index size, beyond 2^31 relative
+// offsets, or when segment.ms has passed since its first batch's max
+// timestamp (Kafka's rule; MaybeRoll applies it without appends). A roll
+// writes a producer snapshot at the new base synchronously and flushes the
+// sealed segment asynchronously, after which the recovery point moves to
+// the new base.
+//
+// # Durability
+//
+// A process crash (kill -9) loses nothing that Append acknowledged: the
+// bytes were handed to the operating system before Append returned, and
+// recovery keeps every whole, CRC-valid batch it finds. An operating-system
+// crash or power loss keeps only what was fsynced: everything below the
+// recovery point. Data is fsynced when flush.messages records are unflushed
+// (in the appending call), when flush.ms has passed since the last flush
+// (on the next append, or MaybeFlush, which the broker calls periodically),
+// when a segment is rolled (asynchronously), by Flush, and by Close. With
+// Kafka's defaults (both unlimited) an OS crash may lose the active
+// segment's unflushed tail; replication is what protects it, as in Kafka.
+//
+// # Recovery
+//
+// Open deletes leftovers of interrupted operations (*.deleted, *.cleaned,
+// *.swap, *.tmp, index files without a .log). Unless the checkpoint says the
+// last shutdown was clean, every segment holding offsets at or after the
+// recovery point is read batch by batch: frame, magic 2, CRC-32C and
+// increasing offsets are checked and both indexes are rebuilt; the first
+// bad or torn batch and everything after it, later segments included, is
+// truncated and never served. Other segments get a sanity check of their
+// index files (entry-size multiples, last entries inside the segment; the
+// active segment's entries fully: increasing offsets and positions) and are
+// recovered the same way when it fails. Readers also fall back to a scan
+// from the segment start if an index position does not land on a batch.
+// Then the epoch cache is truncated to the log end and the log start,
+// producer state is loaded from the newest snapshot at or below the log end
+// and the batches after it are replayed. Every file operation is ordered so
+// that a crash between any two of them leaves a directory that reopens.
+//
+// # Concurrency
+//
+// A Log has two locks, taken in this order: flushMu (fsyncs, index file
+// writes, segment deletion, truncation) and mu (all in-memory state and the
+// append's write). Reads take mu only to snapshot the segment, its readable
+// size and its index, and do file I/O without it. Deleted segments are
+// renamed to *.deleted and closed and removed after file.delete.delay.ms,
+// so FileSlices handed out before stay readable.
+//
+// # Versioning
+//
+// .log/.index/.timeindex follow Kafka's formats and change only with them.
+// log-checkpoint starts with a version line; a reader that finds another
+// version ignores the file and recovers the whole log, which is always
+// safe (it costs time, and loses a DeleteRecords log start offset that lies
+// inside the first segment). New fields go in a new version.
+package plog

@@ -1,0 +1,621 @@
+package plog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"strata/internal/vfs"
+)
+
+// Log is one partition's log. Lock order: flushMu before mu. mu guards
+// every mutable field (segments, offsets, producer state, epoch cache) and
+// is held for in-memory work and the one write(2) of an append; file reads
+// of Read/OffsetForTimestamp run without it. flushMu serialises fsyncs,
+// index file writes, segment deletion and truncation, so that an fsync
+// never holds up appends.
+type Log struct {
+	fs     vfs.FS
+	dir    string
+	now    func() time.Time
+	logger *slog.Logger
+	cfg    atomic.Pointer[Config]
+
+	flushMu sync.Mutex
+	bg      sync.WaitGroup // asynchronous flushes started by rolls
+
+	mu            sync.Mutex
+	segs          []*segment // by base offset; the last is active
+	logStart      int64
+	recoveryPoint int64 // everything below is fsynced
+	lastFlushMs   int64
+	producers     *ProducerState
+	epochs        *EpochCache
+	closed        bool
+	filesClosed   bool
+	failed        error // a write failed and could not be undone
+	pending       map[*segment]*time.Timer
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+func (l *Log) leo() int64 { return l.active().next }
+
+func (l *Log) nowMs() int64 { return l.now().UnixMilli() }
+
+func (l *Log) usableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failed != nil {
+		return fmt.Errorf("log %s failed: %w", l.dir, l.failed)
+	}
+	return nil
+}
+
+// Append is the leader append; see api.go. records is modified in place
+// (offsets, leader epoch, LogAppendTime) and written with one write call;
+// the bytes are in the operating system when Append returns.
+func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	cfg := l.cfg.Load()
+	nowMs := l.nowMs()
+	var (
+		nb, nrec int64
+		maxTs    int64 = -1
+		idem     bool
+	)
+	for p := int64(0); p < int64(len(records)); {
+		h, err := validateBatch(records[p:], cfg.MaxMessageBytes)
+		if err != nil {
+			return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
+		}
+		if cfg.TimestampType == CreateTime {
+			if err := checkTimestamps(&h, nowMs, cfg); err != nil {
+				return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
+			}
+		}
+		nb++
+		nrec += int64(h.RecordCount)
+		maxTs = max(maxTs, h.MaxTimestamp)
+		idem = idem || h.ProducerID >= 0
+		p += h.size()
+	}
+	if nb == 0 {
+		return AppendInfo{}, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
+	}
+	if cfg.TimestampType == LogAppendTime {
+		maxTs = nowMs
+	}
+
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return AppendInfo{}, err
+	}
+	if idem {
+		for p := int64(0); p < int64(len(records)); {
+			h := parseHeader(records[p:])
+			p += h.size()
+			if h.ProducerID < 0 {
+				continue
+			}
+			dup, err := l.producers.Check(h.meta())
+			if err != nil {
+				l.mu.Unlock()
+				return AppendInfo{}, fmt.Errorf("producer %d: %w", h.ProducerID, err)
+			}
+			if dup != nil {
+				info := AppendInfo{FirstOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: -1,
+					LogStartOffset: l.logStart, NumRecords: dup.LastOffset - dup.FirstOffset + 1, Duplicate: true}
+				l.mu.Unlock()
+				return info, nil
+			}
+		}
+	}
+	if err := l.maybeRollLocked(cfg, int64(len(records)), nb, nrec, maxTs, nowMs, l.leo()); err != nil {
+		l.mu.Unlock()
+		return AppendInfo{}, err
+	}
+	first := l.leo()
+	off := first
+	for p := int64(0); p < int64(len(records)); {
+		h := parseHeader(records[p:])
+		stampBatch(records[p:], off, leaderEpoch, cfg.TimestampType, nowMs)
+		off += int64(h.LastOffsetDelta) + 1
+		p += h.size()
+	}
+	if leaderEpoch >= 0 {
+		if latest, ok := l.epochs.Latest(); !ok || leaderEpoch > latest.Epoch {
+			if err := l.epochs.Assign(leaderEpoch, first); err != nil {
+				l.mu.Unlock()
+				return AppendInfo{}, fmt.Errorf("assign leader epoch %d at %d: %w", leaderEpoch, first, err)
+			}
+		}
+	}
+	if err := l.writeLocked(cfg, records); err != nil {
+		l.mu.Unlock()
+		return AppendInfo{}, err
+	}
+	info := AppendInfo{FirstOffset: first, LastOffset: off - 1, LogAppendTime: -1, LogStartOffset: l.logStart, NumRecords: nrec}
+	if cfg.TimestampType == LogAppendTime {
+		info.LogAppendTime = nowMs
+	}
+	flush := l.needFlushLocked(cfg, nowMs)
+	l.mu.Unlock()
+	if flush {
+		if err := l.Flush(); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+// AppendReplicated is the follower append: batches keep their offsets and
+// leader epochs. Their frames and CRCs are checked; offsets must increase
+// from the log end.
+func (l *Log) AppendReplicated(records []byte) (int64, error) {
+	cfg := l.cfg.Load()
+	nowMs := l.nowMs()
+	var (
+		nb, nrec int64
+		maxTs    int64 = -1
+		first    int64 = -1
+		last     int64 = -1
+	)
+	for p := int64(0); p < int64(len(records)); {
+		h, err := checkFrame(records[p:])
+		if err != nil {
+			return -1, fmt.Errorf("replicated batch %d: %w", nb, err)
+		}
+		if h.codec() > 4 {
+			return -1, fmt.Errorf("replicated batch %d: %w: codec %d", nb, kerr.UnsupportedCompressionType, h.codec())
+		}
+		if h.LastOffsetDelta < 0 || h.BaseOffset <= last {
+			return -1, fmt.Errorf("replicated batch %d: %w: offsets %d..%d out of order", nb, kerr.CorruptMessage, h.BaseOffset, h.lastOffset())
+		}
+		if first < 0 {
+			first = h.BaseOffset
+		}
+		last = h.lastOffset()
+		nb++
+		nrec += int64(h.RecordCount)
+		maxTs = max(maxTs, h.MaxTimestamp)
+		p += h.size()
+	}
+	if nb == 0 {
+		return -1, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return -1, err
+	}
+	if first < l.leo() {
+		return -1, fmt.Errorf("%w: replicated offset %d below log end %d", kerr.CorruptMessage, first, l.leo())
+	}
+	if err := l.maybeRollLocked(cfg, int64(len(records)), nb, last-l.leo()+1, maxTs, nowMs, first); err != nil {
+		return -1, err
+	}
+	for p := int64(0); p < int64(len(records)); {
+		h := parseHeader(records[p:])
+		p += h.size()
+		if h.LeaderEpoch < 0 {
+			continue
+		}
+		if latest, ok := l.epochs.Latest(); !ok || h.LeaderEpoch > latest.Epoch {
+			if err := l.epochs.Assign(h.LeaderEpoch, h.BaseOffset); err != nil {
+				return -1, fmt.Errorf("assign leader epoch %d at %d: %w", h.LeaderEpoch, h.BaseOffset, err)
+			}
+		}
+	}
+	if err := l.writeLocked(cfg, records); err != nil {
+		return -1, err
+	}
+	if l.needFlushLocked(cfg, nowMs) {
+		l.mu.Unlock()
+		err := l.Flush()
+		l.mu.Lock()
+		if err != nil {
+			return last, err
+		}
+	}
+	return last, nil
+}
+
+// writeLocked writes stamped batches to the active segment with one write
+// and accounts them. A failed write is undone by truncation; if that fails
+// too the log refuses further work.
+func (l *Log) writeLocked(cfg *Config, records []byte) error {
+	s := l.active()
+	if _, err := s.log.Write(records); err != nil {
+		if terr := s.log.Truncate(s.size); terr != nil {
+			l.failed = fmt.Errorf("write segment %d: %w; undo: %w", s.base, err, terr)
+			l.logger.Error("partition log failed", "dir", l.dir, "err", l.failed)
+		}
+		return fmt.Errorf("write segment %d: %w", s.base, err)
+	}
+	pos := s.size
+	for p := int64(0); p < int64(len(records)); {
+		h := parseHeader(records[p:])
+		s.track(&h, pos+p, cfg)
+		if h.ProducerID >= 0 {
+			l.producers.Update(h.meta())
+		}
+		p += h.size()
+	}
+	s.size += int64(len(records))
+	return nil
+}
+
+func (l *Log) needFlushLocked(cfg *Config, nowMs int64) bool {
+	unflushed := l.leo() - l.recoveryPoint
+	if unflushed <= 0 {
+		return false
+	}
+	return unflushed >= max(cfg.FlushMessages, 1) ||
+		(cfg.FlushMs < math.MaxInt64 && nowMs-l.lastFlushMs >= cfg.FlushMs)
+}
+
+// maybeRollLocked rolls before an append of size bytes in nb batches with
+// nrec offsets and max timestamp maxTs, when the active segment is not
+// empty and segment.bytes, segment.ms, the index size or the relative
+// offset range would be exceeded. newBase is the new segment's base.
+func (l *Log) maybeRollLocked(cfg *Config, size, nb, nrec, maxTs, nowMs, newBase int64) error {
+	s := l.active()
+	if s.empty() {
+		return nil
+	}
+	roll := s.size+size > cfg.SegmentBytes ||
+		s.indexFull(int(nb), cfg) ||
+		l.leo()+nrec-1-s.base > math.MaxInt32 ||
+		s.size+size > math.MaxInt32
+	if !roll {
+		var waited int64
+		if s.rollBaseMs >= 0 {
+			waited = maxTs - s.rollBaseMs
+		} else {
+			waited = nowMs - s.createdMs
+		}
+		roll = waited >= cfg.SegmentMs
+	}
+	if !roll {
+		return nil
+	}
+	return l.rollLocked(newBase, nowMs)
+}
+
+// rollLocked seals the active segment, opens a new one at base, writes a
+// producer snapshot there and flushes the sealed segment asynchronously
+// (fsync of .log, index files written and synced, directory synced, then
+// the recovery point advances to base).
+func (l *Log) rollLocked(base, nowMs int64) error {
+	old := l.active()
+	ns, err := openSegmentFiles(l.fs, l.dir, base, true)
+	if err != nil {
+		return fmt.Errorf("roll to %d: %w", base, err)
+	}
+	ns.createdMs = nowMs
+	old.seal()
+	l.segs = append(l.segs, ns)
+	if err := l.producers.WriteSnapshot(l.fs, l.dir, base); err != nil {
+		l.logger.Warn("producer snapshot at roll", "dir", l.dir, "offset", base, "err", err)
+	}
+	l.logger.Debug("rolled segment", "dir", l.dir, "base", base, "sealed", old.base, "size", old.size)
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		if err := l.flush(base, false); err != nil && !errors.Is(err, ErrClosed) {
+			l.logger.Warn("flush after roll", "dir", l.dir, "offset", base, "err", err)
+		}
+	}()
+	return nil
+}
+
+// MaybeRoll rolls the active segment when segment.ms has passed since its
+// first batch, even without appends. The broker calls it periodically.
+func (l *Log) MaybeRoll() error {
+	cfg := l.cfg.Load()
+	nowMs := l.nowMs()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	s := l.active()
+	if s.empty() {
+		return nil
+	}
+	base := s.rollBaseMs
+	if base < 0 {
+		base = s.createdMs
+	}
+	if nowMs-base < cfg.SegmentMs {
+		return nil
+	}
+	return l.rollLocked(l.leo(), nowMs)
+}
+
+// MaybeFlush flushes when flush.ms has passed since the last flush and
+// there is unflushed data. The broker calls it periodically.
+func (l *Log) MaybeFlush() error {
+	cfg := l.cfg.Load()
+	l.mu.Lock()
+	need := !l.closed && cfg.FlushMs < math.MaxInt64 && l.needFlushLocked(cfg, l.nowMs())
+	l.mu.Unlock()
+	if !need {
+		return nil
+	}
+	return l.Flush()
+}
+
+// Flush fsyncs everything appended so far and advances the recovery point.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	leo := l.leo()
+	l.mu.Unlock()
+	return l.flush(leo, false)
+}
+
+func (l *Log) flush(upTo int64, force bool) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushLocked(upTo, force)
+}
+
+type flushJob struct {
+	s           *segment
+	idx, tidx   []byte
+	nIdx, nTidx int
+	sealed      bool
+}
+
+// flushLocked runs under flushMu: it syncs every segment holding offsets
+// in [recoveryPoint, upTo) (and sealed segments not yet flushed), writing
+// their pending index entries, then syncs the directory and advances the
+// recovery point. The checkpoint file is rewritten when a sealed segment
+// became durable (or force), not on every flush: a stale recovery point
+// only costs recovery work.
+func (l *Log) flushLocked(upTo int64, force bool) error {
+	l.mu.Lock()
+	if l.filesClosed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	upTo = min(upTo, l.leo())
+	var jobs []flushJob
+	for _, s := range l.segs {
+		if s.flushed || s.base >= upTo && !(force && s.base == upTo) {
+			continue
+		}
+		if s.next <= l.recoveryPoint && !s.sealed && !force {
+			continue
+		}
+		j := flushJob{s: s, sealed: s.sealed}
+		j.idx, j.nIdx = s.idx.pending()
+		j.tidx, j.nTidx = s.tidx.pending()
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 && upTo <= l.recoveryPoint {
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+
+	for _, j := range jobs {
+		if err := j.s.syncFiles(j.idx, j.tidx); err != nil {
+			return err
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("sync partition dir: %w", err)
+	}
+
+	l.mu.Lock()
+	sealedDone := force
+	for _, j := range jobs {
+		j.s.idx.onDisk = max(j.s.idx.onDisk, j.nIdx)
+		j.s.tidx.onDisk = max(j.s.tidx.onDisk, j.nTidx)
+		if j.sealed && j.s.idx.onDisk == j.s.idx.n && j.s.tidx.onDisk == j.s.tidx.n {
+			// Sealed and on disk: look entries up in the files from now on.
+			j.s.flushed = true
+			j.s.idx.mem, j.s.tidx.mem = nil, nil
+			sealedDone = true
+		}
+	}
+	if upTo > l.recoveryPoint {
+		l.recoveryPoint = upTo
+	}
+	l.lastFlushMs = l.nowMs()
+	cp := l.checkpointLocked(false)
+	l.mu.Unlock()
+	if sealedDone {
+		return l.writeCheckpoint(cp)
+	}
+	return nil
+}
+
+// LogStartOffset returns the first offset readable.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStart
+}
+
+// LogEndOffset returns the offset the next record will get.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leo()
+}
+
+// RecoveryPoint returns the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recoveryPoint
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.EndOffsetFor(epoch, l.leo())
+}
+
+// LatestEpoch returns the newest leader epoch in the log, -1 if none.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.epochs.Latest(); ok {
+		return e.Epoch
+	}
+	return -1
+}
+
+// ProducerState returns an idempotent producer's epoch and last sequence.
+func (l *Log) ProducerState(producerID int64) (int16, int32, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.Producer(producerID)
+}
+
+// SetConfig changes the topic configuration; it applies from the next
+// operation.
+func (l *Log) SetConfig(c Config) {
+	l.cfg.Store(&c)
+}
+
+// Config returns the current configuration.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// Size returns the bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Segments describes the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]SegmentInfo, len(l.segs))
+	for i, s := range l.segs {
+		out[i] = s.info()
+	}
+	return out
+}
+
+// segmentFor returns the index of the segment holding offset: the last
+// with base <= offset.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// Close flushes everything, writes a producer snapshot at the log end and
+// the checkpoint with the clean-shutdown flag, and closes the files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.bg.Wait()
+
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	failed := l.failed
+	a := l.active()
+	if a.maxTs >= 0 {
+		// Persist the active segment's max timestamp, as Kafka does on close.
+		a.tidx.maybeAppend(a.maxTs, int32(a.maxTsOffset-a.base))
+	}
+	leo := l.leo()
+	l.mu.Unlock()
+
+	var errs []error
+	if failed == nil {
+		if err := l.flushLocked(leo, true); err != nil {
+			errs = append(errs, err)
+		}
+		if err := l.producers.WriteSnapshot(l.fs, l.dir, leo); err != nil {
+			l.logger.Warn("producer snapshot at close", "dir", l.dir, "offset", leo, "err", err)
+		}
+	}
+	l.mu.Lock()
+	clean := len(errs) == 0 && failed == nil
+	cp := l.checkpointLocked(clean)
+	l.mu.Unlock()
+	if clean {
+		if err := l.writeCheckpoint(cp); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.filesClosed = true
+	for _, s := range l.segs {
+		if err := s.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close segment %d: %w", s.base, err))
+		}
+	}
+	for s, t := range l.pending {
+		t.Stop()
+		l.finishDelete(s)
+	}
+	clear(l.pending)
+	return errors.Join(errs...)
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	cerr := l.Close()
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("delete partition dir: %w", err)
+	}
+	if err := l.fs.SyncDir(parentDir(l.dir)); err != nil {
+		l.logger.Warn("sync data dir after delete", "dir", l.dir, "err", err)
+	}
+	if cerr != nil && !errors.Is(cerr, ErrClosed) {
+		l.logger.Warn("close before delete", "dir", l.dir, "err", cerr)
+	}
+	return nil
+}
+
+// abandon stops the log as a killed process would: no flush, no snapshot,
+// no checkpoint; background flushes finish first. Tests use it to model a
+// process crash before reopening the same directory.
+func (l *Log) abandon() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.bg.Wait()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.filesClosed = true
+	for _, s := range l.segs {
+		s.close()
+	}
+	for s, t := range l.pending {
+		t.Stop()
+		s.close()
+	}
+	clear(l.pending)
+}

@@ -1,0 +1,228 @@
+package plog
+
+import (
+	"errors"
+	"fmt"
+
+	"strata/internal/vfs"
+)
+
+// segView is what a reader needs of a segment, taken under the log mutex
+// and used without it: the file, its readable size and an index snapshot.
+type segView struct {
+	f    vfs.File
+	base int64
+	size int64
+	next int64
+	idx  offsetView
+	tidx timeView
+}
+
+func (s *segment) snapshot() segView {
+	return segView{f: s.log, base: s.base, size: s.size, next: s.next, idx: s.idx.view(s.base), tidx: s.tidx.view(s.base)}
+}
+
+// findBatch returns the header and position of the first batch at or after
+// position from whose last offset is >= target. found is false when the
+// segment ends first. A bad index position falls back to a scan from 0.
+func (v *segView) findBatch(from, target int64) (h batchHeader, pos int64, found bool, err error) {
+	for {
+		sc := newScanner(v.f, from, v.size, false)
+		for sc.next() {
+			if sc.h.lastOffset() >= target {
+				return sc.h, sc.at, true, nil
+			}
+		}
+		if sc.err == nil {
+			return batchHeader{}, 0, false, nil
+		}
+		if errors.Is(sc.err, errBadBatch) && from != 0 {
+			from = 0
+			continue
+		}
+		return batchHeader{}, 0, false, fmt.Errorf("segment %d: %w", v.base, sc.err)
+	}
+}
+
+// Read returns whole batches from the batch holding offset, all of whose
+// offsets are below maxOffset, at most maxBytes long unless minOne and the
+// first batch alone is longer (KIP-74). One segment per call. The slice's
+// file stays open for file.delete.delay.ms after its segment is deleted.
+func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlice, error) {
+	empty := FileSlice{LastOffset: -1}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return empty, err
+	}
+	leo := l.leo()
+	if offset < l.logStart || offset > leo {
+		ls := l.logStart
+		l.mu.Unlock()
+		return empty, fmt.Errorf("%w: offset %d, log %d..%d", ErrOffsetOutOfRange, offset, ls, leo)
+	}
+	maxOffset = min(maxOffset, leo)
+	if offset >= maxOffset {
+		l.mu.Unlock()
+		return empty, nil
+	}
+	i := l.segmentFor(offset)
+	for i+1 < len(l.segs) && offset >= l.segs[i].next {
+		i++
+	}
+	v := l.segs[i].snapshot()
+	l.mu.Unlock()
+
+	first, start, found, err := v.findBatch(v.idx.lookup(offset), offset)
+	if err != nil || !found {
+		return empty, err
+	}
+	if first.lastOffset() >= maxOffset {
+		return empty, nil
+	}
+	// End: before the first batch reaching maxOffset, or the segment end.
+	end, lastOff := v.size, v.next-1
+	if maxOffset < v.next {
+		from := max(start, v.idx.lookup(maxOffset-1))
+		sc := newScanner(v.f, from, v.size, false)
+		lastOff = first.lastOffset()
+		end = start + first.size()
+		for sc.next() {
+			if sc.h.lastOffset() >= maxOffset {
+				break
+			}
+			end, lastOff = sc.pos, sc.h.lastOffset()
+		}
+		if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
+			return empty, fmt.Errorf("segment %d: %w", v.base, sc.err)
+		}
+	}
+	if limit := start + int64(max(maxBytes, 0)); end > limit {
+		// Cut at whole batches: scan from an indexed batch that ends
+		// at or before the limit.
+		from := max(start, v.idx.lookupPos(v.idx.lookupPos(limit)-1))
+		cut, cutLast := start, int64(-1)
+		sc := newScanner(v.f, from, end, false)
+		for sc.next() && sc.pos <= limit {
+			cut, cutLast = sc.pos, sc.h.lastOffset()
+		}
+		if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
+			return empty, fmt.Errorf("segment %d: %w", v.base, sc.err)
+		}
+		if cut == start {
+			if !minOne {
+				return empty, nil
+			}
+			cut, cutLast = start+first.size(), first.lastOffset()
+		}
+		end, lastOff = cut, cutLast
+	}
+	return FileSlice{File: v.f, Pos: start, Len: end - start, LastOffset: lastOff}, nil
+}
+
+// OffsetForTimestamp returns the first record at or after the log start
+// whose timestamp is >= ts, with its timestamp and its batch's leader
+// epoch (ListOffsets by timestamp).
+func (l *Log) OffsetForTimestamp(ts int64) (int64, int64, int32, bool) {
+	for i := 0; ; i++ {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return -1, -1, -1, false
+		}
+		for i < len(l.segs) && l.segs[i].maxTs < ts {
+			i++
+		}
+		if i >= len(l.segs) {
+			l.mu.Unlock()
+			return -1, -1, -1, false
+		}
+		v := l.segs[i].snapshot()
+		logStart := l.logStart
+		l.mu.Unlock()
+		if off, rts, epoch, ok := v.offsetForTimestamp(ts, logStart); ok {
+			return off, rts, epoch, true
+		}
+	}
+}
+
+func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, bool) {
+	from := v.idx.lookup(logStart)
+	if o, ok := v.tidx.lookupBefore(ts); ok {
+		from = max(from, v.idx.lookup(o))
+	}
+	for {
+		sc := newScanner(v.f, from, v.size, false)
+		for sc.next() {
+			h := sc.h
+			if h.MaxTimestamp < ts || h.lastOffset() < logStart {
+				continue
+			}
+			b, err := readBatch(v.f, sc.at)
+			if err != nil {
+				return -1, -1, -1, false
+			}
+			var rOff, rTs int64 = -1, -1
+			if err := walkRecords(b, logStart, func(o, t int64) bool {
+				if o >= logStart && t >= ts {
+					rOff, rTs = o, t
+					return false
+				}
+				return true
+			}); err != nil || rOff < 0 {
+				// Unreadable records: answer with the batch.
+				rOff, rTs = max(h.BaseOffset, logStart), h.MaxTimestamp
+			}
+			return rOff, rTs, h.LeaderEpoch, true
+		}
+		if errors.Is(sc.err, errBadBatch) && from != 0 {
+			from = 0
+			continue
+		}
+		return -1, -1, -1, false
+	}
+}
+
+// MaxTimestamp returns the offset and timestamp of the record with the
+// largest timestamp, and its batch's leader epoch (KIP-734); offset -1 when
+// the log holds no timestamps.
+func (l *Log) MaxTimestamp() (int64, int64, int32) {
+	l.mu.Lock()
+	best := -1
+	for i, s := range l.segs {
+		if s.maxTs >= 0 && (best < 0 || s.maxTs > l.segs[best].maxTs) && s.next > l.logStart {
+			best = i
+		}
+	}
+	if best < 0 || l.closed {
+		l.mu.Unlock()
+		return -1, -1, -1
+	}
+	s := l.segs[best]
+	v, maxTs, at := s.snapshot(), s.maxTs, max(s.maxTsOffset, l.logStart)
+	l.mu.Unlock()
+
+	h, pos, found, err := v.findBatch(v.idx.lookup(at), at)
+	if err != nil || !found {
+		return at, maxTs, -1
+	}
+	b, err := readBatch(v.f, pos)
+	if err != nil {
+		return at, maxTs, h.LeaderEpoch
+	}
+	off := int64(-1)
+	_ = walkRecords(b, -1, func(o, t int64) bool {
+		if o > at {
+			return false
+		}
+		if t == maxTs {
+			off = o
+			return false
+		}
+		return true
+	})
+	if off < 0 {
+		off = at
+	}
+	return off, maxTs, h.LeaderEpoch
+}

@@ -1,0 +1,259 @@
+package plog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"strata/internal/vfs"
+)
+
+// Open opens (creating if needed) the log in opts.Dir and recovers it:
+//
+//   - stray files of interrupted operations are deleted (*.deleted,
+//     *.cleaned, *.swap, *.tmp, index files without a .log);
+//   - after an unclean shutdown, every segment holding offsets at or
+//     after the recovery point is read batch by batch, CRC-checked and its
+//     indexes rebuilt; the first torn or corrupt batch and everything
+//     after it (including later segments) is truncated;
+//   - other segments get a sanity check of their index files, and are
+//     recovered the same way when that fails;
+//   - the epoch cache is truncated to the log end, producer state is
+//     loaded from the newest snapshot and the batches after it replayed.
+func Open(opts Options) (*Log, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("open log: no directory")
+	}
+	l := &Log{fs: opts.FS, dir: opts.Dir, now: opts.Now, logger: opts.Logger, pending: map[*segment]*time.Timer{}}
+	cfg := opts.Config
+	l.cfg.Store(&cfg)
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create partition dir: %w", err)
+	}
+	if err := l.fs.SyncDir(parentDir(l.dir)); err != nil {
+		return nil, fmt.Errorf("sync data dir: %w", err)
+	}
+	if err := l.load(&cfg); err != nil {
+		for _, s := range l.segs {
+			s.close()
+		}
+		return nil, fmt.Errorf("open log %s: %w", l.dir, err)
+	}
+	return l, nil
+}
+
+func parseBase(name, suffix string) (int64, bool) {
+	s, ok := strings.CutSuffix(name, suffix)
+	if !ok || len(s) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+func (l *Log) load(cfg *Config) error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	logs := map[int64]bool{}
+	for _, n := range names {
+		if b, ok := parseBase(n, logSuffix); ok {
+			logs[b] = true
+		}
+	}
+	var bases []int64
+	removed := false
+	for _, n := range names {
+		stray := strings.HasSuffix(n, ".deleted") || strings.HasSuffix(n, ".cleaned") ||
+			strings.HasSuffix(n, ".swap") || strings.HasSuffix(n, ".tmp")
+		if b, ok := parseBase(n, indexSuffix); ok && !logs[b] {
+			stray = true
+		}
+		if b, ok := parseBase(n, timeIndexSuffix); ok && !logs[b] {
+			stray = true
+		}
+		if stray {
+			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil {
+				return fmt.Errorf("remove stray %s: %w", n, err)
+			}
+			removed = true
+			continue
+		}
+		if b, ok := parseBase(n, logSuffix); ok {
+			bases = append(bases, b) // ReadDir is sorted and names are fixed width
+		}
+	}
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("sync dir: %w", err)
+		}
+	}
+
+	cp, haveCP := l.readCheckpoint()
+	if !haveCP {
+		cp = checkpoint{}
+	}
+	for _, b := range bases {
+		s, err := openSegmentFiles(l.fs, l.dir, b, false)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+	}
+	if len(l.segs) == 0 {
+		s, err := openSegmentFiles(l.fs, l.dir, cp.logStartOffset, true)
+		if err != nil {
+			return err
+		}
+		l.segs = []*segment{s}
+	}
+	recovered := 0
+	for i := 0; i < len(l.segs); i++ {
+		s := l.segs[i]
+		last := i == len(l.segs)-1
+		limit := int64(math.MaxInt64)
+		if !last {
+			limit = l.segs[i+1].base
+		}
+		recover := !cp.clean && (last || limit > cp.recoveryPoint)
+		if !recover {
+			if err := s.load(limit, last, cfg); err != nil {
+				if !errors.Is(err, errCorruptIndex) && !errors.Is(err, errBadBatch) {
+					return err
+				}
+				l.logger.Warn("rebuilding segment indexes", "dir", l.dir, "segment", s.base, "err", err)
+				recover = true
+			}
+		}
+		if !recover {
+			continue
+		}
+		recovered++
+		truncated, err := s.recover(cfg)
+		if err != nil {
+			return err
+		}
+		if truncated {
+			l.logger.Warn("truncated torn or corrupt tail", "dir", l.dir, "segment", s.base, "size", s.size)
+		}
+		if truncated || (!last && s.next > limit) {
+			// Nothing after a bad batch can be trusted.
+			for _, later := range l.segs[i+1:] {
+				later.close()
+				if err := removeSegmentFiles(l.fs, l.dir, later.base, ""); err != nil {
+					return err
+				}
+			}
+			l.segs = l.segs[:i+1]
+			last = true
+		}
+		if !last {
+			s.seal()
+			idx, nIdx := s.idx.pending()
+			tidx, nTidx := s.tidx.pending()
+			if err := s.syncFiles(idx, tidx); err != nil {
+				return err
+			}
+			s.idx.onDisk, s.tidx.onDisk = nIdx, nTidx
+			s.flushed = true
+			s.idx.mem, s.tidx.mem = nil, nil
+			s.next = limit
+		}
+	}
+	a := l.active()
+	a.sealed, a.flushed = false, false
+	a.createdMs = l.nowMs()
+	leo := a.next
+
+	l.logStart = max(cp.logStartOffset, l.segs[0].base)
+	if l.logStart > leo {
+		// The log start survived a crash that lost data above it: start
+		// empty at the log start.
+		l.logger.Warn("log start offset beyond log end, starting empty", "dir", l.dir, "logStart", l.logStart, "logEnd", leo)
+		for _, s := range l.segs {
+			s.close()
+			if err := removeSegmentFiles(l.fs, l.dir, s.base, ""); err != nil {
+				return err
+			}
+		}
+		s, err := openSegmentFiles(l.fs, l.dir, l.logStart, true)
+		if err != nil {
+			return err
+		}
+		s.createdMs = l.nowMs()
+		l.segs = []*segment{s}
+		leo = l.logStart
+	}
+	l.recoveryPoint = min(cp.recoveryPoint, leo)
+	if cp.clean {
+		l.recoveryPoint = leo
+	}
+	l.lastFlushMs = l.nowMs()
+
+	if l.epochs, err = OpenEpochCache(l.fs, l.dir); err != nil {
+		return fmt.Errorf("leader epoch cache: %w", err)
+	}
+	if err := l.epochs.TruncateFromEnd(leo); err != nil {
+		return fmt.Errorf("truncate epoch cache to %d: %w", leo, err)
+	}
+	if err := l.epochs.TruncateFromStart(l.logStart); err != nil {
+		return fmt.Errorf("truncate epoch cache from %d: %w", l.logStart, err)
+	}
+	if err := l.reloadProducersLocked(); err != nil {
+		return err
+	}
+	if err := l.writeCheckpoint(l.checkpointLocked(false)); err != nil {
+		return err
+	}
+	l.logger.Info("opened partition log", "dir", l.dir, "segments", len(l.segs), "logStart", l.logStart,
+		"logEnd", leo, "clean", cp.clean, "recoveredSegments", recovered)
+	return nil
+}
+
+// reloadProducersLocked rebuilds producer state: the newest snapshot at or
+// below the log end, then the batches after it.
+func (l *Log) reloadProducersLocked() error {
+	l.producers = NewProducerState()
+	leo := l.leo()
+	from, err := l.producers.LoadSnapshot(l.fs, l.dir, leo)
+	if err != nil {
+		l.logger.Warn("load producer snapshot; replaying the log", "dir", l.dir, "err", err)
+		l.producers = NewProducerState()
+		from = -1
+	}
+	from = max(from, l.logStart)
+	if from >= leo {
+		return nil
+	}
+	for _, s := range l.segs[l.segmentFor(from):] {
+		if s.next <= from {
+			continue
+		}
+		v := s.idx.view(s.base)
+		sc := newScanner(s.log, v.lookup(from), s.size, false)
+		for sc.next() {
+			if sc.h.lastOffset() >= from && sc.h.ProducerID >= 0 {
+				l.producers.Update(sc.h.meta())
+			}
+		}
+		if sc.err != nil {
+			return fmt.Errorf("replay producer state in segment %d: %w", s.base, sc.err)
+		}
+	}
+	return nil
+}

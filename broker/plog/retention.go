@@ -1,0 +1,268 @@
+package plog
+
+import (
+	"fmt"
+	"time"
+)
+
+// EnforceRetention deletes the oldest sealed segments that are past
+// retention.ms (by their largest timestamp, or the file's modification time
+// when they hold none, as Kafka does), that retention.bytes does not leave
+// room for, or that lie wholly below the log start offset. The active
+// segment is never deleted. The log start offset moves to the first
+// remaining segment.
+func (l *Log) EnforceRetention() (int, error) {
+	cfg := l.cfg.Load()
+	nowMs := l.nowMs()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	var total int64
+	for _, s := range l.segs {
+		total += s.size
+	}
+	n := 0
+	for ; n < len(l.segs)-1; n++ {
+		s := l.segs[n]
+		breached := l.segs[n+1].base <= l.logStart
+		if !breached && cfg.RetentionMs >= 0 {
+			ts := s.maxTs
+			if ts < 0 {
+				if fi, err := l.fs.Stat(segmentPath(l.dir, s.base, logSuffix)); err == nil {
+					ts = fi.ModTime().UnixMilli()
+				}
+			}
+			breached = ts >= 0 && nowMs-ts > cfg.RetentionMs
+		}
+		if !breached && cfg.RetentionBytes >= 0 {
+			breached = total-s.size >= cfg.RetentionBytes
+		}
+		if !breached {
+			break
+		}
+		total -= s.size
+	}
+	if n == 0 {
+		l.mu.Unlock()
+		return 0, nil
+	}
+	return n, l.deleteOldestLocked(n, max(l.logStart, l.segs[n].base))
+}
+
+// DeleteRecordsBefore moves the log start offset to offset (DeleteRecords),
+// persists it before returning, and deletes the segments wholly below it.
+func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return -1, err
+	}
+	if offset > l.leo() || offset < 0 {
+		leo := l.leo()
+		l.mu.Unlock()
+		return -1, fmt.Errorf("%w: delete records before %d, log end %d", ErrOffsetOutOfRange, offset, leo)
+	}
+	if offset <= l.logStart {
+		ls := l.logStart
+		l.mu.Unlock()
+		return ls, nil
+	}
+	n := 0
+	for n < len(l.segs)-1 && l.segs[n+1].base <= offset {
+		n++
+	}
+	if err := l.deleteOldestLocked(n, offset); err != nil {
+		return -1, err
+	}
+	return offset, nil
+}
+
+// deleteOldestLocked drops the first n segments, sets the log start to
+// logStart, persists the checkpoint and trims epochs and snapshots. It is
+// called with flushMu and mu held and releases mu.
+func (l *Log) deleteOldestLocked(n int, logStart int64) error {
+	dead := append([]*segment(nil), l.segs[:n]...)
+	l.segs = append([]*segment(nil), l.segs[n:]...)
+	l.logStart = logStart
+	var firstErr error
+	if err := l.epochs.TruncateFromStart(logStart); err != nil {
+		firstErr = fmt.Errorf("truncate epoch cache from %d: %w", logStart, err)
+	}
+	for _, s := range dead {
+		if err := l.scheduleDeleteLocked(s); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	cp := l.checkpointLocked(false)
+	oldest := l.segs[0].base
+	l.mu.Unlock()
+	if err := l.writeCheckpoint(cp); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if err := DeleteSnapshotsBefore(l.fs, l.dir, oldest); err != nil {
+		l.logger.Debug("delete producer snapshots", "dir", l.dir, "before", oldest, "err", err)
+	}
+	if len(dead) > 0 {
+		l.logger.Info("deleted segments", "dir", l.dir, "count", len(dead), "logStart", logStart)
+	}
+	return firstErr
+}
+
+// scheduleDeleteLocked renames a segment's files to *.deleted and closes
+// and removes them after file.delete.delay.ms, so that FileSlices handed
+// out before stay readable.
+func (l *Log) scheduleDeleteLocked(s *segment) error {
+	if err := s.renameDeleted(l.fs, l.dir); err != nil {
+		return fmt.Errorf("delete segment %d: %w", s.base, err)
+	}
+	delay := l.cfg.Load().FileDeleteDelayMs
+	if delay <= 0 {
+		l.finishDelete(s)
+		return nil
+	}
+	l.pending[s] = time.AfterFunc(time.Duration(delay)*time.Millisecond, func() {
+		l.mu.Lock()
+		_, ok := l.pending[s]
+		delete(l.pending, s)
+		l.mu.Unlock()
+		if ok {
+			l.finishDelete(s)
+		}
+	})
+	return nil
+}
+
+func (l *Log) finishDelete(s *segment) {
+	s.close()
+	if err := removeSegmentFiles(l.fs, l.dir, s.base, deletedSuffix); err != nil {
+		l.logger.Warn("remove deleted segment", "dir", l.dir, "segment", s.base, "err", err)
+	}
+}
+
+// Truncate removes every offset >= offset (a follower diverging from its
+// leader). Offsets inside a batch truncate the whole batch, as Kafka does.
+func (l *Log) Truncate(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("truncate to %d: %w", offset, ErrOffsetOutOfRange)
+	}
+	if offset >= l.leo() {
+		return nil
+	}
+	cfg := l.cfg.Load()
+	if offset < l.segs[0].base {
+		// Nothing stays: start over at offset.
+		for _, s := range l.segs {
+			if err := l.scheduleDeleteLocked(s); err != nil {
+				return err
+			}
+		}
+		s, err := openSegmentFiles(l.fs, l.dir, offset, true)
+		if err != nil {
+			return err
+		}
+		s.createdMs = l.nowMs()
+		l.segs = []*segment{s}
+		l.logStart = offset
+	} else {
+		i := l.segmentFor(offset)
+		for _, s := range l.segs[i+1:] {
+			if err := l.scheduleDeleteLocked(s); err != nil {
+				return err
+			}
+		}
+		l.segs = l.segs[:i+1]
+		if err := l.truncateSegmentLocked(l.segs[i], offset, cfg); err != nil {
+			l.failed = err
+			return err
+		}
+	}
+	leo := l.leo()
+	l.logStart = min(l.logStart, leo)
+	l.recoveryPoint = min(l.recoveryPoint, leo)
+	if err := l.epochs.TruncateFromEnd(leo); err != nil {
+		return fmt.Errorf("truncate epoch cache to %d: %w", leo, err)
+	}
+	if err := l.reloadProducersLocked(); err != nil {
+		return err
+	}
+	if err := l.writeCheckpoint(l.checkpointLocked(false)); err != nil {
+		return err
+	}
+	return l.fs.SyncDir(l.dir)
+}
+
+// truncateSegmentLocked cuts segment s before the batch holding offset and
+// makes it the active segment again.
+func (l *Log) truncateSegmentLocked(s *segment, offset int64, cfg *Config) error {
+	v := s.snapshot()
+	h, cut, found, err := v.findBatch(v.idx.lookup(offset), offset)
+	if err != nil {
+		return fmt.Errorf("truncate segment %d: %w", s.base, err)
+	}
+	if !found {
+		cut, h.BaseOffset = s.size, s.next
+	}
+	// Bring the index entries into memory, keeping those before the cut.
+	var idx []offsetEntry
+	for i := 0; i < s.idx.n; i++ {
+		e, ok := v.idx.entry(i)
+		if !ok || int64(e.pos) >= cut {
+			break
+		}
+		idx = append(idx, e)
+	}
+	var tidx []timeEntry
+	for i := 0; i < s.tidx.n; i++ {
+		e, ok := v.tidx.entry(i)
+		if !ok || s.base+int64(e.rel) >= h.BaseOffset {
+			break
+		}
+		tidx = append(tidx, e)
+	}
+	if err := s.log.Truncate(cut); err != nil {
+		return fmt.Errorf("truncate segment %d to %d: %w", s.base, cut, err)
+	}
+	if err := s.idx.f.Truncate(int64(min(s.idx.onDisk, len(idx))) * offsetEntrySize); err != nil {
+		return fmt.Errorf("truncate index %d: %w", s.base, err)
+	}
+	if err := s.tidx.f.Truncate(int64(min(s.tidx.onDisk, len(tidx))) * timeEntrySize); err != nil {
+		return fmt.Errorf("truncate time index %d: %w", s.base, err)
+	}
+	s.idx = offsetIndex{f: s.idx.f, mem: append([]offsetEntry{}, idx...), n: len(idx), onDisk: min(s.idx.onDisk, len(idx))}
+	s.tidx = timeIndex{f: s.tidx.f, mem: append([]timeEntry{}, tidx...), n: len(tidx), onDisk: min(s.tidx.onDisk, len(tidx))}
+	s.size, s.next = cut, h.BaseOffset
+	s.sealed, s.flushed = false, false
+	s.maxTs, s.maxTsOffset = -1, -1
+	if len(tidx) > 0 {
+		e := tidx[len(tidx)-1]
+		s.maxTs, s.maxTsOffset = e.ts, s.base+int64(e.rel)
+	}
+	from := int64(0)
+	if len(idx) > 0 {
+		from = int64(idx[len(idx)-1].pos)
+	}
+	s.bytesSinceIndex = cut - from
+	sc := newScanner(s.log, from, cut, false)
+	for sc.next() {
+		if sc.h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.maxTsOffset = sc.h.MaxTimestamp, sc.h.lastOffset()
+		}
+	}
+	if cut == 0 {
+		s.rollBaseMs, s.createdMs = -1, l.nowMs()
+	}
+	return sc.err
+}
