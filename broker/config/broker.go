@@ -1,0 +1,342 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Listener is one entry of listeners / advertised.listeners.
+type Listener struct {
+	Name string // e.g. PLAINTEXT
+	Host string // empty: all interfaces (listeners) or the machine's name
+	Port int32
+}
+
+// Addr returns host:port.
+func (l Listener) Addr() string { return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))) }
+
+// String returns NAME://host:port.
+func (l Listener) String() string { return l.Name + "://" + l.Addr() }
+
+// ListenerFor returns the listeners value for a --listen / --advertise
+// HOST:PORT flag: PLAINTEXT://HOST:PORT.
+func ListenerFor(hostPort string) string { return "PLAINTEXT://" + hostPort }
+
+// ParseListeners parses a comma-separated list of NAME://HOST:PORT. Names
+// must be unique; the TLS and SASL protocol names are refused.
+func ParseListeners(s string) ([]Listener, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("must list at least one NAME://HOST:PORT")
+	}
+	var out []Listener
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		name, hostPort, ok := strings.Cut(item, "://")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q is not NAME://HOST:PORT", item)
+		}
+		name = strings.ToUpper(name)
+		switch name {
+		case "SSL", "SASL_SSL", "SASL_PLAINTEXT":
+			return nil, fmt.Errorf("listener %s: only plaintext listeners are supported", name)
+		}
+		host, portStr, err := net.SplitHostPort(hostPort)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not NAME://HOST:PORT", item)
+		}
+		port, err := strconv.ParseUint(portStr, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("%q: bad port %q", item, portStr)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("listener name %s appears twice", name)
+		}
+		seen[name] = true
+		out = append(out, Listener{Name: name, Host: host, Port: int32(port)})
+	}
+	return out, nil
+}
+
+// Broker is the static broker configuration: server.properties and --set,
+// checked, with typed fields for what the server uses. Dynamic overrides
+// are applied through Resolver.
+type Broker struct {
+	ID                  int32
+	Rack                *string
+	Listeners           []Listener
+	AdvertisedListeners []Listener // Listeners when advertised.listeners is unset
+	DataDir             string
+
+	SocketRequestMaxBytes int32
+	QueuedMaxRequests     int32
+	ConnectionsMaxIdleMs  int64
+	NumIOThreads          int32
+	NumNetworkThreads     int32
+
+	ZooKeeperConnect             string // empty: embedded controller
+	ZooKeeperSessionTimeoutMs    int32
+	ZooKeeperConnectionTimeoutMs int32 // zookeeper.session.timeout.ms when unset
+
+	NumPartitions               int32
+	DefaultReplicationFactor    int16
+	MinInsyncReplicas           int32
+	AutoCreateTopicsEnable      bool
+	DeleteTopicEnable           bool
+	UncleanLeaderElectionEnable bool
+	AutoLeaderRebalanceEnable   bool
+	ReplicaLagTimeMaxMs         int64
+	MessageMaxBytes             int32
+	FetchMaxBytes               int32
+
+	LogRetentionCheckIntervalMs int64
+	LogFlushSchedulerIntervalMs int64
+
+	RemoteLogStorageSystemEnable          bool
+	RemoteLogManagerTaskIntervalMs        int64
+	RemoteLogManagerCopyMaxBytesPerSecond int64
+
+	OffsetsTopicNumPartitions     int32
+	OffsetsTopicReplicationFactor int16
+	OffsetsRetentionMinutes       int32
+	GroupMaxSize                  int32
+	GroupMinSessionTimeoutMs      int32
+	GroupMaxSessionTimeoutMs      int32
+	GroupInitialRebalanceDelayMs  int32
+	TransactionalIDExpirationMs   int32
+	TransactionMaxTimeoutMs       int32
+	ProducerIDExpirationMs        int32
+
+	// Static holds every known key given in server.properties or --set, in
+	// canonical form (see Def.Canonical); ignored keys are left out.
+	Static map[string]string
+	// Ignored lists the accepted-but-ignored keys that were given, sorted,
+	// for a log line.
+	Ignored []string
+}
+
+// CheckStatic checks raw static properties: every key must be a known
+// broker config or an ignored Kafka key, and every value valid. It returns
+// the known keys in canonical form and the ignored keys. The error is one
+// line naming the first bad key (in sorted order).
+func CheckStatic(props map[string]string) (static map[string]string, ignored []string, err error) {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	static = make(map[string]string, len(props))
+	for _, k := range keys {
+		d, ok := BrokerDef(k)
+		if !ok {
+			if ignoredKeys[k] {
+				ignored = append(ignored, k)
+				continue
+			}
+			if why := refusedReason(k); why != "" {
+				return nil, nil, fmt.Errorf("%s: %s", k, why)
+			}
+			if _, isTopic := TopicDef(k); isTopic {
+				if syn := topicSynonyms[k]; len(syn) > 0 {
+					return nil, nil, fmt.Errorf("unknown broker config %q (it is a topic config; the broker default is %s)", k, syn[0].name)
+				}
+				return nil, nil, fmt.Errorf("unknown broker config %q (it is a topic config)", k)
+			}
+			return nil, nil, fmt.Errorf("unknown broker config %q", k)
+		}
+		c, err := d.Canonical(props[k])
+		if err != nil {
+			return nil, nil, err
+		}
+		static[k] = c
+	}
+	return static, ignored, nil
+}
+
+// Load builds the Broker from static properties (server.properties merged
+// with --set items) and validates it.
+func Load(props map[string]string) (*Broker, error) {
+	static, ignored, err := CheckStatic(props)
+	if err != nil {
+		return nil, err
+	}
+	g := getter{static}
+	b := &Broker{Static: static, Ignored: ignored}
+
+	b.ID = int32(g.int("broker.id"))
+	if _, ok := static["broker.id"]; !ok {
+		if _, ok := static["node.id"]; ok {
+			b.ID = int32(g.int("node.id"))
+		}
+	}
+	if r, ok := static["broker.rack"]; ok {
+		b.Rack = &r
+	}
+	if b.Listeners, err = ParseListeners(g.str("listeners")); err != nil {
+		return nil, fmt.Errorf("listeners: %w", err)
+	}
+	b.AdvertisedListeners = b.Listeners
+	if a, ok := static["advertised.listeners"]; ok {
+		if b.AdvertisedListeners, err = ParseListeners(a); err != nil {
+			return nil, fmt.Errorf("advertised.listeners: %w", err)
+		}
+	}
+	dirKey := "log.dir"
+	if _, ok := static["log.dirs"]; ok {
+		dirKey = "log.dirs"
+	}
+	dirs := g.list(dirKey)
+	if len(dirs) != 1 {
+		return nil, fmt.Errorf("%s: Strata supports exactly one data directory, got %d", dirKey, len(dirs))
+	}
+	b.DataDir = dirs[0]
+
+	b.SocketRequestMaxBytes = int32(g.int("socket.request.max.bytes"))
+	b.QueuedMaxRequests = int32(g.int("queued.max.requests"))
+	b.ConnectionsMaxIdleMs = g.int("connections.max.idle.ms")
+	b.NumIOThreads = int32(g.int("num.io.threads"))
+	b.NumNetworkThreads = int32(g.int("num.network.threads"))
+
+	b.ZooKeeperConnect = g.str("zookeeper.connect")
+	b.ZooKeeperSessionTimeoutMs = int32(g.int("zookeeper.session.timeout.ms"))
+	b.ZooKeeperConnectionTimeoutMs = b.ZooKeeperSessionTimeoutMs
+	if _, ok := static["zookeeper.connection.timeout.ms"]; ok {
+		b.ZooKeeperConnectionTimeoutMs = int32(g.int("zookeeper.connection.timeout.ms"))
+	}
+
+	b.NumPartitions = int32(g.int("num.partitions"))
+	b.DefaultReplicationFactor = int16(min(g.int("default.replication.factor"), 1<<15-1))
+	b.MinInsyncReplicas = int32(g.int("min.insync.replicas"))
+	b.AutoCreateTopicsEnable = g.bool("auto.create.topics.enable")
+	b.DeleteTopicEnable = g.bool("delete.topic.enable")
+	b.UncleanLeaderElectionEnable = g.bool("unclean.leader.election.enable")
+	b.AutoLeaderRebalanceEnable = g.bool("auto.leader.rebalance.enable")
+	b.ReplicaLagTimeMaxMs = g.int("replica.lag.time.max.ms")
+	b.MessageMaxBytes = int32(g.int("message.max.bytes"))
+	b.FetchMaxBytes = int32(g.int("fetch.max.bytes"))
+
+	b.LogRetentionCheckIntervalMs = g.int("log.retention.check.interval.ms")
+	b.LogFlushSchedulerIntervalMs = g.int("log.flush.scheduler.interval.ms")
+
+	b.RemoteLogStorageSystemEnable = g.bool("remote.log.storage.system.enable")
+	b.RemoteLogManagerTaskIntervalMs = g.int("remote.log.manager.task.interval.ms")
+	b.RemoteLogManagerCopyMaxBytesPerSecond = g.int("remote.log.manager.copy.max.bytes.per.second")
+
+	b.OffsetsTopicNumPartitions = int32(g.int("offsets.topic.num.partitions"))
+	b.OffsetsTopicReplicationFactor = int16(g.int("offsets.topic.replication.factor"))
+	b.OffsetsRetentionMinutes = int32(g.int("offsets.retention.minutes"))
+	b.GroupMaxSize = int32(g.int("group.max.size"))
+	b.GroupMinSessionTimeoutMs = int32(g.int("group.min.session.timeout.ms"))
+	b.GroupMaxSessionTimeoutMs = int32(g.int("group.max.session.timeout.ms"))
+	b.GroupInitialRebalanceDelayMs = int32(g.int("group.initial.rebalance.delay.ms"))
+	b.TransactionalIDExpirationMs = int32(g.int("transactional.id.expiration.ms"))
+	b.TransactionMaxTimeoutMs = int32(g.int("transaction.max.timeout.ms"))
+	b.ProducerIDExpirationMs = int32(g.int("producer.id.expiration.ms"))
+
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Validate checks the typed fields, for a Broker built by hand as well as
+// by Load. The error is one line: "key: reason".
+func (b *Broker) Validate() error {
+	atLeast := func(key string, v, min int64) error {
+		if v < min {
+			return fmt.Errorf("%s: must be >= %d, got %d", key, min, v)
+		}
+		return nil
+	}
+	checks := []error{
+		atLeast("broker.id", int64(b.ID), 0),
+		atLeast("num.partitions", int64(b.NumPartitions), 1),
+		atLeast("default.replication.factor", int64(b.DefaultReplicationFactor), 1),
+		atLeast("min.insync.replicas", int64(b.MinInsyncReplicas), 1),
+		atLeast("socket.request.max.bytes", int64(b.SocketRequestMaxBytes), 1),
+		atLeast("message.max.bytes", int64(b.MessageMaxBytes), 0),
+		atLeast("fetch.max.bytes", int64(b.FetchMaxBytes), 1024),
+		atLeast("queued.max.requests", int64(b.QueuedMaxRequests), 1),
+		atLeast("log.retention.check.interval.ms", b.LogRetentionCheckIntervalMs, 1),
+		atLeast("zookeeper.session.timeout.ms", int64(b.ZooKeeperSessionTimeoutMs), 1),
+		atLeast("replica.lag.time.max.ms", b.ReplicaLagTimeMaxMs, 1),
+		atLeast("offsets.topic.num.partitions", int64(b.OffsetsTopicNumPartitions), 1),
+		atLeast("offsets.topic.replication.factor", int64(b.OffsetsTopicReplicationFactor), 1),
+		atLeast("remote.log.manager.task.interval.ms", b.RemoteLogManagerTaskIntervalMs, 1),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	if b.DataDir == "" {
+		return errors.New("log.dirs: must name a data directory")
+	}
+	if len(b.Listeners) == 0 {
+		return errors.New("listeners: must list at least one NAME://HOST:PORT")
+	}
+	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
+		return fmt.Errorf("group.min.session.timeout.ms: must be <= group.max.session.timeout.ms (%d), got %d",
+			b.GroupMaxSessionTimeoutMs, b.GroupMinSessionTimeoutMs)
+	}
+	return nil
+}
+
+// ListenAddr is the host:port of the first listener.
+func (b *Broker) ListenAddr() string { return b.Listeners[0].Addr() }
+
+// AdvertisedAddr is the host and port published in Metadata for the first
+// listener: advertised.listeners if set, else listeners.
+func (b *Broker) AdvertisedAddr() (host string, port int32) {
+	l := b.AdvertisedListeners[0]
+	return l.Host, l.Port
+}
+
+// OffsetsReplicationFactor is offsets.topic.replication.factor capped at the
+// number of live brokers, so that a single broker can host the offsets
+// topic.
+func (b *Broker) OffsetsReplicationFactor(brokers int) int16 {
+	rf := b.OffsetsTopicReplicationFactor
+	if brokers > 0 && int(rf) > brokers {
+		rf = int16(brokers)
+	}
+	return rf
+}
+
+// getter reads canonical values with Kafka's defaults; the values were
+// validated, so parse errors cannot happen.
+type getter struct{ m map[string]string }
+
+func (g getter) raw(key string) (string, bool) {
+	if v, ok := g.m[key]; ok {
+		return v, true
+	}
+	if d, ok := BrokerDef(key); ok && d.Default != nil {
+		return *d.Default, true
+	}
+	return "", false
+}
+
+func (g getter) str(key string) string { v, _ := g.raw(key); return v }
+
+func (g getter) int(key string) int64 {
+	v, _ := g.raw(key)
+	n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	return n
+}
+
+func (g getter) bool(key string) bool {
+	v, _ := g.raw(key)
+	return strings.EqualFold(strings.TrimSpace(v), "true")
+}
+
+func (g getter) list(key string) []string {
+	v, _ := g.raw(key)
+	l, _ := parseType(List, v)
+	return l.([]string)
+}

@@ -1,0 +1,235 @@
+package config
+
+import "strings"
+
+// brokerTable lists the broker configs Strata understands, with Kafka's
+// names, types and defaults (Kafka 4.x where they differ from 3.x, except
+// for the deviations in doc.go). Configs that are broker synonyms of topic
+// configs are dynamic cluster-wide, as in Kafka.
+var brokerTable = newTable([]*Def{
+	// Identity and network.
+	{Name: "broker.id", Type: Int, Default: str("0"), Check: atLeast(0),
+		Doc: "The broker id of this server."},
+	{Name: "node.id", Type: Int, Default: nil, Check: atLeast(0),
+		Doc: "Synonym of broker.id (KRaft's name), used when broker.id is not set."},
+	{Name: "broker.rack", Type: String, Default: nil,
+		Doc: "Rack of the broker, used in rack-aware replica assignment."},
+	{Name: "listeners", Type: String, Default: str("PLAINTEXT://:9092"), Check: listenerList,
+		Doc: "Comma-separated listener URIs NAME://HOST:PORT to accept connections on; an empty host binds all interfaces."},
+	{Name: "advertised.listeners", Type: String, Default: nil, Check: listenerList,
+		Doc: "Listeners published to clients in Metadata responses, if different from listeners."},
+	{Name: "socket.request.max.bytes", Type: Int, Default: str("104857600"), Check: atLeast(1),
+		Doc: "The maximum number of bytes in a socket request."},
+	{Name: "queued.max.requests", Type: Int, Default: str("500"), Check: atLeast(1),
+		Doc: "The number of queued requests allowed before network threads stop reading."},
+	{Name: "connections.max.idle.ms", Type: Long, Default: str("600000"),
+		Doc: "Idle connections are closed after this many milliseconds."},
+	{Name: "num.io.threads", Type: Int, Default: str("8"), Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "The number of threads processing requests. Accepted, informational."},
+	{Name: "num.network.threads", Type: Int, Default: str("3"), Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "The number of threads handling the network. Accepted, informational."},
+	{Name: "password.encoder.secret", Type: Password, Default: nil,
+		Doc: "The secret used to encode dynamically configured passwords. Accepted, not used."},
+
+	// ZooKeeper.
+	{Name: "zookeeper.connect", Type: String, Default: nil,
+		Doc: "ZooKeeper connection string host:port[,host:port…][/chroot]; unset runs the embedded single-node controller."},
+	{Name: "zookeeper.session.timeout.ms", Type: Int, Default: str("18000"), Check: atLeast(1),
+		Doc: "ZooKeeper session timeout."},
+	{Name: "zookeeper.connection.timeout.ms", Type: Int, Default: nil, Check: atLeast(1),
+		Doc: "The maximum time to wait to establish a ZooKeeper connection; unset uses zookeeper.session.timeout.ms."},
+
+	// Topics.
+	{Name: "num.partitions", Type: Int, Default: str("1"), Check: atLeast(1),
+		Doc: "The default number of partitions of a new topic."},
+	{Name: "default.replication.factor", Type: Int, Default: str("1"), Check: atLeast(1),
+		Doc: "The default replication factor of a new topic."},
+	{Name: "min.insync.replicas", Type: Int, Default: str("1"), Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "With acks=all, the minimum number of in-sync replicas that must acknowledge a write."},
+	{Name: "auto.create.topics.enable", Type: Boolean, Default: str("true"),
+		Doc: "Enable auto creation of topics on the server."},
+	{Name: "delete.topic.enable", Type: Boolean, Default: str("true"),
+		Doc: "Enable topic deletion."},
+	{Name: "unclean.leader.election.enable", Type: Boolean, Default: str("false"), Dynamic: ClusterWide,
+		Doc: "Whether replicas not in the ISR may be elected leader as a last resort, at the risk of data loss."},
+	{Name: "auto.leader.rebalance.enable", Type: Boolean, Default: str("true"),
+		Doc: "Whether the controller moves leadership back to preferred replicas."},
+	{Name: "replica.lag.time.max.ms", Type: Long, Default: str("30000"), Check: atLeast(1),
+		Doc: "A follower that has not caught up to the leader's log end within this time is removed from the ISR."},
+	{Name: "message.max.bytes", Type: Int, Default: str("1048588"), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The largest record batch size allowed, after compression (topic: max.message.bytes)."},
+	{Name: "fetch.max.bytes", Type: Int, Default: str("57671680"), Check: atLeast(1024),
+		Doc: "The maximum number of bytes returned for a fetch request."},
+	{Name: "compression.type", Type: String, Default: str("producer"), Check: oneOf(compressionTypes...), Dynamic: ClusterWide,
+		Doc: "The final compression type for topics: uncompressed, zstd, lz4, snappy, gzip, or producer."},
+	{Name: "compression.gzip.level", Type: Int, Default: str("-1"), Check: gzipLevel, Dynamic: ClusterWide,
+		Doc: "The compression level to use if compression.type is set to gzip."},
+	{Name: "compression.lz4.level", Type: Int, Default: str("9"), Check: between(1, 17), Dynamic: ClusterWide,
+		Doc: "The compression level to use if compression.type is set to lz4."},
+	{Name: "compression.zstd.level", Type: Int, Default: str("3"), Check: between(-131072, 22), Dynamic: ClusterWide,
+		Doc: "The compression level to use if compression.type is set to zstd."},
+
+	// The log.
+	{Name: "log.dir", Type: List, Default: str("./strata-data"), Check: nonEmptyList,
+		Doc: "The directory where log data is stored (used if log.dirs is not set)."},
+	{Name: "log.dirs", Type: List, Default: nil, Check: nonEmptyList,
+		Doc: "The directory where log data is stored; Strata supports exactly one."},
+	{Name: "log.segment.bytes", Type: Int, Default: str("1073741824"), Check: atLeast(14), Dynamic: ClusterWide,
+		Doc: "The maximum size of a single log segment file."},
+	{Name: "log.roll.ms", Type: Long, Default: nil, Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "The maximum time before a new log segment is rolled, in milliseconds; unset uses log.roll.hours."},
+	{Name: "log.roll.hours", Type: Int, Default: str("168"), Check: atLeast(1),
+		Doc: "The maximum time before a new log segment is rolled, in hours; secondary to log.roll.ms."},
+	{Name: "log.roll.jitter.ms", Type: Long, Default: nil, Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The maximum jitter subtracted from the roll time, in milliseconds; unset uses log.roll.jitter.hours."},
+	{Name: "log.roll.jitter.hours", Type: Int, Default: str("0"), Check: atLeast(0),
+		Doc: "The maximum jitter subtracted from the roll time, in hours; secondary to log.roll.jitter.ms."},
+	{Name: "log.retention.ms", Type: Long, Default: nil, Dynamic: ClusterWide,
+		Doc: "The time to keep a log segment before deleting it, in milliseconds; unset uses log.retention.minutes; -1 means no time limit."},
+	{Name: "log.retention.minutes", Type: Int, Default: nil,
+		Doc: "The time to keep a log segment before deleting it, in minutes; secondary to log.retention.ms; unset uses log.retention.hours."},
+	{Name: "log.retention.hours", Type: Int, Default: str("168"),
+		Doc: "The time to keep a log segment before deleting it, in hours; tertiary to log.retention.ms."},
+	{Name: "log.retention.bytes", Type: Long, Default: str("-1"), Dynamic: ClusterWide,
+		Doc: "The maximum size of a partition's log before old segments are deleted; -1 means no size limit."},
+	{Name: "log.retention.check.interval.ms", Type: Long, Default: str("300000"), Check: atLeast(1),
+		Doc: "How often, in milliseconds, logs are checked for segments to delete."},
+	{Name: "log.cleanup.policy", Type: List, Default: str("delete"), Check: listOf("compact", "delete"), Dynamic: ClusterWide,
+		Doc: `The default cleanup policy for segments beyond the retention window: "delete", "compact", or both.`},
+	{Name: "log.cleaner.delete.retention.ms", Type: Long, Default: str("86400000"), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The time to retain delete tombstone markers for log compacted topics."},
+	{Name: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: str("0"), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The minimum time a message remains uncompacted in the log."},
+	{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: str(maxLong), Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "The maximum time a message remains ineligible for compaction."},
+	{Name: "log.cleaner.min.cleanable.ratio", Type: Double, Default: str("0.5"), Check: between(0, 1), Dynamic: ClusterWide,
+		Doc: "The minimum ratio of dirty log to total log for a log to be eligible for cleaning."},
+	{Name: "log.flush.interval.messages", Type: Long, Default: str(maxLong), Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "The number of messages accumulated on a partition before they are fsynced."},
+	{Name: "log.flush.interval.ms", Type: Long, Default: nil, Dynamic: ClusterWide,
+		Doc: "The maximum time in ms a message stays unflushed; unset uses log.flush.scheduler.interval.ms."},
+	{Name: "log.flush.scheduler.interval.ms", Type: Long, Default: str(maxLong),
+		Doc: "How often, in milliseconds, logs are checked for a needed flush."},
+	{Name: "log.index.interval.bytes", Type: Int, Default: str("4096"), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The interval in bytes with which an entry is added to the offset index."},
+	{Name: "log.index.size.max.bytes", Type: Int, Default: str("10485760"), Check: atLeast(4), Dynamic: ClusterWide,
+		Doc: "The maximum size in bytes of the offset index."},
+	{Name: "log.segment.delete.delay.ms", Type: Long, Default: str("60000"), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The time to wait before deleting a file from the filesystem."},
+	{Name: "log.preallocate", Type: Boolean, Default: str("false"), Dynamic: ClusterWide,
+		Doc: "Whether to preallocate the file when creating a new segment. Accepted, not used."},
+	{Name: "log.message.timestamp.type", Type: String, Default: str("CreateTime"), Check: oneOf("CreateTime", "LogAppendTime"), Dynamic: ClusterWide,
+		Doc: "Whether the timestamp in the message is the create time or the log append time: CreateTime or LogAppendTime."},
+	{Name: "log.message.timestamp.before.max.ms", Type: Long, Default: str(maxLong), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "How far a CreateTime timestamp may be behind the broker's clock, in milliseconds."},
+	{Name: "log.message.timestamp.after.max.ms", Type: Long, Default: str("3600000"), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "How far a CreateTime timestamp may be ahead of the broker's clock, in milliseconds."},
+	{Name: "log.message.downconversion.enable", Type: Boolean, Default: str("true"), Dynamic: ClusterWide,
+		Doc: "Whether down-conversion of message formats is enabled for consume requests. Accepted, not used."},
+
+	// Tiered storage.
+	{Name: "remote.log.storage.system.enable", Type: Boolean, Default: str("false"),
+		Doc: "Whether tiered storage is enabled on the broker (topics opt in with remote.storage.enable)."},
+	{Name: "log.local.retention.ms", Type: Long, Default: str("-2"), Check: atLeast(-2), Dynamic: ClusterWide,
+		Doc: "The time to keep local log segments of tiered topics; -2 uses log.retention.ms."},
+	{Name: "log.local.retention.bytes", Type: Long, Default: str("-2"), Check: atLeast(-2), Dynamic: ClusterWide,
+		Doc: "The maximum local size of a tiered partition; -2 uses log.retention.bytes."},
+	{Name: "remote.log.manager.task.interval.ms", Type: Long, Default: str("30000"), Check: atLeast(1),
+		Doc: "How often the remote log manager copies and expires segments, in milliseconds."},
+	{Name: "remote.log.manager.copy.max.bytes.per.second", Type: Long, Default: str(maxLong), Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "The maximum bytes per second copied to remote storage."},
+
+	// Groups, offsets, transactions and producers.
+	{Name: "offsets.topic.num.partitions", Type: Int, Default: str("50"), Check: atLeast(1),
+		Doc: "The number of partitions of the offset commit topic."},
+	{Name: "offsets.topic.replication.factor", Type: Short, Default: str("3"), Check: atLeast(1),
+		Doc: "The replication factor of the offset commit topic (capped at the number of brokers)."},
+	{Name: "offsets.retention.minutes", Type: Int, Default: str("10080"), Check: atLeast(1),
+		Doc: "Committed offsets of an empty group are kept this many minutes."},
+	{Name: "group.max.size", Type: Int, Default: str(maxInt), Check: atLeast(1),
+		Doc: "The maximum number of consumers in a single consumer group."},
+	{Name: "group.min.session.timeout.ms", Type: Int, Default: str("6000"),
+		Doc: "The minimum session timeout allowed for registered consumers."},
+	{Name: "group.max.session.timeout.ms", Type: Int, Default: str("1800000"),
+		Doc: "The maximum session timeout allowed for registered consumers."},
+	{Name: "group.initial.rebalance.delay.ms", Type: Int, Default: str("3000"),
+		Doc: "The time the coordinator waits for more consumers to join a new group before the first rebalance."},
+	{Name: "transactional.id.expiration.ms", Type: Int, Default: str("604800000"), Check: atLeast(1),
+		Doc: "The time a transactional id is kept without transaction status updates."},
+	{Name: "transaction.max.timeout.ms", Type: Int, Default: str("900000"), Check: atLeast(1),
+		Doc: "The maximum transaction timeout a producer may ask for."},
+	{Name: "producer.id.expiration.ms", Type: Int, Default: str("86400000"), Check: atLeast(1), Dynamic: ClusterWide,
+		Doc: "The time a producer id's state is kept after its last write."},
+})
+
+// ignoredKeys are Kafka broker keys Strata accepts in server.properties and
+// --set and ignores: a stock Kafka server.properties loads unchanged.
+var ignoredKeys = map[string]bool{
+	"socket.send.buffer.bytes":                         true,
+	"socket.receive.buffer.bytes":                      true,
+	"num.recovery.threads.per.data.dir":                true,
+	"num.replica.fetchers":                             true,
+	"background.threads":                               true,
+	"transaction.state.log.replication.factor":         true,
+	"transaction.state.log.min.isr":                    true,
+	"transaction.state.log.num.partitions":             true,
+	"share.coordinator.state.topic.replication.factor": true,
+	"share.coordinator.state.topic.min.isr":            true,
+	"inter.broker.listener.name":                       true,
+	"listener.security.protocol.map":                   true,
+	"security.inter.broker.protocol":                   true,
+	"controller.listener.names":                        true,
+	"controller.quorum.voters":                         true,
+	"controller.quorum.bootstrap.servers":              true,
+	"process.roles":                                    true,
+	"metadata.log.dir":                                 true,
+	"log.cleaner.enable":                               true,
+	"log.cleaner.threads":                              true,
+	"log.flush.offset.checkpoint.interval.ms":          true,
+	"log.flush.start.offset.checkpoint.interval.ms":    true,
+	"zookeeper.set.acl":                                true,
+	"confluent.support.metrics.enable":                 true,
+	"inter.broker.protocol.version":                    true,
+	"log.message.format.version":                       true,
+	"max.connections":                                  true,
+	"max.connections.per.ip":                           true,
+	"replica.fetch.max.bytes":                          true,
+	"replica.socket.timeout.ms":                        true,
+	"replica.fetch.wait.max.ms":                        true,
+	"controlled.shutdown.enable":                       true,
+	"leader.imbalance.check.interval.seconds":          true,
+	"leader.imbalance.per.broker.percentage":           true,
+	"max.incremental.fetch.session.cache.slots":        true,
+	"remote.log.metadata.manager.listener.name":        true,
+	"remote.log.storage.manager.class.name":            true,
+	"remote.log.metadata.manager.class.name":           true,
+	"offsets.topic.segment.bytes":                      true,
+	"offsets.commit.timeout.ms":                        true,
+	"group.coordinator.rebalance.protocols":            true,
+	"unstable.api.versions.enable":                     true,
+	"unstable.feature.versions.enable":                 true,
+	"auto.include.jmx.reporter":                        true,
+	"metric.reporters":                                 true,
+	"kafka.metrics.reporters":                          true,
+}
+
+// refusedReason returns why a key Kafka knows is refused by Strata, or "".
+func refusedReason(key string) string {
+	switch {
+	case strings.HasPrefix(key, "listener.name."):
+		return "per-listener security settings are not supported (Strata serves plaintext only)"
+	case strings.HasPrefix(key, "ssl."):
+		return "TLS is not supported (Strata serves plaintext only)"
+	case strings.HasPrefix(key, "sasl."):
+		return "SASL is not supported (Strata serves plaintext only)"
+	case strings.HasPrefix(key, "delegation.token."), key == "authorizer.class.name", key == "super.users":
+		return "authentication and authorization are not supported"
+	}
+	return ""
+}
+
+// listenerList validates NAME://HOST:PORT[,…].
+func listenerList(v any) error {
+	_, err := ParseListeners(v.(string))
+	return err
+}
