@@ -1,0 +1,308 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Embedded is the single-node controller used without ZooKeeper: this
+// broker is the whole cluster and its controller. Metadata lives in one
+// JSON file in the data directory, replaced crash-safely on every change.
+type Embedded struct {
+	path string
+	self Broker
+
+	mu      sync.Mutex
+	md      *Metadata
+	changed chan struct{}
+}
+
+// MetadataFile is the embedded controller's file in the data directory.
+const MetadataFile = "cluster-metadata.json"
+
+type embeddedState struct {
+	ClusterID      string                       `json:"cluster_id"`
+	Version        int64                        `json:"version"`
+	NextProducerID int64                        `json:"next_producer_id"`
+	Topics         []*Topic                     `json:"topics"`
+	BrokerConfigs  map[string]map[string]string `json:"broker_configs,omitempty"`
+}
+
+// OpenEmbedded loads (or creates) the metadata in dataDir. self is this
+// broker, the only one.
+func OpenEmbedded(dataDir string, self Broker) (*Embedded, error) {
+	e := &Embedded{path: filepath.Join(dataDir, MetadataFile), self: self, changed: make(chan struct{})}
+	var st embeddedState
+	b, err := os.ReadFile(e.path)
+	switch {
+	case os.IsNotExist(err):
+		st.ClusterID = newClusterID()
+		st.NextProducerID = 1000
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", MetadataFile, err)
+	default:
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", MetadataFile, err)
+		}
+	}
+	md := &Metadata{
+		ClusterID:      st.ClusterID,
+		ControllerID:   self.ID,
+		Brokers:        []Broker{self},
+		Topics:         map[string]*Topic{},
+		TopicIDs:       map[[16]byte]string{},
+		BrokerConfigs:  st.BrokerConfigs,
+		Version:        st.Version,
+		NextProducerID: st.NextProducerID,
+	}
+	if md.BrokerConfigs == nil {
+		md.BrokerConfigs = map[string]map[string]string{}
+	}
+	for _, t := range st.Topics {
+		// A single node leads everything; the id may have changed.
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			p.Leader, p.Replicas, p.ISR = self.ID, []int32{self.ID}, []int32{self.ID}
+		}
+		md.Topics[t.Name] = t
+		md.TopicIDs[t.ID] = t.Name
+	}
+	e.md = md
+	if os.IsNotExist(err) {
+		if err := e.persist(md); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func newClusterID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// NewTopicID returns a random topic id that is not the zero id.
+func NewTopicID() [16]byte {
+	var id [16]byte
+	for id == ([16]byte{}) {
+		rand.Read(id[:])
+	}
+	return id
+}
+
+func (e *Embedded) Metadata() *Metadata {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.md
+}
+
+func (e *Embedded) Changes() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
+}
+
+func (e *Embedded) Close() error { return nil }
+
+// update applies fn to a copy of the metadata, persists it and publishes it.
+// Called with e.mu held.
+func (e *Embedded) update(fn func(md *Metadata) error) error {
+	md := e.md.clone()
+	if err := fn(md); err != nil {
+		return err
+	}
+	md.Version++
+	if err := e.persist(md); err != nil {
+		return err
+	}
+	e.md = md
+	close(e.changed)
+	e.changed = make(chan struct{})
+	return nil
+}
+
+func (e *Embedded) persist(md *Metadata) error {
+	st := embeddedState{ClusterID: md.ClusterID, Version: md.Version, NextProducerID: md.NextProducerID, BrokerConfigs: md.BrokerConfigs}
+	for _, t := range md.Topics {
+		st.Topics = append(st.Topics, t)
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(e.path, b)
+}
+
+// WriteFileAtomic writes a file crash-safely: temp file, fsync, rename,
+// fsync of the directory.
+func WriteFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (md *Metadata) clone() *Metadata {
+	c := *md
+	c.Topics = make(map[string]*Topic, len(md.Topics))
+	c.TopicIDs = make(map[[16]byte]string, len(md.TopicIDs))
+	for n, t := range md.Topics {
+		c.Topics[n] = t // topics are replaced, never mutated, once published
+		c.TopicIDs[t.ID] = n
+	}
+	c.BrokerConfigs = make(map[string]map[string]string, len(md.BrokerConfigs))
+	maps.Copy(c.BrokerConfigs, md.BrokerConfigs)
+	return &c
+}
+
+func (e *Embedded) CreateTopic(ctx context.Context, req CreateTopicRequest) (*Topic, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.md.Topics[req.Name]; ok {
+		return nil, ErrTopicExists
+	}
+	n := req.NumPartitions
+	if req.Assignments != nil {
+		n = int32(len(req.Assignments))
+		for _, a := range req.Assignments {
+			if len(a) != 1 || a[0] != e.self.ID {
+				return nil, fmt.Errorf("%w: replicas must be [%d] on a single broker", ErrInvalidReplication, e.self.ID)
+			}
+		}
+	}
+	if n < 1 {
+		return nil, ErrInvalidPartitions
+	}
+	if req.ReplicationFactor != 1 {
+		return nil, fmt.Errorf("%w: %d, but only 1 broker is available", ErrInvalidReplication, req.ReplicationFactor)
+	}
+	t := &Topic{Name: req.Name, ID: NewTopicID(), Configs: maps.Clone(req.Configs)}
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	for i := int32(0); i < n; i++ {
+		t.Partitions = append(t.Partitions, e.newPartition(i))
+	}
+	if req.ValidateOnly {
+		return t, nil
+	}
+	err := e.update(func(md *Metadata) error {
+		md.Topics[t.Name] = t
+		md.TopicIDs[t.ID] = t.Name
+		return nil
+	})
+	return t, err
+}
+
+func (e *Embedded) newPartition(i int32) Partition {
+	return Partition{Index: i, Leader: e.self.ID, LeaderEpoch: 0, Replicas: []int32{e.self.ID}, ISR: []int32{e.self.ID}}
+}
+
+func (e *Embedded) DeleteTopic(ctx context.Context, name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.md.Topics[name]
+	if !ok {
+		return ErrUnknownTopic
+	}
+	return e.update(func(md *Metadata) error {
+		delete(md.Topics, name)
+		delete(md.TopicIDs, t.ID)
+		return nil
+	})
+}
+
+func (e *Embedded) CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.md.Topics[name]
+	if !ok {
+		return ErrUnknownTopic
+	}
+	if count <= int32(len(t.Partitions)) {
+		return fmt.Errorf("%w: topic has %d partitions, asked for %d", ErrInvalidPartitions, len(t.Partitions), count)
+	}
+	if validateOnly {
+		return nil
+	}
+	return e.update(func(md *Metadata) error {
+		nt := *t
+		nt.Partitions = append([]Partition(nil), t.Partitions...)
+		for i := int32(len(t.Partitions)); i < count; i++ {
+			nt.Partitions = append(nt.Partitions, e.newPartition(i))
+		}
+		md.Topics[name] = &nt
+		return nil
+	})
+}
+
+func (e *Embedded) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.md.Topics[name]
+	if !ok {
+		return ErrUnknownTopic
+	}
+	return e.update(func(md *Metadata) error {
+		nt := *t
+		nt.Configs = maps.Clone(configs)
+		if nt.Configs == nil {
+			nt.Configs = map[string]string{}
+		}
+		md.Topics[name] = &nt
+		return nil
+	})
+}
+
+func (e *Embedded) SetBrokerConfigs(ctx context.Context, broker string, configs map[string]string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.update(func(md *Metadata) error {
+		if len(configs) == 0 {
+			delete(md.BrokerConfigs, broker)
+		} else {
+			md.BrokerConfigs[broker] = maps.Clone(configs)
+		}
+		return nil
+	})
+}
+
+func (e *Embedded) AllocateProducerIDs(ctx context.Context, n int64) (int64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	first := e.md.NextProducerID
+	err := e.update(func(md *Metadata) error {
+		md.NextProducerID += n
+		return nil
+	})
+	return first, err
+}
