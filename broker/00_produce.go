@@ -1,0 +1,109 @@
+package broker
+
+// Produce, v3-12, advertised as v0-12.
+//
+// v3+ carries record batches of magic v2 only (Kafka 4 serves no older
+// format). Like Kafka since KAFKA-18659, ApiVersions still lists v0, because
+// librdkafka before 2.10 disables gzip, snappy and lz4 when it does not see
+// it; requests below v3 are answered UNSUPPORTED_VERSION. acks 0, 1 and -1; with one replica acks=-1 is answered as soon
+// as the batch is in the log (the high watermark follows the log end), but
+// the ISR is still checked against min.insync.replicas first. Idempotent
+// duplicates are answered with their original offsets (KIP-98). acks=0
+// requests get no response; a failure closes the connection, as Kafka
+// does, so the producer notices.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(0, 0, 12, handleProduce) }
+
+func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	var failed bool
+	setErr := func(p *kmsg.ProduceResponseTopicPartition, code int16, msg string) {
+		p.ErrorCode = code
+		if msg != "" && req.Version >= 8 {
+			p.ErrorMessage = &msg
+		}
+		failed = true
+	}
+	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
+	md := s.ctrl.Metadata()
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t := md.Topics[rt.Topic]
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case req.Version < 3:
+				setErr(&sp, kerr.UnsupportedVersion.Code, "produce requests below v3 are not supported")
+			case badAcks:
+				setErr(&sp, kerr.InvalidRequiredAcks.Code, "")
+			case req.TransactionID != nil:
+				setErr(&sp, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported yet")
+			case !validTopicName(rt.Topic):
+				setErr(&sp, kerr.InvalidTopicException.Code, "")
+			case t == nil:
+				setErr(&sp, kerr.UnknownTopicOrPartition.Code, "")
+			default:
+				s.produceTo(&sp, t.Name, rp.Partition, rp.Records, req.Acks, setErr)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		if failed {
+			return nil, fmt.Errorf("acks=0 produce failed")
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string, part int32, records []byte, acks int16,
+	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) {
+	p := s.partition(topic, part)
+	if p == nil {
+		setErr(sp, kerr.UnknownTopicOrPartition.Code, "")
+		return
+	}
+	if !s.isLeader(p) {
+		setErr(sp, kerr.NotLeaderForPartition.Code, "")
+		return
+	}
+	if acks == -1 {
+		isr, minISR := s.isrSize(p), s.minInsyncReplicas(p.topic)
+		if isr < minISR {
+			setErr(sp, kerr.NotEnoughReplicas.Code, fmt.Sprintf("ISR has %d replicas, min.insync.replicas is %d", isr, minISR))
+			return
+		}
+	}
+	info, err := p.log.Append(records, p.leaderEpoch.Load())
+	if err != nil {
+		code := errCode(err)
+		if code == kerr.UnknownServerError.Code {
+			s.log.Error("append", "topic", topic, "partition", part, "err", err)
+		}
+		setErr(sp, code, err.Error())
+		s.metrics.produceErrors.Inc()
+		return
+	}
+	sp.BaseOffset = info.FirstOffset
+	sp.LogAppendTime = info.LogAppendTime
+	sp.LogStartOffset = info.LogStartOffset
+	if !info.Duplicate {
+		s.metrics.bytesIn.Add(float64(len(records)))
+		s.metrics.messagesIn.Add(float64(info.NumRecords))
+	}
+	p.advanceHW(p.log.LogEndOffset())
+}

@@ -1,0 +1,303 @@
+package broker
+
+// Fetch, v4-16.
+//
+// Consumers read below the high watermark (read_uncommitted) or the last
+// stable offset (read_committed; equal to the high watermark until
+// transactions exist); followers (replica id >= 0) read to the log end.
+// Long poll: the answer goes out as soon as MinBytes are available or
+// MaxWait passes. The first batch of the first partition with data is
+// returned whole even when it exceeds the limits (KIP-74). Incremental
+// fetch sessions per KIP-227 (fetch_session.go). Topic ids from v13
+// (KIP-516); CurrentLeader/NodeEndpoints (KIP-951) from v12/v16. Record
+// bytes go from the segment file to the socket with sendfile
+// (sendfile.go).
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/plog"
+	"strata/controller"
+)
+
+func init() { register(1, 4, 16, nil) } // served by handleFetchSpliced
+
+// fetchTarget is one partition to evaluate for a fetch response.
+type fetchTarget struct {
+	key         tp
+	topicID     [16]byte
+	fetchOffset int64
+	maxBytes    int32
+	leaderEpoch int32
+	sess        *sessPart // nil for sessionless fetches
+}
+
+type fetchResult struct {
+	t       *fetchTarget
+	code    int16
+	hw, lso int64
+	start   int64
+	slice   plog.FileSlice
+}
+
+func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (outResp, error) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	md := s.ctrl.Metadata()
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	follower := replicaID >= 0
+
+	// Session handling.
+	var (
+		sess        *fetchSession
+		incremental bool
+		targets     []*fetchTarget
+	)
+	reqTargets := func() []*fetchTarget {
+		var out []*fetchTarget
+		for _, rt := range req.Topics {
+			name := rt.Topic
+			if req.Version >= 13 {
+				name = md.TopicIDs[rt.TopicID]
+			}
+			for _, rp := range rt.Partitions {
+				out = append(out, &fetchTarget{
+					key: tp{name, rp.Partition}, topicID: rt.TopicID, fetchOffset: rp.FetchOffset,
+					maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch,
+				})
+			}
+		}
+		return out
+	}
+	switch {
+	case req.Version < 7 || req.SessionEpoch == -1:
+		if req.SessionID != 0 {
+			s.sessions.remove(req.SessionID)
+		}
+		targets = reqTargets()
+	case req.SessionEpoch == 0:
+		if req.SessionID != 0 {
+			s.sessions.remove(req.SessionID)
+		}
+		targets = reqTargets()
+		if sess = s.sessions.create(); sess != nil {
+			sess.mu.Lock()
+			defer sess.mu.Unlock()
+			for _, t := range targets {
+				sess.upsert(sessPart{key: t.key, topicID: t.topicID, fetchOffset: t.fetchOffset, maxBytes: t.maxBytes, leaderEpoch: t.leaderEpoch})
+				t.sess = sess.parts[t.key]
+			}
+			resp.SessionID = sess.id
+		}
+	default:
+		sess = s.sessions.get(req.SessionID)
+		if sess == nil {
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return outResp{kresp: resp}, nil
+		}
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		if sess.epoch != req.SessionEpoch {
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return outResp{kresp: resp}, nil
+		}
+		incremental = true
+		for _, t := range reqTargets() {
+			sess.upsert(sessPart{key: t.key, topicID: t.topicID, fetchOffset: t.fetchOffset, maxBytes: t.maxBytes, leaderEpoch: t.leaderEpoch})
+		}
+		for _, ft := range req.ForgottenTopics {
+			name := ft.Topic
+			if req.Version >= 13 {
+				name = md.TopicIDs[ft.TopicID]
+			}
+			for _, p := range ft.Partitions {
+				sess.forget(tp{name, p})
+			}
+		}
+		for _, sp := range sess.order {
+			targets = append(targets, &fetchTarget{key: sp.key, topicID: sp.topicID, fetchOffset: sp.fetchOffset,
+				maxBytes: sp.maxBytes, leaderEpoch: sp.leaderEpoch, sess: sp})
+		}
+		resp.SessionID = sess.id
+		sess.epoch++
+		if sess.epoch < 0 {
+			sess.epoch = 1
+		}
+	}
+
+	maxBytes := req.MaxBytes
+	if limit := s.fetchMaxBytes(); maxBytes <= 0 || maxBytes > limit {
+		maxBytes = limit
+	}
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if s.maxFetchWait > 0 && wait > s.maxFetchWait {
+		wait = s.maxFetchWait
+	}
+	deadline := time.Now().Add(wait)
+
+	var (
+		results []fetchResult
+		wakeCh  chan struct{}
+	)
+	for {
+		results = results[:0]
+		total := int64(0)
+		for _, t := range targets {
+			r := s.fetchOne(md, t, follower, req.IsolationLevel, maxBytes-int32(min(total, int64(maxBytes))), total == 0)
+			total += r.slice.Len
+			results = append(results, r)
+		}
+		if total >= int64(req.MinBytes) || wait <= 0 || time.Until(deadline) <= 0 || hasError(results) {
+			break
+		}
+		if wakeCh == nil {
+			wakeCh = make(chan struct{}, 1)
+			for _, t := range targets {
+				if p := s.partition(t.key.topic, t.key.part); p != nil {
+					p.addWaiter(wakeCh)
+					defer p.removeWaiter(wakeCh)
+				}
+			}
+			continue // re-check: data may have arrived before we registered
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-wakeCh:
+		case <-timer.C:
+		case <-s.ctx.Done():
+		}
+		timer.Stop()
+	}
+
+	// Build the response.
+	out := outResp{kresp: resp}
+	topicIdx := map[string]int{}
+	var leaderHint map[int32]bool
+	for i := range results {
+		r := &results[i]
+		if sp := r.t.sess; sp != nil {
+			changed := r.slice.Len > 0 || r.code != 0 || sp.hw != r.hw || sp.lso != r.lso || sp.logStart != r.start
+			if r.code == 0 {
+				sp.hw, sp.lso, sp.logStart = r.hw, r.lso, r.start
+			}
+			if incremental && !changed {
+				continue
+			}
+		}
+		ti, ok := topicIdx[r.t.key.topic]
+		if !ok {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = r.t.key.topic
+			rt.TopicID = r.t.topicID
+			resp.Topics = append(resp.Topics, rt)
+			ti = len(resp.Topics) - 1
+			topicIdx[r.t.key.topic] = ti
+		}
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = r.t.key.part
+		rp.ErrorCode = r.code
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.lso, r.start
+		if r.code == kerr.NotLeaderForPartition.Code || r.code == kerr.FencedLeaderEpoch.Code {
+			if t := md.Topics[r.t.key.topic]; t != nil && int(r.t.key.part) < len(t.Partitions) {
+				pm := t.Partitions[r.t.key.part]
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = pm.Leader, pm.LeaderEpoch
+				if leaderHint == nil {
+					leaderHint = map[int32]bool{}
+				}
+				leaderHint[pm.Leader] = true
+			}
+		}
+		rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null records field
+		if r.slice.Len > 0 {
+			m := cc.marker.next()
+			rp.RecordBatches = m[:]
+			out.slices = append(out.slices, spliceRef{marker: m, slice: r.slice})
+			s.metrics.bytesOut.Add(float64(r.slice.Len))
+		}
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+	}
+	if req.Version >= 16 && len(leaderHint) > 0 {
+		for _, b := range md.Brokers {
+			if leaderHint[b.ID] {
+				ne := kmsg.NewFetchResponseBroker()
+				ne.NodeID, ne.Host, ne.Port, ne.Rack = b.ID, b.Host, b.Port, b.Rack
+				resp.Brokers = append(resp.Brokers, ne)
+			}
+		}
+	}
+	return out, nil
+}
+
+func hasError(rs []fetchResult) bool {
+	for _, r := range rs {
+		if r.code != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchOne evaluates one partition: errors, watermarks and the slice of
+// whole batches to send.
+func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, isolation int8, budget int32, first bool) fetchResult {
+	r := fetchResult{t: t, hw: -1, lso: -1, start: -1}
+	topic := md.Topics[t.key.topic]
+	switch {
+	case t.key.topic == "":
+		r.code = kerr.UnknownTopicID.Code
+		return r
+	case topic == nil || t.key.part < 0 || int(t.key.part) >= len(topic.Partitions):
+		r.code = kerr.UnknownTopicOrPartition.Code
+		return r
+	}
+	p := s.partition(t.key.topic, t.key.part)
+	if p == nil {
+		r.code = kerr.NotLeaderForPartition.Code
+		return r
+	}
+	if code := checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()); code != 0 {
+		r.code = code
+		return r
+	}
+	if !follower && !s.isLeader(p) {
+		r.code = kerr.NotLeaderForPartition.Code
+		return r
+	}
+	hw := p.hw.Load()
+	r.hw, r.lso, r.start = hw, hw, p.log.LogStartOffset()
+	upTo := hw
+	if follower {
+		upTo = p.log.LogEndOffset()
+	}
+	if t.fetchOffset == upTo || budget <= 0 && !first {
+		return r
+	}
+	limit := int(min(t.maxBytes, budget))
+	sl, err := p.log.Read(t.fetchOffset, upTo, max(limit, 0), first)
+	if err != nil {
+		r.code = errCode(err)
+		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.log.LogEndOffset() {
+			r.code = 0 // between HW and LEO: nothing yet, not an error
+		}
+		return r
+	}
+	r.slice = sl
+	return r
+}
+
+// checkLeaderEpoch fences a request that names a leader epoch (-1 = none).
+func checkLeaderEpoch(requested, current int32) int16 {
+	switch {
+	case requested < 0 || requested == current:
+		return 0
+	case requested < current:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}

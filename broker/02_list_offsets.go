@@ -1,0 +1,79 @@
+package broker
+
+// ListOffsets, v1-9.
+//
+// Timestamps: -1 latest (the high watermark; the last stable offset for
+// read_committed, equal until transactions exist), -2 earliest, -3 the
+// offset of the largest timestamp (KIP-734), -4 earliest local and -5
+// latest tiered (KIP-1005; with no tier the earliest local is the log
+// start and nothing is tiered, so -5 answers -1). A timestamp >= 0 gives
+// the first offset whose timestamp is at least it, or -1 when none is.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(2, 1, 9, handleListOffsets) }
+
+func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	md := s.ctrl.Metadata()
+	follower := req.ReplicaID >= 0
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			t := md.Topics[rt.Topic]
+			p := s.partition(rt.Topic, rp.Partition)
+			switch {
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p == nil || (!follower && !s.isLeader(p)):
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); code != 0 {
+					sp.ErrorCode = code
+					break
+				}
+				s.listOffset(p, rp.Timestamp, follower, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (s *Server) listOffset(p *partition, ts int64, follower bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	hw := p.hw.Load()
+	if follower {
+		hw = p.log.LogEndOffset()
+	}
+	switch ts {
+	case -1: // latest
+		sp.Offset = hw
+		sp.LeaderEpoch = p.leaderEpoch.Load()
+	case -2, -4: // earliest, earliest local
+		sp.Offset = p.log.LogStartOffset()
+	case -3: // max timestamp
+		off, mts, epoch := p.log.MaxTimestamp()
+		if off >= 0 && off < hw {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, epoch
+		}
+	case -5: // latest tiered: nothing is tiered yet
+	default:
+		if ts < 0 {
+			sp.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		off, fts, epoch, ok := p.log.OffsetForTimestamp(ts)
+		if ok && off < hw {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, epoch
+		}
+	}
+}

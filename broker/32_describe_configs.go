@@ -1,0 +1,53 @@
+package broker
+
+// DescribeConfigs, v1-4. TOPIC (2) and BROKER (4) resources; a BROKER
+// resource named "" is the cluster-wide dynamic default. Sources, synonyms
+// (v1+ on request), types and documentation (v3+) follow Kafka; sensitive
+// values are null.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/config"
+)
+
+func init() { register(32, 1, 4, handleDescribeConfigs) }
+
+type kmsgConfig = kmsg.DescribeConfigsResponseResourceConfig
+
+func handleDescribeConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	md := s.ctrl.Metadata()
+	r := s.resolver(md)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		o := config.DescribeOptions{Names: rr.ConfigNames, IncludeSynonyms: req.IncludeSynonyms, IncludeDocumentation: req.IncludeDocumentation, Version: req.Version}
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			t := md.Topics[rr.ResourceName]
+			if t == nil {
+				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				break
+			}
+			sr.Configs = config.DescribeTopic(r, t.Configs, o)
+		case kmsg.ConfigResourceTypeBroker:
+			switch rr.ResourceName {
+			case "":
+				sr.Configs = config.DescribeBrokerDefault(r, o)
+			case s.brokerIDString():
+				sr.Configs = config.DescribeBroker(r, o)
+			default:
+				sr.ErrorCode = kerr.InvalidRequest.Code
+				sr.ErrorMessage = kmsg.StringPtr("unexpected broker id " + rr.ResourceName + ", expected " + s.brokerIDString() + " or empty")
+			}
+		default:
+			sr.ErrorCode = kerr.InvalidRequest.Code
+			sr.ErrorMessage = kmsg.StringPtr("unsupported resource type")
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}

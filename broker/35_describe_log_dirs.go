@@ -1,0 +1,69 @@
+package broker
+
+// DescribeLogDirs, v1-4. One log dir (the data directory); per partition
+// its size on local disk. v4 adds the directory's total and usable bytes.
+
+import (
+	"path/filepath"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+)
+
+func init() { register(35, 1, 4, handleDescribeLogDirs) }
+
+func handleDescribeLogDirs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeLogDirsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	dir := kmsg.NewDescribeLogDirsResponseDir()
+	abs, err := filepath.Abs(s.cfg.DataDir)
+	if err != nil {
+		abs = s.cfg.DataDir
+	}
+	dir.Dir = abs
+	dir.TotalBytes, dir.UsableBytes = -1, -1
+	var st unix.Statfs_t
+	if unix.Statfs(abs, &st) == nil {
+		dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
+		dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
+	}
+	want := func(string, int32) bool { return true }
+	if req.Topics != nil {
+		m := map[tp]bool{}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				m[tp{t.Topic, p}] = true
+			}
+		}
+		want = func(t string, p int32) bool { return m[tp{t, p}] }
+	}
+	byTopic := map[string]*kmsg.DescribeLogDirsResponseDirTopic{}
+	var names []string
+	for _, p := range s.allPartitions() {
+		if !want(p.topic, p.index) {
+			continue
+		}
+		t := byTopic[p.topic]
+		if t == nil {
+			nt := kmsg.NewDescribeLogDirsResponseDirTopic()
+			nt.Topic = p.topic
+			t = &nt
+			byTopic[p.topic] = t
+			names = append(names, p.topic)
+		}
+		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+		rp.Partition = p.index
+		rp.Size = p.log.Size()
+		rp.OffsetLag = max(0, p.log.LogEndOffset()-p.hw.Load())
+		t.Partitions = append(t.Partitions, rp)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := byTopic[n]
+		sort.Slice(t.Partitions, func(i, j int) bool { return t.Partitions[i].Partition < t.Partitions[j].Partition })
+		dir.Topics = append(dir.Topics, *t)
+	}
+	resp.Dirs = append(resp.Dirs, dir)
+	return resp, nil
+}

@@ -1,0 +1,64 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"strata/broker/plog"
+	"strata/controller"
+)
+
+// errCode maps an error from the log or the controller to a Kafka error
+// code; anything unexpected is UNKNOWN_SERVER_ERROR (and logged by the
+// caller).
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke.Code
+	case errors.Is(err, plog.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, plog.ErrClosed):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, controller.ErrTopicExists):
+		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, controller.ErrUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, controller.ErrInvalidPartitions):
+		return kerr.InvalidPartitions.Code
+	case errors.Is(err, controller.ErrInvalidReplication):
+		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, controller.ErrNotController):
+		return kerr.NotController.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errMessage is the message to put beside a code, for response fields that
+// carry one.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	m := err.Error()
+	return &m
+}
+
+// validTopicName applies Kafka's rules: 1-249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func validTopicName(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

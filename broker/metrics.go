@@ -1,0 +1,45 @@
+package broker
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics use Kafka's names where Kafka has them (kafka.server
+// BrokerTopicMetrics as Prometheus-style names).
+type metrics struct {
+	reg           *prometheus.Registry
+	requests      *prometheus.CounterVec
+	connections   prometheus.Gauge
+	bytesIn       prometheus.Counter
+	bytesOut      prometheus.Counter
+	messagesIn    prometheus.Counter
+	produceErrors prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_network_requests_total", Help: "Requests received, by API.",
+		}, []string{"request"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kafka_server_socket_server_connection_count", Help: "Open client connections.",
+		}),
+		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_bytesin_total", Help: "Record bytes appended by produce requests.",
+		}),
+		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_bytesout_total", Help: "Record bytes sent in fetch responses.",
+		}),
+		messagesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_messagesin_total", Help: "Records appended by produce requests.",
+		}),
+		produceErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_failedproducerequests_total", Help: "Produce partition appends that failed.",
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.connections, m.bytesIn, m.bytesOut, m.messagesIn, m.produceErrors,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the broker's metrics registry, for the /metrics endpoint.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }

@@ -1,0 +1,66 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"strata/broker/plog"
+)
+
+// partition is this broker's replica of one topic partition. The log owns
+// its own state (one mutex inside plog.Log); the partition adds what
+// replication will need: the high watermark, the leader epoch, and the
+// fetches waiting for new data.
+type partition struct {
+	topic   string
+	index   int32
+	topicID [16]byte
+	log     *plog.Log
+
+	leaderEpoch atomic.Int32
+	hw          atomic.Int64 // high watermark: consumers read below it
+
+	mu      sync.Mutex // guards waiters
+	waiters map[chan struct{}]struct{}
+}
+
+// advanceHW moves the high watermark up to hw (never down) and wakes
+// waiting fetches. With one replica it follows the log end offset.
+func (p *partition) advanceHW(hw int64) {
+	for {
+		cur := p.hw.Load()
+		if hw <= cur {
+			break
+		}
+		if p.hw.CompareAndSwap(cur, hw) {
+			break
+		}
+	}
+	p.wake()
+}
+
+func (p *partition) wake() {
+	p.mu.Lock()
+	for ch := range p.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	p.mu.Unlock()
+}
+
+func (p *partition) addWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	if p.waiters == nil {
+		p.waiters = map[chan struct{}]struct{}{}
+	}
+	p.waiters[ch] = struct{}{}
+	p.mu.Unlock()
+}
+
+func (p *partition) removeWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.waiters, ch)
+	p.mu.Unlock()
+}

@@ -1,0 +1,364 @@
+// Package broker is the Kafka-protocol server: listener, connections,
+// request dispatch (one file per API key, named by key), and the partitions
+// this broker hosts.
+package broker
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"strata/broker/config"
+	"strata/broker/plog"
+	"strata/controller"
+	"strata/internal/vfs"
+)
+
+// Options configure a Server. cmd/strata fills them from flags.
+type Options struct {
+	// Config is the static broker configuration (server.properties and
+	// --set); dynamic overrides come from the controller's metadata.
+	Config *config.Broker
+	// Listen is the address to bind ("127.0.0.1:0" picks a free port).
+	Listen string
+	// Advertise is the address clients are told to use; empty means the
+	// bound address.
+	Advertise string
+	// Controller owns metadata. Nil means an embedded single-node
+	// controller in the data directory.
+	Controller controller.Controller
+	// FS is the filesystem for partition logs; nil means the OS.
+	FS     vfs.FS
+	Logger *slog.Logger
+}
+
+type tp struct {
+	topic string
+	part  int32
+}
+
+// Server is one broker.
+type Server struct {
+	opts    Options
+	cfg     *config.Broker
+	log     *slog.Logger
+	fs      vfs.FS
+	ctrl    controller.Controller
+	ln      net.Listener
+	self    controller.Broker
+	metrics *metrics
+
+	pmu        sync.RWMutex
+	partitions map[tp]*partition
+
+	sessions *fetchSessions
+	// maxFetchWait caps a fetch's long poll (0 = the request's MaxWait);
+	// tests set it.
+	maxFetchWait time.Duration
+
+	pidMu   sync.Mutex
+	pidNext int64
+	pidEnd  int64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	connMu sync.Mutex
+	conns  map[*clientConn]struct{}
+}
+
+// New validates options and opens the data directory; Start listens.
+func New(opts Options) (*Server, error) {
+	if opts.Config == nil {
+		return nil, errors.New("broker: no config")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		opts:       opts,
+		cfg:        opts.Config,
+		log:        opts.Logger,
+		fs:         opts.FS,
+		ctrl:       opts.Controller,
+		partitions: map[tp]*partition{},
+		sessions:   newFetchSessions(1000),
+		ctx:        ctx,
+		cancel:     cancel,
+		conns:      map[*clientConn]struct{}{},
+		metrics:    newMetrics(),
+	}
+	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	return s, nil
+}
+
+// Start binds the listener, opens the controller and the partitions, and
+// starts accepting connections. It returns once requests can be served.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.opts.Listen, err)
+	}
+	s.ln = ln
+	adv := s.opts.Advertise
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	host, portS, err := net.SplitHostPort(adv)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("advertise %q: %w", adv, err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil || port <= 0 || port > 65535 {
+		ln.Close()
+		return fmt.Errorf("advertise %q: bad port", adv)
+	}
+	if port == 0 || strings.HasSuffix(adv, ":0") {
+		_, p, _ := net.SplitHostPort(ln.Addr().String())
+		port, _ = strconv.Atoi(p)
+	}
+	s.self = controller.Broker{ID: s.cfg.ID, Host: host, Port: int32(port), Rack: s.cfg.Rack}
+	if s.ctrl == nil {
+		e, err := controller.OpenEmbedded(s.cfg.DataDir, s.self)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		s.ctrl = e
+	}
+	if err := s.reconcile(s.ctrl.Metadata()); err != nil {
+		ln.Close()
+		return err
+	}
+	s.wg.Add(3)
+	go s.acceptLoop()
+	go s.watchMetadata()
+	go s.housekeeping()
+	return nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting, closes connections and closes every log cleanly.
+func (s *Server) Close() error {
+	s.cancel()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.connMu.Lock()
+	for cc := range s.conns {
+		cc.close()
+	}
+	s.connMu.Unlock()
+	s.wg.Wait()
+	var errs []error
+	s.pmu.Lock()
+	for k, p := range s.partitions {
+		if err := p.log.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s-%d: %w", k.topic, k.part, err))
+		}
+	}
+	s.partitions = map[tp]*partition{}
+	s.pmu.Unlock()
+	if s.ctrl != nil {
+		errs = append(errs, s.ctrl.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.log.Error("accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		cc := newClientConn(s, c)
+		s.connMu.Lock()
+		s.conns[cc] = struct{}{}
+		s.connMu.Unlock()
+		s.metrics.connections.Inc()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			cc.serve()
+			s.connMu.Lock()
+			delete(s.conns, cc)
+			s.connMu.Unlock()
+			s.metrics.connections.Dec()
+		}()
+	}
+}
+
+func (s *Server) watchMetadata() {
+	defer s.wg.Done()
+	for {
+		ch := s.ctrl.Changes()
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-ch:
+		}
+		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
+			s.log.Error("apply metadata", "err", err)
+		}
+	}
+}
+
+// housekeeping runs retention and time-based rolls every
+// log.retention.check.interval.ms.
+func (s *Server) housekeeping() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.retentionCheckInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, p := range s.allPartitions() {
+			if err := p.log.MaybeRoll(); err != nil {
+				s.log.Warn("roll", "topic", p.topic, "partition", p.index, "err", err)
+			}
+			if n, err := p.log.EnforceRetention(); err != nil {
+				s.log.Warn("retention", "topic", p.topic, "partition", p.index, "err", err)
+			} else if n > 0 {
+				s.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+			}
+		}
+	}
+}
+
+func (s *Server) allPartitions() []*partition {
+	s.pmu.RLock()
+	defer s.pmu.RUnlock()
+	out := make([]*partition, 0, len(s.partitions))
+	for _, p := range s.partitions {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (s *Server) partition(topic string, part int32) *partition {
+	s.pmu.RLock()
+	defer s.pmu.RUnlock()
+	return s.partitions[tp{topic, part}]
+}
+
+// reconcile opens the partitions the metadata gives this broker, closes
+// and deletes those it no longer has, and applies topic configs. It is
+// idempotent and serialised by pmu.
+func (s *Server) reconcile(md *controller.Metadata) error {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	want := map[tp]struct{}{}
+	var errs []error
+	for name, t := range md.Topics {
+		lc := s.topicLogConfig(md, t)
+		for _, pm := range t.Partitions {
+			if !containsID(pm.Replicas, s.cfg.ID) {
+				continue
+			}
+			k := tp{name, pm.Index}
+			want[k] = struct{}{}
+			if p, ok := s.partitions[k]; ok {
+				if p.topicID == t.ID {
+					p.log.SetConfig(lc)
+					p.leaderEpoch.Store(pm.LeaderEpoch)
+					continue
+				}
+				// Same name, new topic: the old one is gone.
+				p.log.Delete()
+				delete(s.partitions, k)
+			}
+			p, err := s.openPartition(t, pm, lc)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.partitions[k] = p
+		}
+	}
+	for k, p := range s.partitions {
+		if _, ok := want[k]; ok {
+			continue
+		}
+		delete(s.partitions, k)
+		p.wake()
+		if err := p.log.Delete(); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s-%d: %w", k.topic, k.part, err))
+		}
+		s.log.Info("deleted partition", "topic", k.topic, "partition", k.part)
+	}
+	return errors.Join(errs...)
+}
+
+func containsID(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// partitionMetadataFile is Kafka's per-partition file naming the topic id.
+const partitionMetadataFile = "partition.metadata"
+
+func topicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc plog.Config) (*partition, error) {
+	dir := filepath.Join(s.cfg.DataDir, fmt.Sprintf("%s-%d", t.Name, pm.Index))
+	idLine := "topic_id: " + topicIDString(t.ID)
+	if b, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile)); err == nil && !strings.Contains(string(b), idLine) {
+		// A directory left by a deleted topic of the same name.
+		s.log.Warn("removing partition directory of an older topic", "dir", filepath.Base(dir))
+		if err := s.fs.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("remove stale %s: %w", filepath.Base(dir), err)
+		}
+	}
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Base(dir), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, partitionMetadataFile)); err != nil {
+		if err := controller.WriteFileAtomic(filepath.Join(dir, partitionMetadataFile), []byte("version: 0\n"+idLine+"\n")); err != nil {
+			return nil, fmt.Errorf("write %s: %w", partitionMetadataFile, err)
+		}
+	}
+	l, err := plog.Open(plog.Options{FS: s.fs, Dir: dir, Config: lc, Logger: s.log.With("topic", t.Name, "partition", pm.Index)})
+	if err != nil {
+		return nil, fmt.Errorf("open %s-%d: %w", t.Name, pm.Index, err)
+	}
+	p := &partition{topic: t.Name, index: pm.Index, topicID: t.ID, log: l}
+	p.leaderEpoch.Store(pm.LeaderEpoch)
+	p.hw.Store(l.LogEndOffset())
+	return p, nil
+}

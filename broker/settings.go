@@ -1,0 +1,88 @@
+package broker
+
+import (
+	"strconv"
+	"time"
+
+	"strata/broker/config"
+	"strata/broker/plog"
+	"strata/controller"
+)
+
+// Server-level settings come from the static config; topic settings are
+// resolved per Kafka's layering (topic override, dynamic per-broker,
+// dynamic cluster default, static, default) against the metadata.
+// Leadership and ISR come from the controller's metadata.
+
+func (s *Server) maxRequestBytes() int32          { return s.cfg.SocketRequestMaxBytes }
+func (s *Server) fetchMaxBytes() int32            { return s.cfg.FetchMaxBytes }
+func (s *Server) autoCreateTopics() bool          { return s.cfg.AutoCreateTopicsEnable }
+func (s *Server) deleteTopicEnable() bool         { return s.cfg.DeleteTopicEnable }
+func (s *Server) defaultNumPartitions() int32     { return s.cfg.NumPartitions }
+func (s *Server) defaultReplicationFactor() int16 { return s.cfg.DefaultReplicationFactor }
+
+func (s *Server) idleTimeout() time.Duration {
+	return time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
+}
+
+func (s *Server) retentionCheckInterval() time.Duration {
+	d := time.Duration(s.cfg.LogRetentionCheckIntervalMs) * time.Millisecond
+	if d <= 0 {
+		d = 5 * time.Minute
+	}
+	return d
+}
+
+func (s *Server) resolver(md *controller.Metadata) config.Resolver {
+	return s.cfg.Resolver(md.BrokerConfigs)
+}
+
+func (s *Server) topicLogConfig(md *controller.Metadata, t *controller.Topic) plog.Config {
+	return config.LogConfig(s.resolver(md), t.Configs)
+}
+
+func (s *Server) minInsyncReplicas(topic string) int {
+	md := s.ctrl.Metadata()
+	t := md.Topics[topic]
+	if t == nil {
+		return int(s.cfg.MinInsyncReplicas)
+	}
+	return int(s.resolver(md).Topic(t.Configs).MinInsyncReplicas)
+}
+
+// validateTopicConfigs checks a CreateTopics config set and puts it in
+// canonical form in place.
+func (s *Server) validateTopicConfigs(m map[string]string) error {
+	c, err := config.CanonicalTopicConfigs(m)
+	if err != nil {
+		return err
+	}
+	if err := s.resolver(s.ctrl.Metadata()).ValidateTopic(c); err != nil {
+		return err
+	}
+	clear(m)
+	for k, v := range c {
+		m[k] = v
+	}
+	return nil
+}
+
+func (s *Server) describeTopicConfigs(md *controller.Metadata, t *controller.Topic, names []string, synonyms, docs bool) []kmsgConfig {
+	return config.DescribeTopic(s.resolver(md), t.Configs, config.DescribeOptions{Names: names, IncludeSynonyms: synonyms, IncludeDocumentation: docs, Version: 4})
+}
+
+func (s *Server) brokerIDString() string { return strconv.Itoa(int(s.cfg.ID)) }
+
+// isLeader tells whether this broker leads p in the current metadata.
+func (s *Server) isLeader(p *partition) bool {
+	t := s.ctrl.Metadata().Topics[p.topic]
+	return t != nil && t.ID == p.topicID && int(p.index) < len(t.Partitions) && t.Partitions[p.index].Leader == s.cfg.ID
+}
+
+func (s *Server) isrSize(p *partition) int {
+	t := s.ctrl.Metadata().Topics[p.topic]
+	if t == nil || int(p.index) >= len(t.Partitions) {
+		return 0
+	}
+	return len(t.Partitions[p.index].ISR)
+}

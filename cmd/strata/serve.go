@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"strata/broker"
+	"strata/broker/config"
+)
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// runServe parses `strata serve` flags into the broker configuration (Kafka
+// server.properties keys) and runs the broker until SIGTERM or SIGINT.
+// Precedence: --config file, then the dedicated flags, then --set items.
+func runServe(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var (
+		brokerID   = fs.Int("broker-id", 0, "broker id (broker.id)")
+		listen     = fs.String("listen", "127.0.0.1:9092", "HOST:PORT to accept clients on (port 0 picks a free one)")
+		advertise  = fs.String("advertise", "", "HOST:PORT given to clients (default: the listen address)")
+		dataDir    = fs.String("data-dir", "./strata-data", "data directory (log.dirs)")
+		zk         = fs.String("zookeeper", "", "ZooKeeper HOST:PORT[,…][/chroot] (absent: embedded single-node controller)")
+		tier       = fs.String("tier", "", "tier URL: file:///abs/dir or s3://bucket/prefix")
+		s3Endpoint = fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
+		s3Region   = fs.String("s3-region", "", "S3 region for an s3:// tier")
+		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics and /healthz on")
+		configFile = fs.String("config", "", "server.properties file (Kafka keys)")
+		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		sets       stringList
+	)
+	fs.Var(&sets, "set", "key=value broker config (repeatable; Kafka keys)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fail("--log-level: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	props := map[string]string{}
+	if *configFile != "" {
+		p, err := config.ReadPropertiesFile(*configFile)
+		if err != nil {
+			return fail("--config: %v", err)
+		}
+		props = p
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["broker-id"] || props["broker.id"] == "" {
+		props["broker.id"] = strconv.Itoa(*brokerID)
+	}
+	if set["listen"] || props["listeners"] == "" {
+		if _, _, err := net.SplitHostPort(*listen); err != nil {
+			return fail("--listen %q: want HOST:PORT", *listen)
+		}
+		props["listeners"] = config.ListenerFor(*listen)
+	}
+	if *advertise != "" {
+		if _, _, err := net.SplitHostPort(*advertise); err != nil {
+			return fail("--advertise %q: want HOST:PORT", *advertise)
+		}
+		props["advertised.listeners"] = config.ListenerFor(*advertise)
+	}
+	if set["data-dir"] || (props["log.dirs"] == "" && props["log.dir"] == "") {
+		delete(props, "log.dir")
+		props["log.dirs"] = *dataDir
+	}
+	if *zk != "" {
+		props["zookeeper.connect"] = *zk
+	}
+	if err := config.ApplySets(props, sets); err != nil {
+		return fail("--set: %v", err)
+	}
+	if err := checkTier(*tier, *s3Endpoint, *s3Region); err != nil {
+		return fail("%v", err)
+	}
+	cfg, err := config.Load(props)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if cfg.ZooKeeperConnect != "" {
+		return fail("--zookeeper: the ZooKeeper controller is not available in this build; omit it for the embedded controller")
+	}
+	if len(cfg.Ignored) > 0 {
+		logger.Info("ignoring Kafka settings that do not apply", "keys", strings.Join(cfg.Ignored, ","))
+	}
+	adv := ""
+	if _, ok := cfg.Static["advertised.listeners"]; ok {
+		h, p := cfg.AdvertisedAddr()
+		adv = net.JoinHostPort(h, strconv.Itoa(int(p)))
+	}
+	srv, err := broker.New(broker.Options{Config: cfg, Listen: cfg.ListenAddr(), Advertise: adv, Logger: logger})
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := srv.Start(); err != nil {
+		return fail("%v", err)
+	}
+	if *metrics != "" {
+		ln, err := net.Listen("tcp", *metrics)
+		if err != nil {
+			srv.Close()
+			return fail("--metrics: %v", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(srv.Registry(), promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+		go http.Serve(ln, mux)
+		logger.Info("metrics", "listen", ln.Addr().String())
+	}
+	fmt.Printf("ready broker_id=%d listen=%s\n", cfg.ID, srv.Addr())
+	logger.Info("ready", "broker_id", cfg.ID, "listen", srv.Addr().String(), "data_dir", cfg.DataDir)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	logger.Info("stopping", "signal", s.String())
+	if err := srv.Close(); err != nil {
+		logger.Error("stop", "err", err)
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}
+
+// checkTier validates the tier flags; the tier itself is not built yet,
+// so only their form is checked.
+func checkTier(tier, endpoint, region string) error {
+	if tier == "" {
+		if endpoint != "" || region != "" {
+			return errors.New("--s3-endpoint/--s3-region need --tier s3://bucket/prefix")
+		}
+		return nil
+	}
+	u, err := url.Parse(tier)
+	if err != nil {
+		return fmt.Errorf("--tier %q: %v", tier, err)
+	}
+	switch u.Scheme {
+	case "file":
+		if !strings.HasPrefix(u.Path, "/") {
+			return fmt.Errorf("--tier %q: file URL needs an absolute path (file:///abs/dir)", tier)
+		}
+	case "s3":
+		if u.Host == "" {
+			return fmt.Errorf("--tier %q: s3 URL needs a bucket (s3://bucket/prefix)", tier)
+		}
+	default:
+		return fmt.Errorf("--tier %q: scheme must be file or s3", tier)
+	}
+	return nil
+}
+
+func fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "strata: "+format+"\n", args...)
+	return 1
+}
