@@ -1,0 +1,278 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func TestHistogramPercentiles(t *testing.T) {
+	h := newLatencyHist()
+	for i := 1; i <= 1000; i++ { // 1 ms .. 1000 ms
+		h.record(time.Duration(i) * time.Millisecond)
+	}
+	h.record(-time.Millisecond)
+	s := h.summary()
+	if s.Count != 1000 || s.Negative != 1 {
+		t.Fatalf("count %d negative %d, want 1000 and 1", s.Count, s.Negative)
+	}
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if d := got - want; d < -want*0.002 || d > want*0.002 {
+			t.Errorf("%s = %g, want %g ±0.2%%", name, got, want)
+		}
+	}
+	near("p50", s.P50Ms, 500)
+	near("p99", s.P99Ms, 990)
+	near("p99.9", s.P999Ms, 999)
+	near("max", s.MaxMs, 1000)
+	near("mean", s.MeanMs, 500.5)
+	for i := 1; i < len(s.Curve); i++ {
+		if s.Curve[i].Percentile <= s.Curve[i-1].Percentile || s.Curve[i].Ms < s.Curve[i-1].Ms {
+			t.Fatalf("curve not monotonic at %d: %+v %+v", i, s.Curve[i-1], s.Curve[i])
+		}
+	}
+	// Out-of-range values are clamped, not dropped.
+	h2 := newLatencyHist()
+	h2.record(0)
+	h2.record(time.Hour)
+	if s := h2.summary(); s.Count != 2 || s.MaxMs < 59_000 {
+		t.Fatalf("clamped summary %+v", s)
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	rss, hwm := parseStatus([]byte("Name:\tstrata\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n"))
+	if rss != 100<<20 || hwm != 200<<20 {
+		t.Fatalf("rss %d hwm %d", rss, hwm)
+	}
+	// A command name with spaces and parentheses must not shift fields.
+	stat := "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 150 0 0 20 0 1 0 1 1 1"
+	cpu, err := parseStatCPU([]byte(stat))
+	if err != nil || cpu != 4.0 {
+		t.Fatalf("cpu %g err %v, want 4", cpu, err)
+	}
+	if _, err := parseStatCPU([]byte("garbage")); err == nil {
+		t.Fatal("garbage stat parsed")
+	}
+	if n := parseIOWriteBytes([]byte("rchar: 1\nwrite_bytes: 8192\n")); n != 8192 {
+		t.Fatalf("write_bytes %d", n)
+	}
+	// Our own process is readable.
+	if s, err := readProc(os.Getpid()); err != nil || s.RSSBytes <= 0 || s.HWMBytes < s.RSSBytes {
+		t.Fatalf("readProc self: %+v %v", s, err)
+	}
+}
+
+func TestParseReady(t *testing.T) {
+	for line, want := range map[string]string{
+		"ready broker_id=0 listen=127.0.0.1:40123":                                       "127.0.0.1:40123",
+		`time=2026-01-01T00:00:00Z level=INFO msg="ready broker_id=3 listen=[::1]:9092"`: "[::1]:9092",
+		"level=INFO msg=starting":                                                        "",
+	} {
+		got, ok := parseReady(line)
+		if got != want || ok != (want != "") {
+			t.Errorf("parseReady(%q) = %q %v, want %q", line, got, ok, want)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := Config{}.withDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	if c.Acks != "all" || c.Partitions != 6 || len(c.Targets) != 2 {
+		t.Fatalf("defaults %+v", c)
+	}
+	for _, bad := range []Config{
+		{Acks: "2"}, {Compression: "brotli"}, {Targets: []string{"nowhere"}}, {Rate: -1}, {RecordSize: -1},
+	} {
+		if err := bad.withDefaults().Validate(); err == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+	if c := (Config{Rate: 100, Duration: 3 * time.Second}).withDefaults(); c.Records != 300 {
+		t.Errorf("rate*duration records = %d", c.Records)
+	}
+	for _, n := range PresetNames() {
+		if err := Presets[n].withDefaults().Validate(); err != nil {
+			t.Errorf("preset %s: %v", n, err)
+		}
+	}
+}
+
+// fakeSuite is a suite with made-up figures for the report writer.
+func fakeSuite() *Suite {
+	res := func(target string, mbps, p99 float64, rss int64) Result {
+		r := Result{
+			Target:  target,
+			Produce: throughput(1000, 1000*1024, time.Duration(1024*1000/mbps)*time.Microsecond),
+			Consume: throughput(1001, 1001*1024, 10*time.Millisecond),
+			Latency: LatencySummary{Count: 1000, P50Ms: 1, P99Ms: p99, P999Ms: p99 * 2, MaxMs: p99 * 3,
+				Curve: []CurvePoint{{0, 0.5}, {90, 1}, {99, p99}}},
+			ProduceSeries: []RatePoint{{T: 0.5, MBPerSec: mbps}, {T: 1, MBPerSec: mbps}},
+			ConsumeSeries: []RatePoint{{T: 0.5, MBPerSec: 2 * mbps}},
+		}
+		if rss > 0 {
+			r.Broker = &Resources{PeakRSSBytes: rss, WrittenBytes: -1}
+		}
+		return r
+	}
+	tp := Config{Name: "throughput"}.withDefaults()
+	lat := Config{Name: "latency", Rate: 2000, Duration: time.Second}.withDefaults()
+	reports := []*Report{
+		{Workload: tp, Results: []Result{res("strata", 200, 5, 100<<20), res("kfake", 100, 10, 0)}},
+		{Workload: lat, Results: []Result{res("strata", 2, 4, 300<<20), res("kfake", 2, 2, 0)}},
+	}
+	return &Suite{Machine: ReadMachine(), Command: "strata bench --out x", Reports: reports, Goals: EvaluateGoals(Issue2Goals, reports)}
+}
+
+func TestGoals(t *testing.T) {
+	s := fakeSuite()
+	want := map[string]struct {
+		measured float64
+		pass     bool
+	}{
+		Issue2Goals[0].Name: {2, true},    // produce 200/100
+		Issue2Goals[1].Name: {1, false},   // consume 2x/2x: equal throughput ratio
+		Issue2Goals[2].Name: {2, false},   // p99 4/2
+		Issue2Goals[3].Name: {300, false}, // worst RSS over both presets
+	}
+	for _, g := range s.Goals {
+		w := want[g.Name]
+		if !g.Evaluated || g.Pass != w.pass || g.Measured < w.measured*0.99 || g.Measured > w.measured*1.01 {
+			t.Errorf("goal %q = %+v, want measured %g pass %v", g.Name, g, w.measured, w.pass)
+		}
+	}
+	// Repeated runs: the median ratio decides.
+	tp2 := &Report{Workload: s.Reports[0].Workload, Run: 2, Results: []Result{s.Reports[0].Results[0], s.Reports[0].Results[1]}}
+	tp2.Results[0].Produce.MBPerSec = 300
+	tp3 := &Report{Workload: s.Reports[0].Workload, Run: 3, Results: []Result{s.Reports[0].Results[0], s.Reports[0].Results[1]}}
+	tp3.Results[0].Produce.MBPerSec = 20
+	if g := Issue2Goals[0].Evaluate([]*Report{s.Reports[0], tp2, tp3}); g.Measured < 1.99 || g.Measured > 2.01 || !g.Pass {
+		t.Errorf("median of ratios 2, 3, 0.2 = %+v, want 2", g)
+	}
+	if tp2.Label() != "throughput-run2" || s.Reports[0].Label() != "throughput" {
+		t.Errorf("labels %q %q", tp2.Label(), s.Reports[0].Label())
+	}
+	// Missing results are reported as not evaluated, not as a pass.
+	gs := EvaluateGoals(Issue2Goals, s.Reports[:1])
+	if gs[2].Evaluated || gs[2].Pass {
+		t.Errorf("latency goal without latency report: %+v", gs[2])
+	}
+}
+
+func TestReportWriter(t *testing.T) {
+	s := fakeSuite()
+	dir := t.TempDir()
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.json", "report.md", "bench.txt", "throughput-latency.png", "throughput-throughput.png", "latency-latency.png"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	var back Suite
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	if len(back.Reports) != 2 || back.Reports[0].Results[0].Produce.Records != 1000 || len(back.Goals) != 4 {
+		t.Fatalf("report.json round trip: %+v", back)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, want := range []string{
+		"| metric | strata | kfake | strata/kfake |",
+		"| produce MB/s | 200.0 | 100.0 | 2.00x |",
+		"| produce latency p99 ms | 5 | 10 | 0.50x |",
+		"| broker peak RSS MB | 100 | — | — |",
+		"FAIL", "pass", "(throughput-latency.png)",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	bs, _ := os.ReadFile(filepath.Join(dir, "bench.txt"))
+	lines := 0
+	for line := range strings.Lines(string(bs)) {
+		if !strings.HasPrefix(line, "Benchmark") {
+			continue
+		}
+		lines++
+		f := strings.Fields(line)
+		// name, iterations, then value/unit pairs.
+		if len(f)%2 != 0 || f[2] == "" || f[3] != "ns/op" {
+			t.Errorf("not a benchstat line: %q", line)
+		}
+	}
+	if lines != 8 {
+		t.Errorf("%d benchmark lines, want 8:\n%s", lines, bs)
+	}
+	// RESULTS.md style: plots linked relative to the markdown file.
+	res := filepath.Join(t.TempDir(), "RESULTS.md")
+	if err := s.WriteMarkdown(res, filepath.Join(filepath.Dir(res), "results")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(res); !strings.Contains(string(b), "(results/latency-latency.png)") {
+		t.Errorf("RESULTS.md plot links:\n%s", b)
+	}
+}
+
+// checkConsistent asserts what every finished run must satisfy.
+func checkConsistent(t *testing.T, res Result, records int64) {
+	t.Helper()
+	if res.Error != "" {
+		t.Fatalf("%s: %s", res.Target, res.Error)
+	}
+	if res.Sent != records || res.Produce.Records != records || res.ProduceErrors != 0 {
+		t.Errorf("%s: sent %d acked %d errors %d, want %d", res.Target, res.Sent, res.Produce.Records, res.ProduceErrors, records)
+	}
+	if res.Consume.Records != records+res.WarmupRecords || res.TopicRecords != res.Consume.Records || res.ConsumeDups != 0 {
+		t.Errorf("%s: consumed %d (dups %d), topic %d, want %d", res.Target, res.Consume.Records, res.ConsumeDups, res.TopicRecords, records+res.WarmupRecords)
+	}
+	if res.Latency.Count != records || res.Latency.Negative != 0 || res.Latency.P50Ms < 0 || res.Latency.P99Ms < res.Latency.P50Ms {
+		t.Errorf("%s: latency %+v", res.Target, res.Latency)
+	}
+	if res.Produce.Bytes != records*int64(256) || res.Produce.Seconds <= 0 || res.Consume.Seconds <= 0 {
+		t.Errorf("%s: produce %+v consume %+v", res.Target, res.Produce, res.Consume)
+	}
+}
+
+func TestSmokeKfake(t *testing.T) {
+	// An extra kfake cluster stands in for a HOST:PORT cluster.
+	peer, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(peer.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, c := range []Config{
+		{Name: "max", Records: 3000, RecordSize: 256, Partitions: 3, Producers: 2, Compression: "lz4",
+			SampleInterval: 50 * time.Millisecond, Targets: []string{TargetKfake, peer.ListenAddrs()[0]}},
+		{Name: "rate", RecordSize: 256, Partitions: 3, Rate: 2000, Duration: 500 * time.Millisecond,
+			SampleInterval: 50 * time.Millisecond, Targets: []string{TargetKfake}},
+	} {
+		rep, err := Run(ctx, c)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if len(rep.Results) != len(c.Targets) {
+			t.Fatalf("%d results for %d targets", len(rep.Results), len(c.Targets))
+		}
+		for _, res := range rep.Results {
+			checkConsistent(t, res, rep.Workload.Records)
+			if res.Broker != nil {
+				t.Errorf("%s: broker figures for a target not started by the harness", res.Target)
+			}
+		}
+	}
+}

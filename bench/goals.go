@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Goal is a target figure a workload must reach. A Ratio goal compares the
+// metric of Numerator to that of Denominator in the report of Workload; an
+// absolute goal takes the worst value of the metric over Numerator's
+// results in every report.
+type Goal struct {
+	Name        string
+	Workload    string // "" for every workload
+	Numerator   string // target name
+	Denominator string // target name; "" for an absolute goal
+	AtLeast     bool   // measured >= Want; otherwise measured <= Want
+	Want        float64
+	Unit        string
+	metric      func(Result) (float64, bool)
+}
+
+// GoalResult is a Goal evaluated.
+type GoalResult struct {
+	Name      string  `json:"name"`
+	Want      string  `json:"want"`
+	Measured  float64 `json:"measured"`
+	Unit      string  `json:"unit"`
+	Evaluated bool    `json:"evaluated"` // false when the needed results are missing
+	Pass      bool    `json:"pass"`
+	Note      string  `json:"note,omitempty"`
+}
+
+func produceMBps(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }
+func consumeMBps(r Result) (float64, bool) { return r.Consume.MBPerSec, r.Consume.Records > 0 }
+func produceP99(r Result) (float64, bool)  { return r.Latency.P99Ms, r.Latency.Count > 0 }
+func peakRSSMB(r Result) (float64, bool) {
+	if r.Broker == nil {
+		return 0, false
+	}
+	return float64(r.Broker.PeakRSSBytes) / (1 << 20), true
+}
+
+// Issue2Goals are the core broker's targets on a 2-core machine with 1 KB
+// records and 6 partitions.
+var Issue2Goals = []Goal{
+	{Name: "produce throughput (throughput preset)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: true, Want: 1.0, Unit: "x", metric: produceMBps},
+	{Name: "consume throughput from page cache (throughput preset)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: true, Want: 1.5, Unit: "x", metric: consumeMBps},
+	{Name: "p99 produce latency at 2,000 rec/s, linger 0 (latency preset)", Workload: "latency", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: false, Want: 1.0, Unit: "x", metric: produceP99},
+	{Name: "broker peak RSS (all presets)", Numerator: TargetStrata, AtLeast: false, Want: 256, Unit: "MB", metric: peakRSSMB},
+}
+
+// Evaluate checks g against the reports.
+func (g Goal) Evaluate(reports []*Report) GoalResult {
+	op := "≤"
+	if g.AtLeast {
+		op = "≥"
+	}
+	gr := GoalResult{Name: g.Name, Want: fmt.Sprintf("%s %g%s", op, g.Want, g.Unit), Unit: g.Unit}
+	pass := func(v float64) bool {
+		if g.AtLeast {
+			return v >= g.Want
+		}
+		return v <= g.Want
+	}
+	if g.Denominator == "" {
+		found := false
+		for _, rep := range reports {
+			if g.Workload != "" && rep.Workload.Name != g.Workload {
+				continue
+			}
+			res, ok := rep.Result(g.Numerator)
+			if !ok {
+				continue
+			}
+			v, ok := g.metric(res)
+			if !ok {
+				continue
+			}
+			if !found || (g.AtLeast && v < gr.Measured) || (!g.AtLeast && v > gr.Measured) {
+				gr.Measured = v
+			}
+			found = true
+		}
+		if !found {
+			gr.Note = "no " + g.Numerator + " result"
+			return gr
+		}
+		gr.Evaluated, gr.Pass = true, pass(gr.Measured)
+		return gr
+	}
+	// Ratio goal: the median ratio over the runs of the workload, so that
+	// repeated runs (--count) damp a noisy machine.
+	var ratios []float64
+	for _, rep := range reports {
+		if rep.Workload.Name != g.Workload {
+			continue
+		}
+		num, ok1 := rep.Result(g.Numerator)
+		den, ok2 := rep.Result(g.Denominator)
+		if !ok1 || !ok2 {
+			continue
+		}
+		n, ok1 := g.metric(num)
+		d, ok2 := g.metric(den)
+		if ok1 && ok2 && d != 0 {
+			ratios = append(ratios, n/d)
+		}
+	}
+	if len(ratios) == 0 {
+		gr.Note = fmt.Sprintf("workload %s has no successful run against both %s and %s", g.Workload, g.Numerator, g.Denominator)
+		return gr
+	}
+	gr.Measured = median(ratios)
+	gr.Evaluated, gr.Pass = true, pass(gr.Measured)
+	if len(ratios) > 1 {
+		gr.Note = fmt.Sprintf("median of %d runs", len(ratios))
+	}
+	return gr
+}
+
+// median returns the median of xs (not empty); it sorts xs.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}

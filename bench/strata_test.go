@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// fakeServeEnv makes the test binary act as `strata serve`: a kfake
+// cluster that prints Strata's ready line and stops on SIGTERM. It lets the
+// tests drive the process target without the real broker.
+const fakeServeEnv = "STRATA_BENCH_FAKE_SERVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeServeEnv) == "1" {
+		os.Exit(fakeServe())
+	}
+	os.Exit(m.Run())
+}
+
+func fakeServe() int {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake serve:", err)
+		return 1
+	}
+	fmt.Println("level=INFO msg=starting args", os.Args[1:])
+	fmt.Printf("level=INFO msg=\"ready broker_id=0 listen=%s\"\n", c.ListenAddrs()[0])
+	<-sig
+	c.Close()
+	return 0
+}
+
+func TestStrataProcessTarget(t *testing.T) {
+	t.Setenv(fakeServeEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Config{
+		Name: "proc", Records: 2000, RecordSize: 256, Partitions: 2,
+		SampleInterval: 20 * time.Millisecond,
+		Targets:        []string{TargetStrata}, StrataBin: os.Args[0],
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Results[0]
+	checkConsistent(t, res, 2000)
+	b := res.Broker
+	if b == nil || b.PeakRSSBytes <= 0 || b.CPUSeconds <= 0 || len(b.Samples) == 0 {
+		t.Fatalf("broker resources %+v", b)
+	}
+}
+
+func TestStrataExitsBeforeReady(t *testing.T) {
+	_, err := startStrata(context.Background(), Config{StrataBin: "/bin/false"}.withDefaults())
+	if err == nil {
+		t.Fatal("started a broker that exited")
+	}
+}
+
+// BenchmarkKfakeProduce shows the library under testing.B: one small
+// throughput run against kfake per iteration, reported as custom metrics.
+func BenchmarkKfakeProduce(b *testing.B) {
+	cfg, _ := Preset("throughput")
+	cfg.Records, cfg.Targets = 20_000, []string{TargetKfake}
+	for b.Loop() {
+		rep, err := Run(b.Context(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rep.Results[0]
+		b.ReportMetric(r.Produce.MBPerSec, "MB/s")
+		b.ReportMetric(r.Latency.P99Ms, "p99-ms")
+		b.ReportMetric(r.Consume.MBPerSec, "consume-MB/s")
+	}
+}
