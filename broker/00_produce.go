@@ -13,6 +13,7 @@ package broker
 // does, so the producer notices.
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -79,6 +80,12 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 	}
 	if !s.isLeader(p) {
 		setErr(sp, kerr.NotLeaderForPartition.Code, "")
+		return
+	}
+	// v3+ carries exactly one batch per partition (Kafka's rule).
+	// (A short or truncated batch is the log's to refuse as corrupt.)
+	if n := int64(int32(binary.BigEndian.Uint32(records[8:min(12, len(records))]))); len(records) >= 12 && n >= 0 && n+12 < int64(len(records)) {
+		setErr(sp, kerr.InvalidRecord.Code, "a produce request must carry exactly one record batch per partition")
 		return
 	}
 	if acks == -1 {

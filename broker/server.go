@@ -233,25 +233,35 @@ func (s *Server) watchMetadata() {
 }
 
 // housekeeping runs retention and time-based rolls every
-// log.retention.check.interval.ms.
+// log.retention.check.interval.ms, and the flush.ms check every
+// log.flush.scheduler.interval.ms (at most a second apart, so that flush.ms
+// is honoured even with Kafka's default of never).
 func (s *Server) housekeeping() {
 	defer s.wg.Done()
-	t := time.NewTicker(s.retentionCheckInterval())
-	defer t.Stop()
+	retention := time.NewTicker(s.retentionCheckInterval())
+	defer retention.Stop()
+	flush := time.NewTicker(s.flushCheckInterval())
+	defer flush.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-t.C:
-		}
-		for _, p := range s.allPartitions() {
-			if err := p.log.MaybeRoll(); err != nil {
-				s.log.Warn("roll", "topic", p.topic, "partition", p.index, "err", err)
+		case <-flush.C:
+			for _, p := range s.allPartitions() {
+				if err := p.log.MaybeFlush(); err != nil {
+					s.log.Warn("flush", "topic", p.topic, "partition", p.index, "err", err)
+				}
 			}
-			if n, err := p.log.EnforceRetention(); err != nil {
-				s.log.Warn("retention", "topic", p.topic, "partition", p.index, "err", err)
-			} else if n > 0 {
-				s.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+		case <-retention.C:
+			for _, p := range s.allPartitions() {
+				if err := p.log.MaybeRoll(); err != nil {
+					s.log.Warn("roll", "topic", p.topic, "partition", p.index, "err", err)
+				}
+				if n, err := p.log.EnforceRetention(); err != nil {
+					s.log.Warn("retention", "topic", p.topic, "partition", p.index, "err", err)
+				} else if n > 0 {
+					s.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+				}
 			}
 		}
 	}

@@ -33,6 +33,14 @@ func (s *Server) retentionCheckInterval() time.Duration {
 	return d
 }
 
+func (s *Server) flushCheckInterval() time.Duration {
+	ms := s.cfg.LogFlushSchedulerIntervalMs
+	if ms <= 0 || ms > 1000 {
+		ms = 1000
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 func (s *Server) resolver(md *controller.Metadata) config.Resolver {
 	return s.cfg.Resolver(md.BrokerConfigs)
 }

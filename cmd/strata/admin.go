@@ -21,7 +21,7 @@ commands:
   create TOPIC [-p N] [-r N] [-c k=v]  create a topic
   delete TOPIC...                      delete topics
   describe TOPIC...                    partitions, leaders and offsets
-  configs TOPIC                        topic configs that are not defaults
+  configs TOPIC                        every topic config with its value and source
   alter TOPIC k=v|k=...                set (k=v) or delete (k=) topic configs
 `
 
