@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/controller"
+)
+
+// alterResource applies one AlterConfigs or IncrementalAlterConfigs
+// resource. topic and broker compute the resource's new overrides from its
+// current ones; the result is stored unless validateOnly. It returns the
+// resource's error code and message.
+func (s *Server) alterResource(md *controller.Metadata, rtype kmsg.ConfigResourceType, name string, validateOnly bool,
+	topic func(current map[string]string) (map[string]string, error),
+	broker func(perBroker bool, current map[string]string) (map[string]string, error),
+) (int16, *string) {
+	var err error
+	switch rtype {
+	case kmsg.ConfigResourceTypeTopic:
+		t := md.Topics[name]
+		if t == nil {
+			return kerr.UnknownTopicOrPartition.Code, nil
+		}
+		var m map[string]string
+		if m, err = topic(t.Configs); err == nil && !validateOnly {
+			err = s.ctrl.SetTopicConfigs(context.Background(), name, m)
+		}
+	case kmsg.ConfigResourceTypeBroker:
+		if name != "" && name != s.brokerIDString() {
+			return kerr.InvalidRequest.Code, kmsg.StringPtr("unexpected broker id " + name + ", expected " + s.brokerIDString() + " or empty")
+		}
+		var m map[string]string
+		if m, err = broker(name != "", md.BrokerConfigs[name]); err == nil && !validateOnly {
+			err = s.ctrl.SetBrokerConfigs(context.Background(), name, m)
+		}
+	default:
+		return kerr.InvalidRequest.Code, kmsg.StringPtr("unsupported resource type")
+	}
+	if err != nil {
+		return errCode(err), errMessage(err)
+	}
+	return 0, nil
+}
+
+// applyConfigChanges pushes stored config changes to the logs.
+func (s *Server) applyConfigChanges(validateOnly bool) {
+	if validateOnly {
+		return
+	}
+	if err := s.reconcile(s.ctrl.Metadata()); err != nil {
+		s.log.Error("apply configs", "err", err)
+	}
+}
