@@ -89,7 +89,7 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		return
 	}
 	if acks == -1 {
-		isr, minISR := s.isrSize(p), s.minInsyncReplicas(p.topic)
+		isr, minISR := s.isrSize(p), int(p.minISR.Load())
 		if isr < minISR {
 			setErr(sp, kerr.NotEnoughReplicas.Code, fmt.Sprintf("ISR has %d replicas, min.insync.replicas is %d", isr, minISR))
 			return

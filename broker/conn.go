@@ -14,18 +14,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// clientConn is one client connection. A read loop decodes and handles
-// requests in order (Kafka processes one request per connection at a
-// time); a write loop sends responses in the same order.
+// clientConn is one client connection. One goroutine reads a request,
+// handles it and writes its response before reading the next: Kafka
+// processes one request per connection at a time, and writing inline
+// saves a goroutine hand-off per request.
 type clientConn struct {
 	s        *Server
 	conn     net.Conn
 	log      *slog.Logger
 	clientID string
-	out      chan outResp
-	done     chan struct{} // closed when the write loop exits
 	closeMu  sync.Once
 	marker   markerGen
+	wbuf     []byte // response encoding buffer, reused
 }
 
 // outResp is a response waiting to be written. slices are fetch record
@@ -41,8 +41,6 @@ func newClientConn(s *Server, c net.Conn) *clientConn {
 		s:    s,
 		conn: c,
 		log:  s.log.With("remote", c.RemoteAddr().String()),
-		out:  make(chan outResp, 8),
-		done: make(chan struct{}),
 	}
 	cc.marker.init()
 	return cc
@@ -54,12 +52,7 @@ func (cc *clientConn) close() {
 
 // serve runs the connection until it closes.
 func (cc *clientConn) serve() {
-	go cc.writeLoop()
-	defer func() {
-		close(cc.out)
-		<-cc.done
-		cc.close()
-	}()
+	defer cc.close()
 	if err := cc.readLoop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		cc.log.Debug("closing connection", "err", err)
 	}
@@ -175,41 +168,29 @@ func (cc *clientConn) handle(fn handler, kreq kmsg.Request) (out outResp, err er
 	return outResp{kresp: resp}, err
 }
 
+// send encodes and writes one response; false means the connection is
+// broken and must close.
 func (cc *clientConn) send(o outResp) bool {
-	select {
-	case cc.out <- o:
-		return true
-	case <-cc.done:
+	buf := append(cc.wbuf[:0], 0, 0, 0, 0, 0, 0, 0, 0) // size + correlation id
+	if o.kresp.IsFlexible() && o.kresp.Key() != 18 {
+		buf = append(buf, 0) // empty header tags
+	}
+	buf = o.kresp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf[4:8], uint32(o.corr))
+	var err error
+	if len(o.slices) == 0 {
+		binary.BigEndian.PutUint32(buf[:4], uint32(len(buf)-4))
+		_, err = cc.conn.Write(buf)
+	} else {
+		err = cc.writeSpliced(buf, o.kresp.IsFlexible(), o.slices)
+	}
+	cc.wbuf = buf
+	if cap(buf) > 4<<20 {
+		cc.wbuf = nil // do not pin a huge buffer on an idle connection
+	}
+	if err != nil {
+		cc.log.Debug("write failed", "err", err)
 		return false
 	}
-}
-
-func (cc *clientConn) writeLoop() {
-	defer close(cc.done)
-	var buf []byte
-	for o := range cc.out {
-		buf = append(buf[:0], 0, 0, 0, 0, 0, 0, 0, 0) // size + correlation id
-		if o.kresp.IsFlexible() && o.kresp.Key() != 18 {
-			buf = append(buf, 0) // empty header tags
-		}
-		buf = o.kresp.AppendTo(buf)
-		binary.BigEndian.PutUint32(buf[4:8], uint32(o.corr))
-		var err error
-		if len(o.slices) == 0 {
-			binary.BigEndian.PutUint32(buf[:4], uint32(len(buf)-4))
-			_, err = cc.conn.Write(buf)
-		} else {
-			err = cc.writeSpliced(buf, o.kresp.IsFlexible(), o.slices)
-		}
-		if err != nil {
-			cc.log.Debug("write failed", "err", err)
-			cc.close()
-			for range cc.out { // drain so the read loop can finish
-			}
-			return
-		}
-		if cap(buf) > 4<<20 {
-			buf = nil // do not pin a huge buffer on an idle connection
-		}
-	}
+	return true
 }

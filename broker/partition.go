@@ -18,6 +18,7 @@ type partition struct {
 	log     *plog.Log
 
 	leaderEpoch atomic.Int32
+	minISR      atomic.Int32 // min.insync.replicas of the topic
 	hw          atomic.Int64 // high watermark: consumers read below it
 
 	mu      sync.Mutex // guards waiters

@@ -292,7 +292,8 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 	want := map[tp]struct{}{}
 	var errs []error
 	for name, t := range md.Topics {
-		lc := s.topicLogConfig(md, t)
+		ts := s.resolver(md).Topic(t.Configs)
+		lc := ts.Log
 		for _, pm := range t.Partitions {
 			if !containsID(pm.Replicas, s.cfg.ID) {
 				continue
@@ -302,6 +303,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 			if p, ok := s.partitions[k]; ok {
 				if p.topicID == t.ID {
 					p.log.SetConfig(lc)
+					p.minISR.Store(ts.MinInsyncReplicas)
 					p.leaderEpoch.Store(pm.LeaderEpoch)
 					continue
 				}
@@ -314,6 +316,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 				errs = append(errs, err)
 				continue
 			}
+			p.minISR.Store(ts.MinInsyncReplicas)
 			s.partitions[k] = p
 		}
 	}

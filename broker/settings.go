@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"strata/broker/config"
-	"strata/broker/plog"
 	"strata/controller"
 )
 
@@ -43,19 +42,6 @@ func (s *Server) flushCheckInterval() time.Duration {
 
 func (s *Server) resolver(md *controller.Metadata) config.Resolver {
 	return s.cfg.Resolver(md.BrokerConfigs)
-}
-
-func (s *Server) topicLogConfig(md *controller.Metadata, t *controller.Topic) plog.Config {
-	return config.LogConfig(s.resolver(md), t.Configs)
-}
-
-func (s *Server) minInsyncReplicas(topic string) int {
-	md := s.ctrl.Metadata()
-	t := md.Topics[topic]
-	if t == nil {
-		return int(s.cfg.MinInsyncReplicas)
-	}
-	return int(s.resolver(md).Topic(t.Configs).MinInsyncReplicas)
 }
 
 // validateTopicConfigs checks a CreateTopics config set and puts it in

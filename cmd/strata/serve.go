@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -39,7 +40,7 @@ func runServe(args []string) int {
 		tier       = fs.String("tier", "", "tier URL: file:///abs/dir or s3://bucket/prefix")
 		s3Endpoint = fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
 		s3Region   = fs.String("s3-region", "", "S3 region for an s3:// tier")
-		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics and /healthz on")
+		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics, /healthz and /debug/pprof on")
 		configFile = fs.String("config", "", "server.properties file (Kafka keys)")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		sets       stringList
@@ -126,6 +127,8 @@ func runServe(args []string) int {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(srv.Registry(), promhttp.HandlerOpts{}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		go http.Serve(ln, mux)
 		logger.Info("metrics", "listen", ln.Addr().String())
 	}
