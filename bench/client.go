@@ -33,7 +33,7 @@ func producerOpts(cfg Config, seeds []string, topic string) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DefaultProduceTopic(topic),
-		kgo.ProducerLinger(cfg.Linger),
+		kgo.ProducerLinger(cfg.Linger.D()),
 		kgo.ProducerBatchCompression(codec),
 		kgo.RecordRetries(5),
 		kgo.ProduceRequestTimeout(30 * time.Second),

@@ -2,109 +2,282 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// consumeResult is what the consume phase measured.
-type consumeResult struct {
-	expected   int64 // records in the topic (end offset - start offset)
-	records    int64
-	bytes      int64
-	duplicates int64 // records at or below an offset already seen
-	elapsed    time.Duration
-	first      time.Duration // client creation to the first record
+// tp names a partition.
+type tp struct {
+	topic     string
+	partition int32
 }
 
-// topicRecords returns the number of records in each partition of topic.
-func topicRecords(ctx context.Context, seeds []string, topic string) (map[int32]int64, error) {
+// tracker follows how far the consumers of one phase have read each
+// partition, shared by all of them (a partition may move between group
+// members). It counts each offset once, so redelivered records are
+// duplicates, and signals when every partition has reached a target.
+type tracker struct {
+	all          *counters    // unique records consumed, for throughput and lag
+	measured     counters     // unique measured records consumed
+	lastMeasured atomic.Int64 // unix nanoseconds of the latest measured receipt
+	dups         atomic.Int64
+	firstAt      atomic.Int64 // unix nanoseconds of the first record
+
+	mu        sync.Mutex
+	next      map[tp]int64
+	target    map[tp]int64
+	left      int // partitions below target
+	reached   chan struct{}
+	reachedAt time.Time
+}
+
+func newTracker(all *counters) *tracker {
+	return &tracker{all: all, next: make(map[tp]int64)}
+}
+
+// setTarget replaces the target; the returned channel is closed once every
+// partition in end has been read up to its offset.
+func (t *tracker) setTarget(end map[tp]int64) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.target, t.left, t.reached, t.reachedAt = end, 0, make(chan struct{}), time.Time{}
+	for p, e := range end {
+		if t.next[p] < e {
+			t.left++
+		}
+	}
+	if t.left == 0 {
+		t.reachedAt = time.Now()
+		close(t.reached)
+	}
+	return t.reached
+}
+
+// reachedTime is when the current target was reached (zero if not yet).
+func (t *tracker) reachedTime() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reachedAt
+}
+
+// apply takes one fetched partition received at now. End-to-end latencies
+// of measured records go into h (when not nil); it returns the number of
+// negative ones.
+func (t *tracker) apply(p kgo.FetchTopicPartition, now time.Time, win window, h *hdrhistogram.Histogram) (negative int64) {
+	if len(p.Records) == 0 {
+		return 0
+	}
+	key := tp{p.Topic, p.Partition}
+	var uniq, bytes, mrecs, mbytes int64
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next := t.next[key]
+	before := next
+	for _, r := range p.Records {
+		if r.Offset < next {
+			t.dups.Add(1)
+			continue
+		}
+		next = r.Offset + 1
+		uniq++
+		bytes += int64(len(r.Value))
+		sent, ok := sendTime(r)
+		if !ok || !win.measured(sent) {
+			continue
+		}
+		mrecs++
+		mbytes += int64(len(r.Value))
+		if h != nil {
+			negative += recordInto(h, now.Sub(sent))
+		}
+	}
+	t.next[key] = next
+	if uniq > 0 {
+		t.firstAt.CompareAndSwap(0, now.UnixNano())
+		t.all.records.Add(uniq)
+		t.all.bytes.Add(bytes)
+	}
+	if mrecs > 0 {
+		t.measured.records.Add(mrecs)
+		t.measured.bytes.Add(mbytes)
+		t.lastMeasured.Store(max(t.lastMeasured.Load(), now.UnixNano()))
+	}
+	if e, ok := t.target[key]; ok && t.left > 0 && before < e && next >= e {
+		t.left--
+		if t.left == 0 {
+			t.reachedAt = now
+			close(t.reached)
+		}
+	}
+	return negative
+}
+
+// consumers are the consumer clients of one target run.
+type consumers struct {
+	clients []*kgo.Client
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	once    sync.Once
+
+	errMu    sync.Mutex
+	firstErr error
+}
+
+// consumerOpts are the franz-go options of consumer c of n on topic. In
+// assign mode it reads partitions c, c+n, c+2n, … from offset 0; in group
+// mode it joins the topic's consumer group, which starts at offset 0.
+func consumerOpts(cfg Config, seeds []string, topic string, c, n int) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(time.Second)}
+	if cfg.ConsumeMode == ConsumeGroup {
+		return append(opts,
+			kgo.ConsumerGroup("strata-bench-"+topic),
+			kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		)
+	}
+	parts := map[int32]kgo.Offset{}
+	for p := int32(c); p < cfg.Partitions; p += int32(n) {
+		parts[p] = kgo.NewOffset().AtStart()
+	}
+	return append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+}
+
+// startConsumers starts Consumers clients per topic (at most one per
+// partition in assign mode). They run until stop.
+func startConsumers(ctx context.Context, cfg Config, seeds, topics []string, tr *tracker, win window, e2e *latencyHist) (*consumers, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	cs := &consumers{cancel: cancel}
+	n := cfg.Consumers
+	if cfg.ConsumeMode == ConsumeAssign {
+		n = min(n, int(cfg.Partitions))
+	}
+	for _, topic := range topics {
+		for c := range n {
+			cl, err := kgo.NewClient(consumerOpts(cfg, seeds, topic, c, n)...)
+			if err != nil {
+				cs.stop()
+				return nil, fmt.Errorf("consumer client: %w", err)
+			}
+			cs.clients = append(cs.clients, cl)
+			cs.wg.Go(func() {
+				if err := consumeLoop(ctx, cl, tr, win, e2e); err != nil {
+					cs.errMu.Lock()
+					if cs.firstErr == nil {
+						cs.firstErr = err
+					}
+					cs.errMu.Unlock()
+				}
+			})
+		}
+	}
+	return cs, nil
+}
+
+// stop ends the consumers and returns the first error one of them hit.
+func (cs *consumers) stop() error {
+	cs.once.Do(func() {
+		cs.cancel()
+		cs.wg.Wait()
+		for _, cl := range cs.clients {
+			cl.Close()
+		}
+	})
+	cs.errMu.Lock()
+	defer cs.errMu.Unlock()
+	return cs.firstErr
+}
+
+// consumeLoop polls until ctx ends. e2e may be nil.
+func consumeLoop(ctx context.Context, cl *kgo.Client, tr *tracker, win window, e2e *latencyHist) error {
+	var h *hdrhistogram.Histogram
+	var negative int64
+	if e2e != nil {
+		h = newHDR()
+		defer func() { e2e.merge(h, negative) }()
+	}
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		for _, fe := range fs.Errors() {
+			if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+				return nil
+			}
+			return fmt.Errorf("consume %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		now := time.Now()
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			negative += tr.apply(p, now, win, h)
+		})
+	}
+}
+
+// readBack reads every partition in end from offset 0 with one fresh
+// assign-mode client until it has reached end, and returns the time from
+// creating the client to the last record and to the first.
+func readBack(ctx context.Context, seeds []string, end map[tp]int64, tr *tracker) (total, first time.Duration, err error) {
+	parts := map[string]map[int32]kgo.Offset{}
+	for p := range end {
+		if parts[p.topic] == nil {
+			parts[p.topic] = map[int32]kgo.Offset{}
+		}
+		parts[p.topic][p.partition] = kgo.NewOffset().AtStart()
+	}
+	done := tr.setTarget(end)
+	start := time.Now()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(parts), kgo.FetchMaxWait(time.Second))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read-back client: %w", err)
+	}
+	defer cl.Close()
+	lctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- consumeLoop(lctx, cl, tr, window{}, nil) }()
+	select {
+	case <-done:
+		cancel()
+		<-errc
+		if f := tr.firstAt.Load(); f > 0 {
+			first = time.Unix(0, f).Sub(start)
+		}
+		return tr.reachedTime().Sub(start), first, nil
+	case err := <-errc:
+		cancel()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return 0, 0, fmt.Errorf("read back: %w", err)
+	}
+}
+
+// endOffsets returns the log end offset (high watermark) of every
+// partition of topics.
+func endOffsets(ctx context.Context, seeds, topics []string) (map[tp]int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	starts, err := adm.ListStartOffsets(ctx, topic)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
-	}
-	n := make(map[int32]int64)
+	out := make(map[tp]int64)
 	var ferr error
 	ends.Each(func(e kadm.ListedOffset) {
 		if e.Err != nil {
 			ferr = fmt.Errorf("end offset of %s/%d: %w", e.Topic, e.Partition, e.Err)
 			return
 		}
-		s, ok := starts.Lookup(e.Topic, e.Partition)
-		if !ok || s.Err != nil {
-			ferr = fmt.Errorf("no start offset of %s/%d", e.Topic, e.Partition)
-			return
-		}
-		n[e.Partition] = e.Offset - s.Offset
+		out[tp{e.Topic, e.Partition}] = e.Offset
 	})
-	return n, ferr
-}
-
-// consume reads every partition of topic from the start until it has
-// want[p] records of each partition p.
-func consume(ctx context.Context, seeds []string, topic string, want map[int32]int64, ctr *counters) (consumeResult, error) {
-	var res consumeResult
-	offsets := make(map[int32]kgo.Offset, len(want))
-	for p, n := range want {
-		res.expected += n
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
-	start := time.Now()
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-	)
-	if err != nil {
-		return res, fmt.Errorf("consumer client: %w", err)
-	}
-	defer cl.Close()
-	got := make(map[int32]int64, len(want))
-	next := make(map[int32]int64, len(want))
-	remaining := 0
-	for _, n := range want {
-		if n > 0 {
-			remaining++
-		}
-	}
-	for remaining > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("consume %s (%d of %d records): %w", topic, res.records, res.expected, err)
-		}
-		for _, fe := range fs.Errors() {
-			return res, fmt.Errorf("consume %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-		}
-		if res.first == 0 && !fs.Empty() {
-			res.first = time.Since(start)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < next[r.Partition] {
-				res.duplicates++
-				return
-			}
-			next[r.Partition] = r.Offset + 1
-			res.records++
-			res.bytes += int64(len(r.Value))
-			ctr.records.Add(1)
-			ctr.bytes.Add(int64(len(r.Value)))
-			got[r.Partition]++
-			if got[r.Partition] == want[r.Partition] {
-				remaining--
-			}
-		})
-	}
-	res.elapsed = time.Since(start)
-	return res, nil
+	return out, ferr
 }

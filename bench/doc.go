@@ -1,29 +1,52 @@
 // Package bench is Strata's benchmark harness: a library driven by
 // `strata bench` and usable from a testing.B.
 //
-// A [Config] describes one workload (record count and size, partitions,
-// acks, compression, linger, producers, target rate) and the targets to run
-// it against: Strata started as a separate process by the harness, franz-go's
-// in-process kfake cluster, or any Kafka-protocol cluster at HOST:PORT.
-// [Run] runs the workload against each target in turn and returns a
-// [Report]; [RunSuite] runs several workloads and evaluates the issue's
-// goals over them; [Suite.Write] writes report.json, report.md, benchstat
-// lines (bench.txt) and PNG plots into a directory.
+// A [Workload] describes what to do, in the spirit of the OpenMessaging
+// Benchmark: topics, partitions, replication factor, record size and key
+// distribution (none, random, round-robin, zipf), producers and their
+// target rate (or as fast as possible), acks, compression, linger,
+// consumers, warm-up and duration, an optional backlog and read-back.
+// Workloads come from [Presets] (throughput, latency, catch-up), from JSON
+// files ([ParseWorkload]; examples in bench/workloads) or from flags. A
+// [Config] adds where to run it: Strata started as a separate process by
+// the harness, franz-go's in-process kfake cluster, or any Kafka-protocol
+// cluster at HOST:PORT. [Run] runs the workload against each target in
+// turn and returns a [Report]; [RunSuite] runs several workloads and
+// evaluates goals over them; [Suite.Write] writes report.json, report.md,
+// benchstat lines (bench.txt) and PNG plots into a directory.
 //
-// Each target run has two phases:
+// Each target run goes through these phases:
 //
-//  1. Produce: Producers franz-go clients send Records records of RecordSize
-//     bytes. With Rate > 0 the producers are open loop: record i has an
-//     intended send time start+i/rate and its latency is measured from that
-//     time to its acknowledgement, so a stalled broker shows up in the
-//     latency rather than slowing the load (no coordinated omission). With
-//     Rate == 0 the producers send as fast as the client buffers allow and
-//     latency is measured from the Produce call.
-//  2. Consume: a fresh client reads every partition from offset 0 until it
-//     has every acknowledged record back; the records are recent, so a disk
-//     broker serves them from the page cache.
+//  1. Setup: the topics are created and each producer client sends one
+//     record synchronously (connection, metadata, producer id).
+//  2. Backlog (when Backlog > 0): that many records are produced as fast as
+//     the clients take them before any consumer starts.
+//  3. Run: consumers start from offset 0 (each with a fixed share of the
+//     partitions through kgo.ConsumePartitions, or, with consume_mode
+//     "group", as members of one Kafka consumer group per topic), then the
+//     producers run for Warmup+Duration (or until Records measured
+//     records). With a Rate the producers are open loop: the k-th record of
+//     a producer has an intended send time start+k/rate and its latencies
+//     count from that time however late it was actually sent, so a stalled
+//     broker shows up in the latency instead of slowing the load (no
+//     coordinated omission). Without a Rate, latency counts from the
+//     Produce call. Every record carries its intended send time in the
+//     header "strata-bench-t"; the consumer takes end-to-end latency as
+//     receipt minus that time. Only records whose intended send time falls
+//     after the warm-up count in the figures.
+//  4. Drain: the consumers read up to the partitions' end offsets. With a
+//     backlog, the catch-up time is from the consumers' start until they
+//     had read every partition up to where the backlog ended.
+//  5. Read-back (when ReadBack): a fresh consumer reads every partition
+//     again from offset 0; on a disk broker this is served from the page
+//     cache.
 //
+// The run checks that every acknowledged record is in the topics and was
+// consumed exactly once (duplicates, possible in group mode, are counted).
 // Latencies go into HDR histograms (1 µs to 60 s, 3 significant digits).
-// For a Strata process the harness samples /proc/<pid>/status (VmRSS,
-// VmHWM), /proc/<pid>/stat (CPU seconds) and /proc/<pid>/io (bytes written).
+// A timeline samples produce and consume rates and the consumer lag
+// (records acknowledged but not yet consumed) every SampleInterval. For a
+// Strata process the harness samples /proc/<pid>/status (VmRSS, VmHWM),
+// /proc/<pid>/stat (CPU seconds, split by phase) and /proc/<pid>/io (bytes
+// written to disk); bytes written to the bucket arrive with tiering.
 package bench

@@ -32,8 +32,16 @@ type GoalResult struct {
 }
 
 func produceMBps(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }
-func consumeMBps(r Result) (float64, bool) { return r.Consume.MBPerSec, r.Consume.Records > 0 }
-func produceP99(r Result) (float64, bool)  { return r.Latency.P99Ms, r.Latency.Count > 0 }
+func produceP99(r Result) (float64, bool)  { return r.ProduceLatency.P99Ms, r.ProduceLatency.Count > 0 }
+
+// consumeMBps is the read-back throughput: every record read again from
+// offset 0 after the run, so from the page cache on a disk broker.
+func consumeMBps(r Result) (float64, bool) {
+	if r.ReadBack == nil {
+		return 0, false
+	}
+	return r.ReadBack.MBPerSec, r.ReadBack.Records > 0
+}
 func peakRSSMB(r Result) (float64, bool) {
 	if r.Broker == nil {
 		return 0, false

@@ -26,19 +26,40 @@ type latencyHist struct {
 }
 
 func newLatencyHist() *latencyHist {
-	return &latencyHist{h: hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)}
+	return &latencyHist{h: newHDR()}
 }
 
 func (l *latencyHist) record(d time.Duration) {
-	us := d.Microseconds()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if us < 0 {
-		l.negative++
-		return
+	l.negative += recordInto(l.h, d)
+}
+
+// recordInto records d in h, clamped to the histogram's range, and
+// returns 1 if d was negative (and not recorded), else 0.
+func recordInto(h *hdrhistogram.Histogram, d time.Duration) int64 {
+	us := d.Microseconds()
+	if d < 0 {
+		return 1
 	}
 	us = min(max(us, histMinMicros), histMaxMicros)
-	_ = l.h.RecordValue(us) // in range by construction
+	_ = h.RecordValue(us) // in range by construction
+	return 0
+}
+
+// newHDR returns an empty histogram with the harness's range, for a
+// goroutine to fill alone and [latencyHist.merge] later.
+func newHDR() *hdrhistogram.Histogram {
+	return hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)
+}
+
+// merge adds a histogram filled by one goroutine and its count of
+// negative values.
+func (l *latencyHist) merge(h *hdrhistogram.Histogram, negative int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.h.Merge(h)
+	l.negative += negative
 }
 
 // quantile returns the q-th percentile (0..100) in milliseconds.

@@ -16,10 +16,21 @@ const plotW, plotH = 8 * vg.Inch, 5 * vg.Inch
 // x axis of latency percentile curves.
 func nines(p float64) float64 { return -math.Log10(1 - p/100) }
 
-// plotLatency draws the produce latency percentile curve of every target.
+// plotFiles are the plots written per report, by file suffix.
+var plotFiles = []struct {
+	suffix string
+	draw   func(*Report, string) error
+}{
+	{"-latency.png", plotLatency},
+	{"-throughput.png", plotThroughput},
+	{"-lag.png", plotLag},
+}
+
+// plotLatency draws the produce and end-to-end latency percentile curves
+// of every target.
 func plotLatency(rep *Report, path string) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: produce latency by percentile", rep.Label())
+	p.Title.Text = fmt.Sprintf("%s: latency by percentile (produce-ack and end-to-end)", rep.Label())
 	p.X.Label.Text = "percentile"
 	p.Y.Label.Text = "latency (ms, log scale)"
 	p.Y.Scale = plot.LogScale{}
@@ -34,16 +45,20 @@ func plotLatency(rep *Report, path string) error {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Add(plotter.NewGrid())
 	var lines []any
-	for _, res := range rep.Results {
+	curve := func(name string, s LatencySummary) {
 		var xys plotter.XYs
-		for _, c := range res.Latency.Curve {
+		for _, c := range s.Curve {
 			if c.Ms > 0 {
 				xys = append(xys, plotter.XY{X: nines(c.Percentile), Y: c.Ms})
 			}
 		}
 		if len(xys) > 0 {
-			lines = append(lines, res.Target, xys)
+			lines = append(lines, name, xys)
 		}
+	}
+	for _, res := range rep.Results {
+		curve(res.Target+" produce", res.ProduceLatency)
+		curve(res.Target+" end-to-end", res.EndToEnd)
 	}
 	if len(lines) == 0 {
 		p.Y.Scale = plot.LinearScale{}
@@ -54,31 +69,25 @@ func plotLatency(rep *Report, path string) error {
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true
-	if err := p.Save(plotW, plotH, path); err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
-	}
-	return nil
+	return save(p, path)
 }
 
-// plotThroughput draws MB/s over time of the produce phase followed by the
-// consume phase, per target.
+// plotThroughput draws produce and consume MB/s over time per target,
+// through every phase (the read-back phase consumes only).
 func plotThroughput(rep *Report, path string) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: throughput over time (produce, then consume)", rep.Label())
-	p.X.Label.Text = "seconds"
+	p.Title.Text = fmt.Sprintf("%s: throughput over time", rep.Label())
+	p.X.Label.Text = "seconds since the first phase started"
 	p.Y.Label.Text = "MB/s"
 	p.Add(plotter.NewGrid())
 	var lines []any
 	for _, res := range rep.Results {
-		prod := make(plotter.XYs, 0, len(res.ProduceSeries))
-		var end float64
-		for _, pt := range res.ProduceSeries {
-			prod = append(prod, plotter.XY{X: pt.T, Y: pt.MBPerSec})
-			end = pt.T
-		}
-		cons := make(plotter.XYs, 0, len(res.ConsumeSeries))
-		for _, pt := range res.ConsumeSeries {
-			cons = append(cons, plotter.XY{X: end + pt.T, Y: pt.MBPerSec})
+		var prod, cons plotter.XYs
+		for _, pt := range res.Timeline {
+			prod = append(prod, plotter.XY{X: pt.T, Y: pt.ProduceMBPerSec})
+			if pt.LagRecords >= 0 {
+				cons = append(cons, plotter.XY{X: pt.T, Y: pt.ConsumeMBPerSec})
+			}
 		}
 		if len(prod) > 0 {
 			lines = append(lines, res.Target+" produce", prod)
@@ -91,6 +100,36 @@ func plotThroughput(rep *Report, path string) error {
 		return fmt.Errorf("throughput plot: %w", err)
 	}
 	p.Legend.Top = true
+	return save(p, path)
+}
+
+// plotLag draws the consumers' lag in records over time per target.
+func plotLag(rep *Report, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: consumer lag over time", rep.Label())
+	p.X.Label.Text = "seconds since the first phase started"
+	p.Y.Label.Text = "records acknowledged but not yet consumed"
+	p.Add(plotter.NewGrid())
+	var lines []any
+	for _, res := range rep.Results {
+		var lag plotter.XYs
+		for _, pt := range res.Timeline {
+			if pt.LagRecords >= 0 && pt.Phase != phaseReadBack {
+				lag = append(lag, plotter.XY{X: pt.T, Y: float64(pt.LagRecords)})
+			}
+		}
+		if len(lag) > 0 {
+			lines = append(lines, res.Target, lag)
+		}
+	}
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return fmt.Errorf("lag plot: %w", err)
+	}
+	p.Legend.Top = true
+	return save(p, path)
+}
+
+func save(p *plot.Plot, path string) error {
 	if err := p.Save(plotW, plotH, path); err != nil {
 		return fmt.Errorf("save %s: %w", path, err)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -16,145 +17,192 @@ import (
 // data without generating bytes per record.
 const payloadPool = 1 << 20
 
-// counters are the live figures of a phase, read by the monitor.
+// sendTimeHeader is the record header holding the record's intended send
+// time (unix nanoseconds, 8 bytes big endian), from which consumers
+// compute end-to-end latency. Its own clock is the only one involved: the
+// harness produces and consumes in one process.
+const sendTimeHeader = "strata-bench-t"
+
+// counters are live figures read by the monitor.
 type counters struct {
 	records atomic.Int64
 	bytes   atomic.Int64
 	errors  atomic.Int64
 }
 
-// produceResult is what the produce phase measured.
-type produceResult struct {
-	sent, acked, bytes, errors int64
-	firstErr                   error
-	elapsed                    time.Duration // start to last acknowledgement
+// window is the measured part of the run: records whose intended send
+// time is at or after start count in the figures.
+type window struct {
+	start time.Time
 }
 
-// produceState is shared by the producers of one phase.
-type produceState struct {
+func (w window) measured(intended time.Time) bool { return !intended.Before(w.start) }
+
+// producers are the producer clients of one target run, each bound to one
+// topic.
+type producers struct {
 	cfg     Config
 	payload []byte
-	hist    *latencyHist
-	ctr     *counters
-	start   time.Time
-	sent    atomic.Int64
-	lastAck atomic.Int64 // unix nanoseconds of the latest acknowledgement
+	clients []*producer
+	hist    *latencyHist // produce-ack latency of measured records
+	all     *counters    // every acknowledged record, for throughput and lag
+
+	sent         atomic.Int64 // every record handed to a client
+	measuredSent atomic.Int64
+	measured     counters     // acknowledged measured records
+	lastAck      atomic.Int64 // unix nanoseconds of the latest measured acknowledgement
 
 	errMu    sync.Mutex
 	firstErr error
 }
 
-func (st *produceState) value(i int64) []byte {
-	off := int((uint64(i) * 7919) % uint64(len(st.payload)-st.cfg.RecordSize+1))
-	return st.payload[off : off+st.cfg.RecordSize]
+type producer struct {
+	cl    *kgo.Client
+	topic string
+	keys  *keyGen
+	idx   int // over all producers
+	seq   int64
 }
 
-// ack is the promise of every benchmark record.
-func (st *produceState) ack(r *kgo.Record, err error, intended time.Time) {
-	now := time.Now()
-	if err != nil {
-		st.ctr.errors.Add(1)
-		st.errMu.Lock()
-		if st.firstErr == nil {
-			st.firstErr = err
-		}
-		st.errMu.Unlock()
-		return
-	}
-	st.hist.record(now.Sub(intended))
-	st.ctr.records.Add(1)
-	st.ctr.bytes.Add(int64(len(r.Value)))
-	for n := now.UnixNano(); ; {
-		last := st.lastAck.Load()
-		if n <= last || st.lastAck.CompareAndSwap(last, n) {
-			break
-		}
-	}
-}
-
-// produce runs the produce phase: cfg.Producers clients share cfg.Records
-// and cfg.Rate. Each client first sends one warm-up record synchronously
-// (connection, metadata, producer id), which is not measured.
-func produce(ctx context.Context, cfg Config, seeds []string, topic string, hist *latencyHist, ctr *counters) (produceResult, error) {
+// newProducers creates Producers clients per topic; each sends one record
+// synchronously (connection, metadata, producer id) that is not measured.
+func newProducers(ctx context.Context, cfg Config, seeds, topics []string, hist *latencyHist, all *counters) (*producers, error) {
 	pool := make([]byte, max(payloadPool, 2*cfg.RecordSize))
 	rng := rand.NewChaCha8([32]byte{'s', 't', 'r', 'a', 't', 'a'})
 	_, _ = rng.Read(pool)
-	st := &produceState{cfg: cfg, payload: pool, hist: hist, ctr: ctr}
-
-	clients := make([]*kgo.Client, cfg.Producers)
-	defer func() {
-		for _, cl := range clients {
-			if cl != nil {
-				cl.Close()
+	ps := &producers{cfg: cfg, payload: pool, hist: hist, all: all}
+	for _, topic := range topics {
+		for range cfg.Producers {
+			idx := len(ps.clients)
+			cl, err := kgo.NewClient(producerOpts(cfg, seeds, topic)...)
+			if err != nil {
+				ps.close()
+				return nil, fmt.Errorf("producer client: %w", err)
 			}
-		}
-	}()
-	for i := range clients {
-		cl, err := kgo.NewClient(producerOpts(cfg, seeds, topic)...)
-		if err != nil {
-			return produceResult{}, fmt.Errorf("producer client: %w", err)
-		}
-		clients[i] = cl
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: st.value(int64(i))}).FirstErr(); err != nil {
-			return produceResult{}, fmt.Errorf("warm-up produce: %w", err)
-		}
-	}
-
-	st.start = time.Now()
-	var deadline time.Time
-	if cfg.Rate == 0 && cfg.Duration > 0 {
-		deadline = st.start.Add(cfg.Duration)
-	}
-	var wg sync.WaitGroup
-	for i, cl := range clients {
-		quota := cfg.Records / int64(cfg.Producers)
-		if int64(i) < cfg.Records%int64(cfg.Producers) {
-			quota++
-		}
-		wg.Go(func() { st.run(ctx, cl, i, quota, deadline) })
-	}
-	wg.Wait()
-	for _, cl := range clients {
-		if err := cl.Flush(ctx); err != nil {
-			return produceResult{}, fmt.Errorf("flush producer: %w", err)
+			p := &producer{cl: cl, topic: topic, keys: newKeyGen(cfg.Workload, uint64(idx)+1), idx: idx}
+			ps.clients = append(ps.clients, p)
+			rec := ps.record(p, time.Now())
+			if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				ps.close()
+				return nil, fmt.Errorf("warm-up produce to %s: %w", topic, err)
+			}
+			ps.sent.Add(1)
+			all.records.Add(1)
+			all.bytes.Add(int64(len(rec.Value)))
 		}
 	}
-	res := produceResult{
-		sent:   st.sent.Load(),
-		acked:  ctr.records.Load(),
-		bytes:  ctr.bytes.Load(),
-		errors: ctr.errors.Load(),
-	}
-	st.errMu.Lock()
-	res.firstErr = st.firstErr
-	st.errMu.Unlock()
-	if last := st.lastAck.Load(); last > 0 {
-		res.elapsed = time.Unix(0, last).Sub(st.start)
-	}
-	return res, nil
+	return ps, nil
 }
 
-// run is one producer's loop. With a rate, record i of this producer is
-// due at start + i/rate and its latency counts from then, however late it
-// is actually sent; without, it counts from the Produce call.
-func (st *produceState) run(ctx context.Context, cl *kgo.Client, idx int, quota int64, deadline time.Time) {
-	perRate := st.cfg.Rate / float64(st.cfg.Producers)
-	// Stagger producers so that they do not send in lock step.
-	offset := time.Duration(0)
-	if perRate > 0 {
-		offset = time.Duration(float64(idx) / float64(st.cfg.Producers) / perRate * float64(time.Second))
+func (ps *producers) close() {
+	for _, p := range ps.clients {
+		p.cl.Close()
 	}
-	var timer *time.Timer
-	for i := range quota {
+}
+
+// record builds the next record of p, stamped with its intended send time.
+func (ps *producers) record(p *producer, intended time.Time) *kgo.Record {
+	n := int64(p.idx)<<40 | p.seq
+	p.seq++
+	size := ps.cfg.RecordSize
+	off := int((uint64(n) * 7919) % uint64(len(ps.payload)-size+1))
+	ts := make([]byte, 8)
+	binary.BigEndian.PutUint64(ts, uint64(intended.UnixNano()))
+	return &kgo.Record{
+		Key:     p.keys.key(),
+		Value:   ps.payload[off : off+size],
+		Headers: []kgo.RecordHeader{{Key: sendTimeHeader, Value: ts}},
+	}
+}
+
+// send hands one record to p's client; the promise records the outcome.
+func (ps *producers) send(ctx context.Context, p *producer, intended time.Time, measured bool) {
+	ps.sent.Add(1)
+	ps.produce(ctx, p, ps.record(p, intended), intended, measured)
+}
+
+func (ps *producers) produce(ctx context.Context, p *producer, rec *kgo.Record, intended time.Time, measured bool) {
+	p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
+		now := time.Now()
+		if err != nil {
+			ps.all.errors.Add(1)
+			ps.errMu.Lock()
+			if ps.firstErr == nil {
+				ps.firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+			}
+			ps.errMu.Unlock()
+			return
+		}
+		ps.all.records.Add(1)
+		ps.all.bytes.Add(int64(len(r.Value)))
+		if !measured {
+			return
+		}
+		ps.hist.record(now.Sub(intended))
+		ps.measured.records.Add(1)
+		ps.measured.bytes.Add(int64(len(r.Value)))
+		for n := now.UnixNano(); ; {
+			last := ps.lastAck.Load()
+			if n <= last || ps.lastAck.CompareAndSwap(last, n) {
+				break
+			}
+		}
+	})
+}
+
+// backlog produces n records as fast as the clients take them, unmeasured,
+// and waits for every acknowledgement.
+func (ps *producers) backlog(ctx context.Context, n int64) error {
+	var wg sync.WaitGroup
+	for i, p := range ps.clients {
+		quota := n / int64(len(ps.clients))
+		if int64(i) < n%int64(len(ps.clients)) {
+			quota++
+		}
+		wg.Go(func() {
+			for range quota {
+				if ctx.Err() != nil {
+					return
+				}
+				ps.send(ctx, p, time.Now(), false)
+			}
+		})
+	}
+	wg.Wait()
+	return ps.flush(ctx)
+}
+
+// run produces from start until end (intended send times) or until
+// Records measured records were sent, then waits for every
+// acknowledgement. With a Rate the producers are open loop: the k-th
+// record of a producer is due at start + k/rate and its latency counts
+// from then however late it is actually sent (no coordinated omission);
+// without, latency counts from the Produce call.
+func (ps *producers) run(ctx context.Context, start, end time.Time, win window) error {
+	var wg sync.WaitGroup
+	for _, p := range ps.clients {
+		wg.Go(func() { ps.loop(ctx, p, start, end, win) })
+	}
+	wg.Wait()
+	return ps.flush(ctx)
+}
+
+func (ps *producers) loop(ctx context.Context, p *producer, start, end time.Time, win window) {
+	n := len(ps.clients)
+	perRate := ps.cfg.Rate / float64(n)
+	limit := ps.cfg.Records
+	var offset time.Duration // staggers producers so that they do not send in lock step
+	if perRate > 0 {
+		offset = time.Duration(float64(p.idx) / float64(n) / perRate * float64(time.Second))
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for k := int64(0); ; k++ {
 		var intended time.Time
 		if perRate > 0 {
-			intended = st.start.Add(offset + time.Duration(float64(i)/perRate*float64(time.Second)))
-			if d := time.Until(intended); d > 0 {
-				if timer == nil {
-					timer = time.NewTimer(d)
-				} else {
-					timer.Reset(d)
-				}
+			intended = start.Add(offset + time.Duration(float64(k)/perRate*float64(time.Second)))
+			if d := time.Until(intended); d > 0 && intended.Before(end) {
+				timer.Reset(d)
 				select {
 				case <-ctx.Done():
 					return
@@ -163,15 +211,43 @@ func (st *produceState) run(ctx context.Context, cl *kgo.Client, idx int, quota 
 			}
 		} else {
 			intended = time.Now()
-			if !deadline.IsZero() && intended.After(deadline) {
+		}
+		if !intended.Before(end) || ctx.Err() != nil {
+			return
+		}
+		measured := win.measured(intended)
+		if measured {
+			if n := ps.measuredSent.Add(1); limit > 0 && n > limit {
+				ps.measuredSent.Add(-1)
 				return
 			}
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		st.sent.Add(1)
-		rec := &kgo.Record{Value: st.value(int64(idx)<<40 | i)}
-		cl.Produce(ctx, rec, func(r *kgo.Record, err error) { st.ack(r, err, intended) })
+		ps.send(ctx, p, intended, measured)
 	}
+}
+
+func (ps *producers) flush(ctx context.Context) error {
+	for _, p := range ps.clients {
+		if err := p.cl.Flush(ctx); err != nil {
+			return fmt.Errorf("flush producer: %w", err)
+		}
+	}
+	return nil
+}
+
+// err returns the first failed produce, if any.
+func (ps *producers) err() error {
+	ps.errMu.Lock()
+	defer ps.errMu.Unlock()
+	return ps.firstErr
+}
+
+// sendTime returns the intended send time stamped on r.
+func sendTime(r *kgo.Record) (time.Time, bool) {
+	for _, h := range r.Headers {
+		if h.Key == sendTimeHeader && len(h.Value) == 8 {
+			return time.Unix(0, int64(binary.BigEndian.Uint64(h.Value))), true
+		}
+	}
+	return time.Time{}, false
 }

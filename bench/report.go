@@ -6,12 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
 
 // Write writes report.json, report.md, bench.txt (benchstat lines) and, per
-// workload, <name>-latency.png and <name>-throughput.png into dir.
+// workload, <name>-latency.png, <name>-throughput.png and <name>-lag.png
+// into dir.
 func (s *Suite) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench output dir: %w", err)
@@ -31,11 +33,10 @@ func (s *Suite) Write(dir string) error {
 		}
 	}
 	for _, rep := range s.Reports {
-		if err := plotLatency(rep, filepath.Join(dir, rep.Label()+"-latency.png")); err != nil {
-			return err
-		}
-		if err := plotThroughput(rep, filepath.Join(dir, rep.Label()+"-throughput.png")); err != nil {
-			return err
+		for _, pf := range plotFiles {
+			if err := pf.draw(rep, filepath.Join(dir, rep.Label()+pf.suffix)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -99,39 +100,77 @@ type row struct {
 	value func(Result) (float64, bool)
 }
 
-var tableRows = []row{
-	{"produce MB/s", func(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }},
-	{"produce records/s", func(r Result) (float64, bool) { return r.Produce.RecordsPerSec, r.Produce.Records > 0 }},
-	{"produce latency p50 ms", func(r Result) (float64, bool) { return r.Latency.P50Ms, r.Latency.Count > 0 }},
-	{"produce latency p99 ms", func(r Result) (float64, bool) { return r.Latency.P99Ms, r.Latency.Count > 0 }},
-	{"produce latency p99.9 ms", func(r Result) (float64, bool) { return r.Latency.P999Ms, r.Latency.Count > 0 }},
-	{"produce latency max ms", func(r Result) (float64, bool) { return r.Latency.MaxMs, r.Latency.Count > 0 }},
-	{"consume MB/s", func(r Result) (float64, bool) { return r.Consume.MBPerSec, r.Consume.Records > 0 }},
-	{"consume records/s", func(r Result) (float64, bool) { return r.Consume.RecordsPerSec, r.Consume.Records > 0 }},
-	{"consume first record after ms", func(r Result) (float64, bool) { return r.ConsumeFirstMs, r.Consume.Records > 0 }},
-	{"records acknowledged", func(r Result) (float64, bool) { return float64(r.Produce.Records), true }},
-	{"records consumed", func(r Result) (float64, bool) { return float64(r.Consume.Records), true }},
-	{"produce errors", func(r Result) (float64, bool) { return float64(r.ProduceErrors), true }},
-	{"broker peak RSS MB", peakRSSMB},
-	{"broker CPU s (produce)", func(r Result) (float64, bool) {
-		if r.Broker == nil {
-			return 0, false
-		}
-		return r.Broker.ProduceCPUSeconds, true
-	}},
-	{"broker CPU s (consume)", func(r Result) (float64, bool) {
-		if r.Broker == nil {
-			return 0, false
-		}
-		return r.Broker.ConsumeCPUSeconds, true
-	}},
-	{"broker disk writes MB", func(r Result) (float64, bool) {
-		if r.Broker == nil || r.Broker.WrittenBytes < 0 {
-			return 0, false
-		}
-		return float64(r.Broker.WrittenBytes) / 1e6, true
-	}},
+func latencyRows(what string, get func(Result) LatencySummary) []row {
+	q := func(name string, f func(LatencySummary) float64) row {
+		return row{what + " latency " + name + " ms", func(r Result) (float64, bool) { s := get(r); return f(s), s.Count > 0 }}
+	}
+	return []row{
+		q("p50", func(s LatencySummary) float64 { return s.P50Ms }),
+		q("p99", func(s LatencySummary) float64 { return s.P99Ms }),
+		q("p99.9", func(s LatencySummary) float64 { return s.P999Ms }),
+		q("max", func(s LatencySummary) float64 { return s.MaxMs }),
+	}
 }
+
+func brokerRow(name string, f func(*Resources) (float64, bool)) row {
+	return row{"broker " + name, func(r Result) (float64, bool) {
+		if r.Broker == nil {
+			return 0, false
+		}
+		return f(r.Broker)
+	}}
+}
+
+func phaseCPURow(phase string) row {
+	return brokerRow("CPU s ("+phase+")", func(b *Resources) (float64, bool) { v, ok := b.PhaseCPU[phase]; return v, ok })
+}
+
+func count(f func(Result) int64) func(Result) (float64, bool) {
+	return func(r Result) (float64, bool) { return float64(f(r)), true }
+}
+
+func readBackRow(name string, f func(*ReadBack) float64) row {
+	return row{"read-back " + name, func(r Result) (float64, bool) {
+		if r.ReadBack == nil || r.ReadBack.Records == 0 {
+			return 0, false
+		}
+		return f(r.ReadBack), true
+	}}
+}
+
+var tableRows = slices.Concat(
+	[]row{
+		{"produce MB/s", func(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }},
+		{"produce records/s", func(r Result) (float64, bool) { return r.Produce.RecordsPerSec, r.Produce.Records > 0 }},
+	},
+	latencyRows("produce", func(r Result) LatencySummary { return r.ProduceLatency }),
+	latencyRows("end-to-end", func(r Result) LatencySummary { return r.EndToEnd }),
+	[]row{
+		{"consume MB/s (during run)", func(r Result) (float64, bool) { return r.Consume.MBPerSec, r.Consume.Records > 0 }},
+		{"catch-up s", func(r Result) (float64, bool) { return r.CatchUpSeconds, r.CatchUpSeconds != 0 }},
+		{"max consumer lag records", func(r Result) (float64, bool) { return float64(r.MaxLagRecords), r.MaxLagRecords > 0 }},
+		readBackRow("MB/s", func(b *ReadBack) float64 { return b.MBPerSec }),
+		readBackRow("records/s", func(b *ReadBack) float64 { return b.RecordsPerSec }),
+		readBackRow("first record after ms", func(b *ReadBack) float64 { return b.FirstRecordMs }),
+		{"records sent (all)", count(func(r Result) int64 { return r.Sent })},
+		{"records acknowledged (all)", count(func(r Result) int64 { return r.Acked })},
+		{"records in topics", count(func(r Result) int64 { return r.TopicRecords })},
+		{"records consumed", count(func(r Result) int64 { return r.Consumed })},
+		{"duplicates consumed", count(func(r Result) int64 { return r.Duplicates })},
+		{"produce errors", count(func(r Result) int64 { return r.ProduceErrors })},
+		{"negative latencies", count(func(r Result) int64 { return r.ProduceLatency.Negative + r.EndToEnd.Negative })},
+		brokerRow("peak RSS MB", func(b *Resources) (float64, bool) { return float64(b.PeakRSSBytes) / (1 << 20), true }),
+		brokerRow("CPU s (total)", func(b *Resources) (float64, bool) { return b.CPUSeconds, true }),
+		phaseCPURow(phaseBacklog),
+		phaseCPURow(phaseRun),
+		phaseCPURow(phaseDrain),
+		phaseCPURow(phaseReadBack),
+		brokerRow("disk writes MB", func(b *Resources) (float64, bool) { return float64(b.WrittenBytes) / 1e6, b.WrittenBytes >= 0 }),
+		brokerRow("bucket writes MB", func(b *Resources) (float64, bool) {
+			return float64(b.BucketWrittenBytes) / 1e6, b.BucketWrittenBytes > 0
+		}),
+	},
+)
 
 func fmtNum(v float64) string {
 	switch {
@@ -150,18 +189,8 @@ func fmtNum(v float64) string {
 // per target and the ratio of the first target to the second.
 func (r *Report) Markdown(plotDir string) string {
 	var b strings.Builder
-	w := r.Workload
 	fmt.Fprintf(&b, "## Workload %s\n\n", r.Label())
-	rate := "max"
-	if w.Rate > 0 {
-		rate = fmt.Sprintf("%g records/s (open loop)", w.Rate)
-	}
-	fmt.Fprintf(&b, "%d records of %d B, %d partitions, acks=%s, compression %s, linger %s, %d producer(s), rate %s",
-		w.Records, w.RecordSize, w.Partitions, w.Acks, w.Compression, w.Linger, w.Producers, rate)
-	if w.Rate == 0 && w.Duration > 0 {
-		fmt.Fprintf(&b, ", at most %s", w.Duration)
-	}
-	b.WriteString(".\n")
+	fmt.Fprintf(&b, "%s.\n", r.Workload.Describe())
 	if r.LoadAvg != "" {
 		fmt.Fprintf(&b, "Load average at start: %s", r.LoadAvg)
 		if busy(r.LoadAvg) {
@@ -215,13 +244,18 @@ func (r *Report) Markdown(plotDir string) string {
 			fmt.Fprintf(&b, "\n**%s failed:** %s\n", res.Target, res.Error)
 		}
 	}
-	fmt.Fprintf(&b, "\n![%[1]s latency](%[2]s%[1]s-latency.png) ![%[1]s throughput](%[2]s%[1]s-throughput.png)\n", r.Label(), plotDir)
+	b.WriteString("\n")
+	for _, pf := range plotFiles {
+		fmt.Fprintf(&b, "![%[1]s%[3]s](%[2]s%[1]s%[3]s) ", r.Label(), plotDir, pf.suffix)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
 // Benchstat renders the suite as Go benchmark lines that benchstat reads:
-// one Produce and one Consume line per workload and target, the iteration
-// count being the number of records.
+// per workload and target a Produce line (iterations: measured records), an
+// EndToEnd line when consumers ran, and a ReadBack line when the workload
+// reads back.
 func (s *Suite) Benchstat() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "goos: %s\ngoarch: %s\npkg: strata/bench\n", s.Machine.OS, s.Machine.Arch)
@@ -235,17 +269,25 @@ func (s *Suite) Benchstat() string {
 			}
 			name := fmt.Sprintf("workload=%s/target=%s", rep.Workload.Name, benchName(res.Target))
 			if p := res.Produce; p.Records > 0 {
-				fmt.Fprintf(&b, "BenchmarkProduce/%s %d %.0f ns/op %.2f MB/s %.0f records/s %.4g p50-ms %.4g p99-ms %.4g p999-ms",
-					name, p.Records, p.Seconds*1e9/float64(p.Records), p.MBPerSec, p.RecordsPerSec,
-					res.Latency.P50Ms, res.Latency.P99Ms, res.Latency.P999Ms)
+				l := res.ProduceLatency
+				fmt.Fprintf(&b, "BenchmarkProduce/%s %d %.0f ns/op %.2f MB/s %.0f records/s %.4g p50-ms %.4g p99-ms %.4g p999-ms %.4g max-ms",
+					name, p.Records, p.Seconds*1e9/float64(p.Records), p.MBPerSec, p.RecordsPerSec, l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs)
 				if res.Broker != nil {
-					fmt.Fprintf(&b, " %d peak-rss-B %.3g broker-cpu-s", res.Broker.PeakRSSBytes, res.Broker.ProduceCPUSeconds)
+					fmt.Fprintf(&b, " %d peak-rss-B %.3g broker-cpu-s", res.Broker.PeakRSSBytes, res.Broker.PhaseCPU[phaseRun])
 				}
 				b.WriteString("\n")
 			}
-			if c := res.Consume; c.Records > 0 {
-				fmt.Fprintf(&b, "BenchmarkConsume/%s %d %.0f ns/op %.2f MB/s %.0f records/s\n",
-					name, c.Records, c.Seconds*1e9/float64(c.Records), c.MBPerSec, c.RecordsPerSec)
+			if c, l := res.Consume, res.EndToEnd; c.Records > 0 && l.Count > 0 {
+				fmt.Fprintf(&b, "BenchmarkEndToEnd/%s %d %.0f ns/op %.2f MB/s %.4g p50-ms %.4g p99-ms %.4g p999-ms %.4g max-ms",
+					name, c.Records, c.Seconds*1e9/float64(c.Records), c.MBPerSec, l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs)
+				if res.CatchUpSeconds > 0 {
+					fmt.Fprintf(&b, " %.4g catch-up-s", res.CatchUpSeconds)
+				}
+				b.WriteString("\n")
+			}
+			if rb := res.ReadBack; rb != nil && rb.Records > 0 {
+				fmt.Fprintf(&b, "BenchmarkReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s\n",
+					name, rb.Records, rb.Seconds*1e9/float64(rb.Records), rb.MBPerSec, rb.RecordsPerSec)
 			}
 		}
 	}

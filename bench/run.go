@@ -8,85 +8,6 @@ import (
 	"time"
 )
 
-// Throughput is what one phase moved.
-type Throughput struct {
-	Records       int64   `json:"records"`
-	Bytes         int64   `json:"bytes"`
-	Seconds       float64 `json:"seconds"`
-	RecordsPerSec float64 `json:"records_per_s"`
-	MBPerSec      float64 `json:"mb_per_s"` // 10^6 bytes of record values per second
-}
-
-func throughput(records, bytes int64, d time.Duration) Throughput {
-	t := Throughput{Records: records, Bytes: bytes, Seconds: d.Seconds()}
-	if t.Seconds > 0 {
-		t.RecordsPerSec = float64(records) / t.Seconds
-		t.MBPerSec = float64(bytes) / t.Seconds / 1e6
-	}
-	return t
-}
-
-// Resources are the broker process's figures over the whole target run
-// (start to stop), for targets the harness started.
-type Resources struct {
-	PeakRSSBytes      int64           `json:"peak_rss_bytes"` // max of VmHWM and sampled VmRSS
-	CPUSeconds        float64         `json:"cpu_s"`          // from process start
-	ProduceCPUSeconds float64         `json:"produce_cpu_s"`
-	ConsumeCPUSeconds float64         `json:"consume_cpu_s"`
-	WrittenBytes      int64           `json:"written_bytes"` // -1 if unknown
-	Samples           []ResourcePoint `json:"samples"`
-}
-
-// Result is one workload run against one target.
-type Result struct {
-	Target string `json:"target"`
-	Topic  string `json:"topic"`
-	Error  string `json:"error,omitempty"`
-
-	Sent           int64          `json:"sent"`            // measured records handed to the client
-	ProduceErrors  int64          `json:"produce_errors"`  // records whose produce failed
-	WarmupRecords  int64          `json:"warmup_records"`  // unmeasured records sent first
-	Produce        Throughput     `json:"produce"`         // acknowledged records
-	Latency        LatencySummary `json:"produce_latency"` // acknowledgement latency
-	Consume        Throughput     `json:"consume"`         // records read back from offset 0
-	ConsumeDups    int64          `json:"consume_duplicates"`
-	ConsumeFirstMs float64        `json:"consume_first_record_ms"` // client start to first record, included in Consume
-	TopicRecords   int64          `json:"topic_records"`           // end minus start offsets after producing
-	ProduceSeries  []RatePoint    `json:"produce_timeline"`
-	ConsumeSeries  []RatePoint    `json:"consume_timeline"`
-	Broker         *Resources     `json:"broker,omitempty"`
-	ElapsedSeconds float64        `json:"elapsed_s"`
-}
-
-// Report is one workload run against every target.
-type Report struct {
-	Workload Config    `json:"workload"`
-	Started  time.Time `json:"started"`
-	Results  []Result  `json:"results"`
-	LoadAvg  string    `json:"loadavg,omitempty"` // at the start of the workload
-	// Run numbers repeated runs of one workload in a suite (1, 2, …).
-	Run int `json:"run"`
-}
-
-// Label names the report in files and headings: the workload's name, with
-// the run number from the second run on.
-func (r *Report) Label() string {
-	if r.Run > 1 {
-		return fmt.Sprintf("%s-run%d", r.Workload.Name, r.Run)
-	}
-	return r.Workload.Name
-}
-
-// Result returns the result for target, if any.
-func (r *Report) Result(target string) (Result, bool) {
-	for _, res := range r.Results {
-		if res.Target == target {
-			return res, true
-		}
-	}
-	return Result{}, false
-}
-
 // Run runs the workload against each target in turn. The report holds a
 // result for every target; the error joins the targets' failures.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -94,7 +15,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("bench config: %w", err)
 	}
-	rep := &Report{Workload: cfg, Started: time.Now().UTC(), LoadAvg: readLoadAvg()}
+	rep := &Report{Workload: cfg.Workload, Targets: cfg.Targets, Started: time.Now().UTC(), LoadAvg: readLoadAvg()}
 	var errs []error
 	for _, t := range cfg.Targets {
 		if err := ctx.Err(); err != nil {
@@ -111,102 +32,200 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, errors.Join(errs...)
 }
 
-// runTarget starts (or connects to) one target, produces, consumes back
-// and stops it.
+// targetRun is the state of one workload against one target.
+type targetRun struct {
+	cfg   Config
+	name  string
+	res   *Result
+	seeds []string
+	mon   *monitor
+
+	prodAll  counters // every acknowledged record
+	consAll  counters // every distinct record the run's consumers read
+	prodHist *latencyHist
+	e2eHist  *latencyHist
+}
+
+// runTarget starts (or connects to) one target, runs the phases and stops
+// it. Errors end up in the result.
 func runTarget(ctx context.Context, cfg Config, name string) (res Result) {
 	began := time.Now()
 	res.Target = name
 	defer func() { res.ElapsedSeconds = time.Since(began).Seconds() }()
-	fail := func(err error) {
-		if res.Error == "" {
-			res.Error = err.Error()
-		}
-	}
 	tg, err := startTarget(ctx, cfg, name)
 	if err != nil {
-		fail(err)
+		res.Error = err.Error()
 		return res
 	}
-	mon := newMonitor(cfg, tg, fmt.Sprintf("[%s %s]", name, cfg.Name))
-	defer func() {
-		if _, owned := tg.Sample(); owned {
-			res.Broker = mon.finish()
-		}
-		if err := tg.Close(); err != nil {
-			fail(fmt.Errorf("stop: %w", err))
-		}
-	}()
-	seeds := tg.Seeds()
-	res.Topic = fmt.Sprintf("strata-bench-%s-%d", cfg.Name, time.Now().UnixNano())
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = createTopic(setupCtx, seeds, res.Topic, cfg.Partitions, cfg.ReplicationFactor)
-	cancel()
+	tr := &targetRun{cfg: cfg, name: name, res: &res, seeds: tg.Seeds(), prodHist: newLatencyHist(), e2eHist: newLatencyHist()}
+	tr.mon = newMonitor(cfg, tg, fmt.Sprintf("[%s %s]", name, cfg.Name), &tr.prodAll, tr.prodHist)
+	err = tr.phases(ctx)
+	res.Timeline, res.Broker = tr.mon.finish()
+	for _, p := range res.Timeline {
+		res.MaxLagRecords = max(res.MaxLagRecords, p.LagRecords)
+	}
+	if cerr := tg.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("stop: %w", cerr))
+	}
 	if err != nil {
-		fail(err)
-		return res
+		res.Error = err.Error()
 	}
-	if name != TargetKfake && name != TargetStrata { // those are thrown away whole
+	return res
+}
+
+// phases runs setup, backlog, run, drain and read-back, filling res.
+func (tr *targetRun) phases(ctx context.Context) (err error) {
+	cfg, res := tr.cfg, tr.res
+	stamp := time.Now().UnixNano()
+	for i := range cfg.Topics {
+		res.Topics = append(res.Topics, fmt.Sprintf("strata-bench-%s-%d-%d", cfg.Name, stamp, i))
+	}
+	setupCtx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
+	defer cancel()
+	for _, topic := range res.Topics {
+		if err := createTopic(setupCtx, tr.seeds, topic, cfg.Partitions, cfg.ReplicationFactor); err != nil {
+			return err
+		}
+	}
+	if tr.name != TargetKfake && tr.name != TargetStrata { // those are thrown away whole
 		defer func() {
 			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			deleteTopic(c, seeds, res.Topic)
+			for _, topic := range res.Topics {
+				deleteTopic(c, tr.seeds, topic)
+			}
 			cancel()
 		}()
 	}
+	ps, err := newProducers(setupCtx, cfg, tr.seeds, res.Topics, tr.prodHist, &tr.prodAll)
+	if err != nil {
+		return err
+	}
+	defer ps.close()
+	defer func() {
+		res.Sent, res.Acked, res.ProduceErrors = ps.sent.Load(), tr.prodAll.records.Load(), tr.prodAll.errors.Load()
+		res.ProduceLatency = tr.prodHist.summary()
+		res.EndToEnd = tr.e2eHist.summary()
+		if perr := ps.err(); perr != nil {
+			err = errors.Join(err, fmt.Errorf("%d of %d records failed, first: %w", res.ProduceErrors, res.Sent, perr))
+		}
+	}()
+	res.WarmupRecords = int64(len(ps.clients))
 
-	// Produce.
-	hist := newLatencyHist()
-	var pctr counters
-	cpu0 := mon.cpu()
-	stop := make(chan struct{})
-	series := make(chan []RatePoint, 1)
-	go func() { series <- mon.phase("produce", &pctr, cfg.Records, hist, stop) }()
-	pctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
-	pres, err := produce(pctx, cfg, seeds, res.Topic, hist, &pctr)
+	// Backlog: produced before any consumer starts.
+	var backlogEnd map[tp]int64
+	if cfg.Backlog > 0 {
+		tr.mon.setPhase(phaseBacklog, &tr.consAll, 0) // nothing consumes yet: the lag is the backlog
+		bctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
+		err := ps.backlog(bctx, cfg.Backlog)
+		if err == nil {
+			backlogEnd, err = endOffsets(bctx, tr.seeds, res.Topics)
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("backlog: %w", err)
+		}
+		res.Backlog = cfg.Backlog
+	}
+
+	// Run: consumers from offset 0 alongside open-loop producers.
+	track := newTracker(&tr.consAll)
+	var cs *consumers
+	start := time.Now()
+	win := window{start: start.Add(cfg.Warmup.D())}
+	if cfg.Consumers > 0 {
+		cs, err = startConsumers(ctx, cfg, tr.seeds, res.Topics, track, win, tr.e2eHist)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := cs.stop(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}()
+		if backlogEnd != nil {
+			track.setTarget(backlogEnd)
+		}
+		tr.mon.setPhase(phaseRun, &tr.consAll, 0)
+	} else {
+		tr.mon.setPhase(phaseRun, nil, 0)
+	}
+	end := win.start.Add(cfg.Duration.D())
+	rctx, cancel := context.WithDeadline(ctx, end.Add(cfg.PhaseTimeout))
+	err = ps.run(rctx, start, end, win)
 	cancel()
-	close(stop)
-	res.ProduceSeries = <-series
-	mon.endProgress()
-	cpu1 := mon.cpu()
-	mon.addPhaseCPU(&mon.produceCPU, cpu1-cpu0)
-	res.Sent, res.ProduceErrors, res.WarmupRecords = pres.sent, pres.errors, int64(cfg.Producers)
-	res.Produce = throughput(pres.acked, pres.bytes, pres.elapsed)
-	res.Latency = hist.summary()
-	if err != nil {
-		fail(err)
-		return res
+	runEnd := time.Now()
+	res.MeasureStartS = win.start.Sub(tr.mon.origin).Seconds()
+	res.MeasureEndS = runEnd.Sub(tr.mon.origin).Seconds()
+	if last := ps.lastAck.Load(); last > 0 {
+		res.Produce = throughput(ps.measured.records.Load(), ps.measured.bytes.Load(), time.Unix(0, last).Sub(win.start))
 	}
-	if pres.firstErr != nil {
-		fail(fmt.Errorf("%d of %d records failed to produce, first: %w", pres.errors, pres.sent, pres.firstErr))
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if backlogEnd != nil {
+		res.CatchUpSeconds = -1
+		if at := track.reachedTime(); !at.IsZero() {
+			res.CatchUpSeconds = at.Sub(start).Seconds()
+		}
 	}
 
-	// Consume everything back from offset 0.
-	cctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
+	// Drain: the consumers read up to the end offsets.
+	dctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 	defer cancel()
-	want, err := topicRecords(cctx, seeds, res.Topic)
+	ends, err := endOffsets(dctx, tr.seeds, res.Topics)
 	if err != nil {
-		fail(err)
-		return res
+		return fmt.Errorf("drain: %w", err)
 	}
-	for _, n := range want {
-		res.TopicRecords += n
+	for _, e := range ends {
+		res.TopicRecords += e
 	}
-	var cctr counters
-	stop = make(chan struct{})
-	go func() { series <- mon.phase("consume", &cctr, res.TopicRecords, nil, stop) }()
-	cres, err := consume(cctx, seeds, res.Topic, want, &cctr)
-	close(stop)
-	res.ConsumeSeries = <-series
-	mon.endProgress()
-	mon.addPhaseCPU(&mon.consumeCPU, mon.cpu()-cpu1)
-	res.Consume = throughput(cres.records, cres.bytes, cres.elapsed)
-	res.ConsumeDups = cres.duplicates
-	res.ConsumeFirstMs = float64(cres.first) / float64(time.Millisecond)
-	if err != nil {
-		fail(err)
-		return res
+	if cs != nil {
+		tr.mon.setPhase(phaseDrain, &tr.consAll, 0)
+		select {
+		case <-track.setTarget(ends):
+		case <-dctx.Done():
+			return fmt.Errorf("drain: consumers read %d of %d records: %w", tr.consAll.records.Load(), res.TopicRecords, dctx.Err())
+		}
+		if err := cs.stop(); err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
+		res.Consumed, res.Duplicates = tr.consAll.records.Load(), track.dups.Load()
+		if last := track.lastMeasured.Load(); last > 0 {
+			res.Consume = throughput(track.measured.records.Load(), track.measured.bytes.Load(), time.Unix(0, last).Sub(win.start))
+		}
 	}
-	if got, want := res.Consume.Records, res.Produce.Records+res.WarmupRecords; got != want && cfg.Acks != "0" {
-		fail(fmt.Errorf("consumed %d records, acknowledged %d (with warm-up)", got, want))
+	if err := tr.checkCounts(); err != nil {
+		return err
 	}
-	return res
+
+	// Read-back: everything again from offset 0, from the page cache.
+	if cfg.ReadBack {
+		var rb counters
+		rtrack := newTracker(&rb)
+		tr.mon.setPhase(phaseReadBack, &rb, res.TopicRecords)
+		d, first, err := readBack(dctx, tr.seeds, ends, rtrack)
+		res.ReadBack = &ReadBack{
+			Throughput:    throughput(rb.records.Load(), rb.bytes.Load(), d),
+			FirstRecordMs: float64(first) / float64(time.Millisecond),
+		}
+		if err != nil {
+			return err
+		}
+		if rb.records.Load() != res.TopicRecords {
+			return fmt.Errorf("read back %d records, topics hold %d", rb.records.Load(), res.TopicRecords)
+		}
+	}
+	return nil
+}
+
+// checkCounts compares what was acknowledged, stored and consumed.
+func (tr *targetRun) checkCounts() error {
+	res := tr.res
+	if tr.cfg.Acks != "0" && tr.prodAll.errors.Load() == 0 && tr.prodAll.records.Load() != res.TopicRecords {
+		return fmt.Errorf("acknowledged %d records, topics hold %d", tr.prodAll.records.Load(), res.TopicRecords)
+	}
+	if tr.cfg.Consumers > 0 && res.Consumed != res.TopicRecords {
+		return fmt.Errorf("consumed %d distinct records, topics hold %d", res.Consumed, res.TopicRecords)
+	}
+	return nil
 }

@@ -10,18 +10,20 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"strata/internal/testenv"
 )
 
 // fakeServeEnv makes the test binary act as `strata serve`: a kfake
-// cluster that prints Strata's ready line and stops on SIGTERM. It lets the
-// tests drive the process target without the real broker.
+// cluster that prints Strata's ready line and stops on SIGTERM. It tests
+// the process target without depending on the real broker.
 const fakeServeEnv = "STRATA_BENCH_FAKE_SERVE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeServeEnv) == "1" {
 		os.Exit(fakeServe())
 	}
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 func fakeServe() int {
@@ -44,41 +46,17 @@ func TestStrataProcessTarget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		Name: "proc", Records: 2000, RecordSize: 256, Partitions: 2,
-		SampleInterval: 20 * time.Millisecond,
-		Targets:        []string{TargetStrata}, StrataBin: os.Args[0],
+		Workload: Workload{Name: "proc", Records: 1000, RecordSize: 256, Partitions: 2, Consumers: 1,
+			SampleInterval: Duration(20 * time.Millisecond)},
+		Targets: []string{TargetStrata}, StrataBin: os.Args[0],
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := rep.Results[0]
-	checkConsistent(t, res, 2000)
+	checkConsistent(t, res, rep.Workload)
 	b := res.Broker
 	if b == nil || b.PeakRSSBytes <= 0 || b.CPUSeconds <= 0 || len(b.Samples) == 0 {
 		t.Fatalf("broker resources %+v", b)
-	}
-}
-
-func TestStrataExitsBeforeReady(t *testing.T) {
-	_, err := startStrata(context.Background(), Config{StrataBin: "/bin/false"}.withDefaults())
-	if err == nil {
-		t.Fatal("started a broker that exited")
-	}
-}
-
-// BenchmarkKfakeProduce shows the library under testing.B: one small
-// throughput run against kfake per iteration, reported as custom metrics.
-func BenchmarkKfakeProduce(b *testing.B) {
-	cfg, _ := Preset("throughput")
-	cfg.Records, cfg.Targets = 20_000, []string{TargetKfake}
-	for b.Loop() {
-		rep, err := Run(b.Context(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := rep.Results[0]
-		b.ReportMetric(r.Produce.MBPerSec, "MB/s")
-		b.ReportMetric(r.Latency.P99Ms, "p99-ms")
-		b.ReportMetric(r.Consume.MBPerSec, "consume-MB/s")
 	}
 }

@@ -20,36 +20,48 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// runBench implements `strata bench`: flags into bench.Configs, then the
-// library runs, writes DIR and prints the markdown table.
+// runBench implements `strata bench`: flags and workload files into
+// bench.Configs, then the library runs, writes DIR and prints the markdown
+// table.
 func runBench(args []string) int {
 	fs := flag.NewFlagSet("strata bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: strata bench [flags] --out DIR\n\npresets: %s\n\n", strings.Join(bench.PresetNames(), ", "))
+		fmt.Fprintf(fs.Output(), "usage: strata bench [--preset NAME[,NAME…]] [--workload FILE]… [--duration D] [--target strata|kfake|HOST:PORT]… --out DIR\n\npresets: %s (default: all)\n\n", strings.Join(bench.PresetNames(), ", "))
 		fs.PrintDefaults()
 	}
 	var (
-		presets     = fs.String("preset", "throughput,latency", "comma-separated presets to run; flags below override their settings")
-		records     = fs.Int64("records", 0, "records to produce")
+		presets     = fs.String("preset", strings.Join(bench.PresetNames(), ","), "comma-separated presets to run (default all, or none when --workload is given)")
+		records     = fs.Int64("records", 0, "stop the run after this many measured records")
 		recordSize  = fs.Int("record-size", 0, "record value size in bytes")
-		partitions  = fs.Int("partitions", 0, "partitions of the benchmark topic")
-		rf          = fs.Int("replication-factor", 0, "replication factor of the benchmark topic")
+		topics      = fs.Int("topics", 0, "topics")
+		partitions  = fs.Int("partitions", 0, "partitions per topic")
+		rf          = fs.Int("replication-factor", 0, "replication factor of the topics")
+		keys        = fs.String("key-distribution", "", "none, random, round-robin or zipf")
+		keySpace    = fs.Int("key-space", 0, "distinct keys")
 		acks        = fs.String("acks", "", "acks: all (-1), 1 or 0")
 		compression = fs.String("compression", "", "none, gzip, snappy, lz4 or zstd")
 		linger      = fs.Duration("linger", 0, "producer linger")
-		producers   = fs.Int("producers", 0, "producer clients")
+		producers   = fs.Int("producers", 0, "producer clients per topic")
+		consumers   = fs.Int("consumers", 0, "consumer clients per topic (0: none during the run)")
+		consumeMode = fs.String("consume-mode", "", "assign (partitions given by the harness) or group (Kafka consumer group)")
 		rate        = fs.Float64("rate", 0, "target records/s over all producers (open loop); 0 = max")
-		duration    = fs.Duration("duration", 0, "with --rate: run this long; without: cap the produce phase")
+		duration    = fs.Duration("duration", 0, "measured length of the run (clears a preset's record limit unless --records is given)")
+		warmup      = fs.Duration("warmup", 0, "start of the run excluded from the figures")
+		backlog     = fs.Int64("backlog", 0, "records produced before the consumers start (catch-up)")
+		readBack    = fs.Bool("read-back", false, "read every record again from offset 0 after the run")
+		sample      = fs.Duration("sample-interval", 0, "period of the timelines")
 		noIdem      = fs.Bool("no-idempotence", false, "disable the idempotent producer")
 		strataBin   = fs.String("strata-bin", "", "strata binary to start (default: this executable)")
 		out         = fs.String("out", "", "directory for report.json, report.md, bench.txt and plots (required)")
 		results     = fs.String("results", "", "also write the markdown report to this file (e.g. bench/RESULTS.md)")
-		count       = fs.Int("count", 1, "run the presets this many times (goals take the median ratio)")
+		count       = fs.Int("count", 1, "run the workloads this many times (goals take the median ratio)")
 		quiet       = fs.Bool("quiet", false, "no live progress line")
 		targets     listFlag
+		workloads   listFlag
 		strataArgs  listFlag
 	)
 	fs.Var(&targets, "target", "strata, kfake or HOST:PORT (repeatable; default strata and kfake)")
+	fs.Var(&workloads, "workload", "JSON workload file (repeatable; see bench/workloads)")
 	fs.Var(&strataArgs, "strata-arg", "extra argument to `strata serve` (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -60,6 +72,26 @@ func runBench(args []string) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var ws []bench.Workload
+	if !set["workload"] || set["preset"] {
+		for name := range strings.SplitSeq(*presets, ",") {
+			w, err := bench.Preset(strings.TrimSpace(name))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
+				return 2
+			}
+			ws = append(ws, w)
+		}
+	}
+	for _, path := range workloads {
+		w, err := bench.LoadWorkload(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
+			return 2
+		}
+		ws = append(ws, w)
+	}
 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
@@ -73,47 +105,45 @@ func runBench(args []string) int {
 	defer brokerLog.Close()
 
 	var cfgs []bench.Config
-	for name := range strings.SplitSeq(*presets, ",") {
-		c, err := bench.Preset(strings.TrimSpace(name))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
-			return 2
+	for _, w := range ws {
+		if set["duration"] {
+			w.Duration, w.Records = bench.Duration(*duration), 0
 		}
 		if set["records"] {
-			c.Records, c.Duration = *records, 0
+			w.Records = *records
 		}
-		if set["record-size"] {
-			c.RecordSize = *recordSize
+		override := map[string]func(){
+			"record-size":        func() { w.RecordSize = *recordSize },
+			"topics":             func() { w.Topics = *topics },
+			"partitions":         func() { w.Partitions = int32(*partitions) },
+			"replication-factor": func() { w.ReplicationFactor = int16(*rf) },
+			"key-distribution":   func() { w.KeyDistribution = *keys },
+			"key-space":          func() { w.KeySpace = *keySpace },
+			"acks":               func() { w.Acks = *acks },
+			"compression":        func() { w.Compression = *compression },
+			"linger":             func() { w.Linger = bench.Duration(*linger) },
+			"producers":          func() { w.Producers = *producers },
+			"consumers":          func() { w.Consumers = *consumers },
+			"consume-mode":       func() { w.ConsumeMode = *consumeMode },
+			"rate":               func() { w.Rate = *rate },
+			"warmup":             func() { w.Warmup = bench.Duration(*warmup) },
+			"backlog":            func() { w.Backlog = *backlog },
+			"read-back":          func() { w.ReadBack = *readBack },
+			"sample-interval":    func() { w.SampleInterval = bench.Duration(*sample) },
+			"no-idempotence":     func() { w.NoIdempotence = *noIdem },
 		}
-		if set["partitions"] {
-			c.Partitions = int32(*partitions)
+		for name, apply := range override {
+			if set[name] {
+				apply()
+			}
 		}
-		if set["replication-factor"] {
-			c.ReplicationFactor = int16(*rf)
+		c := bench.Config{
+			Workload:   w,
+			Targets:    targets,
+			StrataBin:  *strataBin,
+			StrataArgs: strataArgs,
+			BrokerLog:  brokerLog,
 		}
-		if set["acks"] {
-			c.Acks = *acks
-		}
-		if set["compression"] {
-			c.Compression = *compression
-		}
-		if set["linger"] {
-			c.Linger = *linger
-		}
-		if set["producers"] {
-			c.Producers = *producers
-		}
-		if set["rate"] {
-			c.Rate = *rate
-		}
-		if set["duration"] {
-			c.Duration = *duration
-		}
-		c.NoIdempotence = *noIdem
-		c.Targets = targets
-		c.StrataBin = *strataBin
-		c.StrataArgs = strataArgs
-		c.BrokerLog = brokerLog
 		if !*quiet {
 			c.Progress = os.Stderr
 		}

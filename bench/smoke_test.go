@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"strata/internal/testenv"
+)
+
+// checkConsistent asserts what every finished run must satisfy, whatever
+// the speed: every record acknowledged is stored and consumed once, the
+// measured counts agree with the histograms, and no latency is negative.
+func checkConsistent(t *testing.T, res Result, w Workload) {
+	t.Helper()
+	if res.Error != "" {
+		t.Fatalf("%s: %s", res.Target, res.Error)
+	}
+	if res.Sent != res.Acked || res.Acked != res.TopicRecords || res.ProduceErrors != 0 {
+		t.Errorf("%s: sent %d acked %d in topics %d errors %d", res.Target, res.Sent, res.Acked, res.TopicRecords, res.ProduceErrors)
+	}
+	if want := int64(w.Producers*w.Topics) + w.Backlog; res.WarmupRecords != int64(w.Producers*w.Topics) || res.Backlog != w.Backlog || res.TopicRecords < want+res.Produce.Records {
+		t.Errorf("%s: %d warm-up, %d backlog, %d measured, %d in topics", res.Target, res.WarmupRecords, res.Backlog, res.Produce.Records, res.TopicRecords)
+	}
+	p := res.ProduceLatency
+	if res.Produce.Records <= 0 || p.Count != res.Produce.Records || p.Negative != 0 || p.P50Ms < 0 || p.P99Ms < p.P50Ms || p.MaxMs < p.P999Ms {
+		t.Errorf("%s: %d measured records, produce latency %+v", res.Target, res.Produce.Records, p)
+	}
+	if w.Records > 0 && res.Produce.Records != w.Records {
+		t.Errorf("%s: %d measured records, want %d", res.Target, res.Produce.Records, w.Records)
+	}
+	if w.Consumers > 0 {
+		e := res.EndToEnd
+		if res.Consumed != res.TopicRecords || res.Duplicates != 0 && w.ConsumeMode == ConsumeAssign {
+			t.Errorf("%s: consumed %d (%d duplicates), topics hold %d", res.Target, res.Consumed, res.Duplicates, res.TopicRecords)
+		}
+		if res.Consume.Records != res.Produce.Records || e.Count != res.Consume.Records || e.Negative != 0 || e.P50Ms < 0 || e.P99Ms < e.P50Ms {
+			t.Errorf("%s: measured consumed %d of %d, end-to-end %+v", res.Target, res.Consume.Records, res.Produce.Records, e)
+		}
+		if len(res.Timeline) == 0 || res.MaxLagRecords < 0 {
+			t.Errorf("%s: timeline %d points, max lag %d", res.Target, len(res.Timeline), res.MaxLagRecords)
+		}
+	}
+	if w.Backlog > 0 && res.CatchUpSeconds <= 0 {
+		t.Errorf("%s: catch-up %gs", res.Target, res.CatchUpSeconds)
+	}
+	if w.ReadBack && (res.ReadBack == nil || res.ReadBack.Records != res.TopicRecords || res.ReadBack.FirstRecordMs < 0 || res.ReadBack.Seconds <= 0) {
+		t.Errorf("%s: read-back %+v of %d records", res.Target, res.ReadBack, res.TopicRecords)
+	}
+	if res.MeasureEndS < res.MeasureStartS {
+		t.Errorf("%s: measured window %g..%g", res.Target, res.MeasureStartS, res.MeasureEndS)
+	}
+}
+
+// smokeWorkload shrinks a preset to a second or so. A new preset must be
+// added here, so that every preset has a smoke run.
+func smokeWorkload(t *testing.T, name string) Workload {
+	w, err := Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RecordSize = 256
+	w.SampleInterval = Duration(50 * time.Millisecond)
+	switch name {
+	case "throughput":
+		w.Records, w.Warmup = 3000, Duration(100*time.Millisecond)
+	case "latency":
+		w.Rate, w.Warmup, w.Duration = 1000, Duration(200*time.Millisecond), Duration(800*time.Millisecond)
+	case "catch-up":
+		w.Backlog, w.Rate, w.Duration = 5000, 1000, Duration(time.Second)
+	default:
+		t.Fatalf("preset %s has no smoke workload: add one to smokeWorkload", name)
+	}
+	return w
+}
+
+// TestPresetsSmoke runs every preset, shrunk, against a Strata broker
+// process started by the harness, and checks that the report is complete
+// and consistent.
+func TestPresetsSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	bin := testenv.BuildStrata(t)
+	var reports []*Report
+	for _, name := range PresetNames() {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			w := smokeWorkload(t, name)
+			rep, err := Run(ctx, Config{Workload: w, Targets: []string{TargetStrata}, StrataBin: bin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Results[0]
+			checkConsistent(t, res, rep.Workload)
+			if b := res.Broker; b == nil || b.PeakRSSBytes <= 0 || b.CPUSeconds <= 0 || len(b.Samples) == 0 || b.PhaseCPU[phaseRun] <= 0 {
+				t.Errorf("broker resources %+v", b)
+			}
+			reports = append(reports, rep)
+		})
+	}
+	s := &Suite{Machine: ReadMachine(), Reports: reports}
+	if err := s.Write(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSmokeKfake runs against kfake in process and against a cluster at an
+// address (another kfake), with keys, several topics and consumer groups.
+func TestSmokeKfake(t *testing.T) {
+	peer, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(peer.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	for _, c := range []Config{
+		{Workload: Workload{Name: "max", Topics: 2, Records: 2000, RecordSize: 256, Partitions: 3, Producers: 2,
+			Compression: "lz4", KeyDistribution: KeysZipf, Consumers: 2, ReadBack: true,
+			SampleInterval: Duration(50 * time.Millisecond)},
+			Targets: []string{TargetKfake, peer.ListenAddrs()[0]}},
+		{Workload: Workload{Name: "group", RecordSize: 128, Partitions: 4, Rate: 2000, Duration: Duration(500 * time.Millisecond),
+			KeyDistribution: KeysRoundRobin, Consumers: 2, ConsumeMode: ConsumeGroup, Backlog: 500,
+			SampleInterval: Duration(50 * time.Millisecond)},
+			Targets: []string{TargetKfake}},
+	} {
+		rep, err := Run(ctx, c)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if len(rep.Results) != len(c.Targets) {
+			t.Fatalf("%d results for %d targets", len(rep.Results), len(c.Targets))
+		}
+		for _, res := range rep.Results {
+			checkConsistent(t, res, rep.Workload)
+			if res.Broker != nil {
+				t.Errorf("%s: broker figures for a target not started by the harness", res.Target)
+			}
+		}
+	}
+}
+
+func TestStrataExitsBeforeReady(t *testing.T) {
+	_, err := startStrata(context.Background(), Config{StrataBin: "/bin/false"}.withDefaults())
+	if err == nil {
+		t.Fatal("started a broker that exited")
+	}
+}
+
+// BenchmarkKfakeProduce shows the library under testing.B: one small
+// throughput run against kfake per iteration, reported as custom metrics.
+func BenchmarkKfakeProduce(b *testing.B) {
+	w, _ := Preset("throughput")
+	w.Records, w.Warmup, w.ReadBack = 20_000, 0, false
+	for b.Loop() {
+		rep, err := Run(b.Context(), Config{Workload: w, Targets: []string{TargetKfake}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rep.Results[0]
+		b.ReportMetric(r.Produce.MBPerSec, "MB/s")
+		b.ReportMetric(r.ProduceLatency.P99Ms, "p99-ms")
+		b.ReportMetric(r.EndToEnd.P99Ms, "e2e-p99-ms")
+	}
+}

@@ -1,0 +1,308 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Key distributions of a workload (OpenMessaging Benchmark's
+// keyDistributor, with shorter names).
+const (
+	KeysNone       = "none"        // no key: the client spreads records over partitions
+	KeysRandom     = "random"      // uniform over KeySpace keys
+	KeysRoundRobin = "round-robin" // key i mod KeySpace for the i-th record
+	KeysZipf       = "zipf"        // Zipf (s=1.1) over KeySpace keys: a few hot keys
+)
+
+// Consume modes: how consumers get their partitions.
+const (
+	// ConsumeAssign gives each consumer a fixed share of the partitions
+	// (kgo.ConsumePartitions); it needs no group coordinator.
+	ConsumeAssign = "assign"
+	// ConsumeGroup has the consumers of a topic join one Kafka consumer
+	// group (kgo.ConsumerGroup) and lets the coordinator assign partitions.
+	ConsumeGroup = "group"
+)
+
+// Workload is what a benchmark does, independent of where it runs, in the
+// spirit of the OpenMessaging Benchmark's workload files. It is read from a
+// JSON file by [ParseWorkload]; zero fields take defaults.
+//
+// A run has up to four phases: backlog (Backlog records produced as fast
+// as possible before any consumer starts), run (producers at Rate and
+// consumers together for Warmup+Duration; only records whose intended send
+// time falls after the warm-up count in the figures), drain (consumers read
+// what is left) and read-back (a fresh consumer reads every partition from
+// offset 0, served from the page cache).
+type Workload struct {
+	Name string `json:"name"`
+
+	Topics            int   `json:"topics"`             // topics, each with Partitions partitions
+	Partitions        int32 `json:"partitions"`         // per topic
+	ReplicationFactor int16 `json:"replication_factor"` // of every topic
+
+	RecordSize      int    `json:"record_size"`      // value bytes per record
+	KeyDistribution string `json:"key_distribution"` // none, random, round-robin or zipf
+	KeySpace        int    `json:"key_space"`        // distinct keys for random, round-robin and zipf
+
+	Producers     int      `json:"producers"`      // producer clients per topic
+	Rate          float64  `json:"rate"`           // records/s over all producers, open loop; 0 = as fast as possible
+	Acks          string   `json:"acks"`           // all (-1), 1 or 0
+	Compression   string   `json:"compression"`    // none, gzip, snappy, lz4 or zstd
+	Linger        Duration `json:"linger"`         // producer linger
+	NoIdempotence bool     `json:"no_idempotence"` // disable the idempotent producer (always off for acks 0 and 1)
+
+	Consumers   int    `json:"consumers"`    // consumer clients per topic during the run; 0 = none
+	ConsumeMode string `json:"consume_mode"` // assign (default) or group
+
+	Warmup   Duration `json:"warmup"`   // start of the run excluded from the figures
+	Duration Duration `json:"duration"` // measured part of the run
+	// Records, when set, ends the run after this many measured records
+	// even if Duration has not passed (bounds max-rate runs).
+	Records int64 `json:"records"`
+	// Backlog is the number of records produced before the consumers
+	// start (the catch-up preset); they then read from offset 0 while the
+	// producers continue at Rate.
+	Backlog int64 `json:"backlog"`
+	// ReadBack reads every partition again from offset 0 after the run.
+	ReadBack bool `json:"read_back"`
+
+	// SampleInterval is the period of the timelines and resource samples.
+	SampleInterval Duration `json:"sample_interval"`
+}
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("30s", "1m30s", "500ms").
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string; a bare 0 is accepted too.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "0" {
+		*d = 0
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"30s\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// maxWorkloadFile bounds a workload file.
+const maxWorkloadFile = 1 << 20
+
+// ParseWorkload decodes a JSON workload. Unknown fields and trailing data
+// are errors, so that a typo does not silently run the default. The result
+// is not defaulted; [Workload.Validate] it after [Workload.WithDefaults].
+func ParseWorkload(b []byte) (Workload, error) {
+	var w Workload
+	if len(b) > maxWorkloadFile {
+		return w, fmt.Errorf("workload file is %d bytes, more than %d", len(b), maxWorkloadFile)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return Workload{}, fmt.Errorf("parse workload: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Workload{}, errors.New("parse workload: trailing data after the object")
+	}
+	return w, nil
+}
+
+// LoadWorkload reads and parses a workload file.
+func LoadWorkload(path string) (Workload, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Workload{}, fmt.Errorf("read workload: %w", err)
+	}
+	w, err := ParseWorkload(b)
+	if err != nil {
+		return Workload{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return w, nil
+}
+
+// Presets are the named workloads. Issue 2's goals use throughput and
+// latency.
+var Presets = map[string]Workload{
+	// throughput: as fast as possible, 1 KB records, 6 partitions, acks=-1,
+	// one consumer alongside; then every record is read back from the page
+	// cache.
+	"throughput": {
+		Name: "throughput", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1,
+		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 500_000,
+		ReadBack: true,
+	},
+	// latency: open loop at 2,000 records/s with linger 0; produce and
+	// end-to-end latency.
+	"latency": {
+		Name: "latency", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: 0, Producers: 1, Consumers: 1, Rate: 2000,
+		Warmup: Duration(5 * time.Second), Duration: Duration(20 * time.Second),
+	},
+	// catch-up: 200,000 records of backlog, then consumers start from
+	// offset 0 while producers continue at 5,000 records/s; reports the
+	// catch-up time and the consumer lag over time.
+	"catch-up": {
+		Name: "catch-up", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: Duration(time.Millisecond), Producers: 1, Consumers: 1, Rate: 5000,
+		Backlog: 200_000, Duration: Duration(15 * time.Second),
+		SampleInterval: Duration(100 * time.Millisecond),
+	},
+}
+
+// PresetNames returns the preset names in sorted order.
+func PresetNames() []string {
+	names := make([]string, 0, len(Presets))
+	for n := range Presets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Preset returns the named preset.
+func Preset(name string) (Workload, error) {
+	w, ok := Presets[name]
+	if !ok {
+		return Workload{}, fmt.Errorf("unknown preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	return w, nil
+}
+
+// WithDefaults fills zero fields.
+func (w Workload) WithDefaults() Workload {
+	if w.Name == "" {
+		w.Name = "custom"
+	}
+	if w.Topics == 0 {
+		w.Topics = 1
+	}
+	if w.Partitions == 0 {
+		w.Partitions = 6
+	}
+	if w.ReplicationFactor == 0 {
+		w.ReplicationFactor = 1
+	}
+	if w.RecordSize == 0 {
+		w.RecordSize = 1024
+	}
+	if w.KeyDistribution == "" {
+		w.KeyDistribution = KeysNone
+	}
+	if w.KeySpace == 0 {
+		w.KeySpace = 10_000
+	}
+	if w.Producers == 0 {
+		w.Producers = 1
+	}
+	if w.Acks == "" || w.Acks == "-1" {
+		w.Acks = "all"
+	}
+	if w.Compression == "" {
+		w.Compression = "none"
+	}
+	if w.ConsumeMode == "" {
+		w.ConsumeMode = ConsumeAssign
+	}
+	if w.Duration == 0 && w.Records == 0 {
+		w.Duration = Duration(10 * time.Second)
+	}
+	if w.Duration == 0 {
+		w.Duration = Duration(10 * time.Minute) // bounded by Records
+	}
+	if w.SampleInterval == 0 {
+		w.SampleInterval = Duration(500 * time.Millisecond)
+	}
+	return w
+}
+
+// Limits that keep a mistyped workload from exhausting the machine.
+const (
+	maxTopics     = 1000
+	maxPartitions = 10_000
+	maxClients    = 1000
+	maxRecordSize = 64 << 20
+)
+
+// Validate reports the first invalid field of a defaulted workload.
+func (w Workload) Validate() error {
+	switch {
+	case w.Topics <= 0 || w.Topics > maxTopics:
+		return fmt.Errorf("topics must be 1..%d", maxTopics)
+	case w.Partitions <= 0 || w.Partitions > maxPartitions:
+		return fmt.Errorf("partitions must be 1..%d", maxPartitions)
+	case w.ReplicationFactor <= 0:
+		return errors.New("replication factor must be positive")
+	case w.RecordSize <= 0 || w.RecordSize > maxRecordSize:
+		return fmt.Errorf("record size must be 1..%d", maxRecordSize)
+	case !slices.Contains([]string{KeysNone, KeysRandom, KeysRoundRobin, KeysZipf}, w.KeyDistribution):
+		return fmt.Errorf("key distribution %q: want none, random, round-robin or zipf", w.KeyDistribution)
+	case w.KeySpace <= 0 || w.KeySpace > 10_000_000:
+		return errors.New("key space must be 1..10000000")
+	case w.Producers <= 0 || w.Producers*w.Topics > maxClients:
+		return fmt.Errorf("producers must be positive and at most %d in all", maxClients)
+	case w.Consumers < 0 || w.Consumers*w.Topics > maxClients:
+		return fmt.Errorf("consumers must be 0..%d in all", maxClients)
+	case w.Consumers == 0 && w.Backlog > 0:
+		return errors.New("a backlog needs consumers to catch up")
+	case math.IsNaN(w.Rate) || math.IsInf(w.Rate, 0) || w.Rate < 0:
+		return errors.New("rate must be a non-negative number")
+	case w.Acks != "all" && w.Acks != "0" && w.Acks != "1":
+		return fmt.Errorf("acks must be all (-1), 1 or 0, not %q", w.Acks)
+	case w.Linger < 0 || w.Warmup < 0 || w.Duration <= 0 || w.SampleInterval <= 0:
+		return errors.New("linger and warmup must not be negative; duration and sample interval must be positive")
+	case w.Records < 0 || w.Backlog < 0:
+		return errors.New("records and backlog must not be negative")
+	case w.ConsumeMode != ConsumeAssign && w.ConsumeMode != ConsumeGroup:
+		return fmt.Errorf("consume mode %q: want assign or group", w.ConsumeMode)
+	}
+	if _, err := compressionCodec(w.Compression); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Describe is a one-line summary of the workload for reports.
+func (w Workload) Describe() string {
+	rate := "max rate"
+	if w.Rate > 0 {
+		rate = fmt.Sprintf("%g records/s open loop", w.Rate)
+	}
+	s := fmt.Sprintf("%d topic(s) × %d partitions (RF %d), %d B records, keys %s, %d producer(s)/topic at %s, acks=%s, compression %s, linger %s, %d consumer(s)/topic (%s), warm-up %s, duration %s",
+		w.Topics, w.Partitions, w.ReplicationFactor, w.RecordSize, w.KeyDistribution, w.Producers, rate,
+		w.Acks, w.Compression, w.Linger, w.Consumers, w.ConsumeMode, w.Warmup, w.Duration)
+	if w.Records > 0 {
+		s += fmt.Sprintf(", at most %d measured records", w.Records)
+	}
+	if w.Backlog > 0 {
+		s += fmt.Sprintf(", backlog %d records", w.Backlog)
+	}
+	if w.ReadBack {
+		s += ", then read back from offset 0"
+	}
+	return s
+}
