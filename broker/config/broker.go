@@ -101,16 +101,18 @@ type Broker struct {
 	RemoteLogManagerTaskIntervalMs        int64
 	RemoteLogManagerCopyMaxBytesPerSecond int64
 
-	OffsetsTopicNumPartitions     int32
-	OffsetsTopicReplicationFactor int16
-	OffsetsRetentionMinutes       int32
-	GroupMaxSize                  int32
-	GroupMinSessionTimeoutMs      int32
-	GroupMaxSessionTimeoutMs      int32
-	GroupInitialRebalanceDelayMs  int32
-	TransactionalIDExpirationMs   int32
-	TransactionMaxTimeoutMs       int32
-	ProducerIDExpirationMs        int32
+	OffsetsTopicNumPartitions       int32
+	OffsetsTopicReplicationFactor   int16
+	OffsetsRetentionMinutes         int32
+	OffsetsRetentionCheckIntervalMs int64
+	OffsetMetadataMaxBytes          int32
+	GroupMaxSize                    int32
+	GroupMinSessionTimeoutMs        int32
+	GroupMaxSessionTimeoutMs        int32
+	GroupInitialRebalanceDelayMs    int32
+	TransactionalIDExpirationMs     int32
+	TransactionMaxTimeoutMs         int32
+	ProducerIDExpirationMs          int32
 
 	// Static holds every known key given in server.properties or --set, in
 	// canonical form (see Def.Canonical); ignored keys are left out.
@@ -230,6 +232,8 @@ func Load(props map[string]string) (*Broker, error) {
 	b.OffsetsTopicNumPartitions = int32(g.int("offsets.topic.num.partitions"))
 	b.OffsetsTopicReplicationFactor = int16(g.int("offsets.topic.replication.factor"))
 	b.OffsetsRetentionMinutes = int32(g.int("offsets.retention.minutes"))
+	b.OffsetsRetentionCheckIntervalMs = g.int("offsets.retention.check.interval.ms")
+	b.OffsetMetadataMaxBytes = int32(g.int("offset.metadata.max.bytes"))
 	b.GroupMaxSize = int32(g.int("group.max.size"))
 	b.GroupMinSessionTimeoutMs = int32(g.int("group.min.session.timeout.ms"))
 	b.GroupMaxSessionTimeoutMs = int32(g.int("group.max.session.timeout.ms"))

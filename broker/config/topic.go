@@ -184,6 +184,10 @@ func (r Resolver) Topic(overrides map[string]string) TopicSettings {
 		t.CleanupPolicy = strings.Split(p, ",")
 	}
 	t.MinCleanableDirtyRatio, _ = strconv.ParseFloat(s("min.cleanable.dirty.ratio"), 64)
+	t.Log.Compact, t.Log.Delete = t.CleanupCompact(), t.CleanupDelete()
+	t.Log.DeleteRetentionMs = t.DeleteRetentionMs
+	t.Log.MinCompactionLagMs, t.Log.MaxCompactionLagMs = t.MinCompactionLagMs, t.MaxCompactionLagMs
+	t.Log.MinCleanableDirtyRatio = t.MinCleanableDirtyRatio
 	t.LocalRetentionMs, t.LocalRetentionBytes = t.localRetentionMs, t.localRetentionBytes
 	if t.LocalRetentionMs == -2 {
 		t.LocalRetentionMs = t.Log.RetentionMs

@@ -38,6 +38,21 @@ type Config struct {
 	// message.timestamp.after.max.ms (KIP-937); only checked for CreateTime.
 	MessageTimestampBeforeMaxMs int64
 	MessageTimestampAfterMaxMs  int64
+
+	// cleanup.policy: Delete lets EnforceRetention apply retention.ms and
+	// retention.bytes; Compact enables the log cleaner (Clean) and refuses
+	// appends of records without a key. Both may be set.
+	Compact bool
+	Delete  bool
+	// DeleteRetentionMs is delete.retention.ms: how long tombstones stay
+	// after the cleaner first saw them (their batch's delete horizon).
+	DeleteRetentionMs int64
+	// MinCompactionLagMs / MaxCompactionLagMs are min.compaction.lag.ms
+	// and max.compaction.lag.ms.
+	MinCompactionLagMs int64
+	MaxCompactionLagMs int64
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio.
+	MinCleanableDirtyRatio float64
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -56,6 +71,11 @@ func DefaultConfig() Config {
 		FileDeleteDelayMs:           60000,
 		MessageTimestampBeforeMaxMs: 1<<63 - 1,
 		MessageTimestampAfterMaxMs:  1<<63 - 1,
+		Delete:                      true,
+		DeleteRetentionMs:           86400000,
+		MinCompactionLagMs:          0,
+		MaxCompactionLagMs:          1<<63 - 1,
+		MinCleanableDirtyRatio:      0.5,
 	}
 }
 
@@ -135,7 +155,9 @@ var (
 //	(*Log).LatestEpoch() int32  // -1 if none
 //	(*Log).DeleteRecordsBefore(offset int64) (logStartOffset int64, err error) // DeleteRecords; persisted
 //	(*Log).Truncate(offset int64) error          // drop everything >= offset (followers)
-//	(*Log).EnforceRetention() (deletedSegments int, err error)  // retention.ms / retention.bytes; never deletes the active segment
+//	(*Log).EnforceRetention() (deletedSegments int, err error)  // retention.ms / retention.bytes (cleanup.policy delete); never deletes the active segment
+//	(*Log).Clean() (CleanStats, error)            // one log-cleaner pass when cleanup.policy has compact and the dirty ratio / lag rules ask for it
+//	(*Log).CleanBelow(maxOffset int64) (CleanStats, error) // Clean, never cleaning at or above maxOffset (the high watermark)
 //	(*Log).MaybeRoll() error                      // roll by segment.ms even without appends
 //	(*Log).SetConfig(Config)
 //	(*Log).Size() int64                           // bytes of all segments
@@ -152,4 +174,26 @@ type SegmentInfo struct {
 	Size         int64
 	MaxTimestamp int64
 	Sealed       bool
+}
+
+// CleanStats describes one Clean call.
+type CleanStats struct {
+	// Cleaned is true when a pass ran (the log was eligible).
+	Cleaned bool
+	// Aborted is true when the log changed under the pass (truncation,
+	// retention) and its result was thrown away; a later pass retries.
+	Aborted bool
+	// DirtyRatio is the cleanable (dirty) bytes over clean + cleanable
+	// bytes, as the pass found them.
+	DirtyRatio float64
+	// FirstDirtyOffset and EndOffset bound the dirty section whose keys
+	// were collected; after the pass the log is clean below EndOffset.
+	FirstDirtyOffset int64
+	EndOffset        int64
+	SegmentsCleaned  int // old segments replaced
+	SegmentsWritten  int // cleaned segments swapped in
+	BytesRead        int64
+	BytesWritten     int64
+	RecordsRead      int64
+	RecordsKept      int64
 }

@@ -10,6 +10,8 @@
 //	<offset>.snapshot     idempotent-producer state as of offset (producerstate_snapshot.go)
 //	leader-epoch-checkpoint  leader epochs and their start offsets (epochcache.go)
 //	log-checkpoint        recovery point, log start offset, clean-shutdown flag (checkpoint.go)
+//	cleaner-offset-checkpoint  the log cleaner's first dirty offset: lines "0" (version) and the offset (clean.go)
+//	<base>.*.cleaned, <base>.*.swap  a cleaned segment being written / swapped in (clean_swap.go)
 //
 // <base> and <offset> are 20-digit zero-padded decimal offsets; a segment's
 // base is the offset of its first batch (or the log end when it was rolled).
@@ -74,8 +76,11 @@
 //
 // # Recovery
 //
-// Open deletes leftovers of interrupted operations (*.deleted, *.cleaned,
-// *.swap, *.tmp, index files without a .log). Unless the checkpoint says the
+// Open first completes a cleaner swap that committed (a <base>.log.swap
+// with a later segment beside it: its files are renamed into place, the
+// segments it replaced deleted and it is recovered), then deletes
+// leftovers of interrupted operations (*.deleted, *.cleaned, other *.swap,
+// *.tmp, index files without a .log). Unless the checkpoint says the
 // last shutdown was clean, every segment holding offsets at or after the
 // recovery point is read batch by batch: frame, magic 2, CRC-32C and
 // increasing offsets are checked and both indexes are rebuilt; the first
@@ -90,10 +95,25 @@
 // and the batches after it are replayed. Every file operation is ordered so
 // that a crash between any two of them leaves a directory that reopens.
 //
+// # Compaction
+//
+// With cleanup.policy=compact, Append refuses batches holding a record
+// without a key (INVALID_RECORD; the records are decompressed for this
+// check on compacted topics only), and Clean (clean.go) rewrites sealed
+// segments keeping the latest record of each key, with Kafka's rules for
+// the dirty ratio, min/max.compaction.lag.ms, tombstones and their delete
+// horizon (delete.retention.ms, KIP-534), and empty batches kept for
+// idempotent producers. Kept batches keep their base offset, last offset
+// delta, sequence and codec; a cleaned segment may therefore have gaps,
+// and a sealed segment's next offset is the following segment's base.
+// EnforceRetention applies retention.ms/bytes only when cleanup.policy
+// has delete.
+//
 // # Concurrency
 //
-// A Log has two locks, taken in this order: flushMu (fsyncs, index file
-// writes, segment deletion, truncation) and mu (all in-memory state and the
+// A Log has three locks, taken in this order: cleanMu (one cleaner pass at
+// a time), flushMu (fsyncs, index file writes, segment deletion,
+// truncation, the cleaner's swap) and mu (all in-memory state and the
 // append's write). Reads take mu only to snapshot the segment, its readable
 // size and its index, and do file I/O without it. Deleted segments are
 // renamed to *.deleted and closed and removed after file.delete.delay.ms,

@@ -15,7 +15,8 @@ import (
 	"strata/internal/vfs"
 )
 
-// Log is one partition's log. Lock order: flushMu before mu. mu guards
+// Log is one partition's log. Lock order: cleanMu, flushMu, mu. cleanMu
+// serialises cleaner passes (clean.go). mu guards
 // every mutable field (segments, offsets, producer state, epoch cache) and
 // is held for in-memory work and the one write(2) of an append; file reads
 // of Read/OffsetForTimestamp run without it. flushMu serialises fsyncs,
@@ -28,6 +29,7 @@ type Log struct {
 	logger *slog.Logger
 	cfg    atomic.Pointer[Config]
 
+	cleanMu sync.Mutex
 	flushMu sync.Mutex
 	bg      sync.WaitGroup // asynchronous flushes started by rolls
 
@@ -42,6 +44,10 @@ type Log struct {
 	filesClosed   bool
 	failed        error // a write failed and could not be undone
 	pending       map[*segment]*time.Timer
+	// cleanerOffset is the cleaner's first dirty offset (-1: unknown);
+	// truncGen counts truncations, so that a cleaner pass notices one.
+	cleanerOffset int64
+	truncGen      uint64
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -78,6 +84,11 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 		}
 		if cfg.TimestampType == CreateTime {
 			if err := checkTimestamps(&h, nowMs, cfg); err != nil {
+				return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
+			}
+		}
+		if cfg.Compact {
+			if err := checkKeys(records[p : p+h.size()]); err != nil {
 				return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
 			}
 		}

@@ -3,6 +3,7 @@ package plog
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"strata/internal/vfs"
 )
@@ -16,10 +17,13 @@ type segView struct {
 	next int64
 	idx  offsetView
 	tidx timeView
+	// sealed: next is the following segment's base, which lies past the
+	// last batch when the cleaner removed the segment's tail.
+	sealed bool
 }
 
 func (s *segment) snapshot() segView {
-	return segView{f: s.log, base: s.base, size: s.size, next: s.next, idx: s.idx.view(s.base), tidx: s.tidx.view(s.base)}
+	return segView{f: s.log, base: s.base, size: s.size, next: s.next, idx: s.idx.view(s.base), tidx: s.tidx.view(s.base), sealed: s.sealed}
 }
 
 // findBatch returns the header and position of the first batch at or after
@@ -73,15 +77,45 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlic
 	v := l.segs[i].snapshot()
 	l.mu.Unlock()
 
-	first, start, found, err := v.findBatch(v.idx.lookup(offset), offset)
-	if err != nil || !found {
-		return empty, err
+	var (
+		first batchHeader
+		start int64
+	)
+	for {
+		h, pos, found, err := v.findBatch(v.idx.lookup(offset), offset)
+		if err != nil {
+			return empty, err
+		}
+		if found {
+			first, start = h, pos
+			break
+		}
+		// The rest of the segment was compacted away: go on with the
+		// next segment.
+		l.mu.Lock()
+		j := sort.Search(len(l.segs), func(j int) bool { return l.segs[j].base > v.base })
+		if l.closed || j >= len(l.segs) || l.segs[j].base >= maxOffset {
+			l.mu.Unlock()
+			return empty, nil
+		}
+		v = l.segs[j].snapshot()
+		l.mu.Unlock()
 	}
 	if first.lastOffset() >= maxOffset {
 		return empty, nil
 	}
 	// End: before the first batch reaching maxOffset, or the segment end.
 	end, lastOff := v.size, v.next-1
+	if maxOffset >= v.next && v.sealed {
+		// The last batch's offset: scan from the last index entry.
+		sc := newScanner(v.f, max(start, v.idx.lookup(v.next-1)), v.size, false)
+		for sc.next() {
+			lastOff = sc.h.lastOffset()
+		}
+		if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
+			return empty, fmt.Errorf("segment %d: %w", v.base, sc.err)
+		}
+	}
 	if maxOffset < v.next {
 		from := max(start, v.idx.lookup(maxOffset-1))
 		sc := newScanner(v.f, from, v.size, false)
@@ -155,8 +189,8 @@ func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, b
 		sc := newScanner(v.f, from, v.size, false)
 		for sc.next() {
 			h := sc.h
-			if h.MaxTimestamp < ts || h.lastOffset() < logStart {
-				continue
+			if h.MaxTimestamp < ts || h.lastOffset() < logStart || h.RecordCount == 0 {
+				continue // an empty batch (kept by the cleaner) holds no record
 			}
 			b, err := readBatch(v.f, sc.at)
 			if err != nil {

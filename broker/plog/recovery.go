@@ -15,8 +15,10 @@ import (
 
 // Open opens (creating if needed) the log in opts.Dir and recovers it:
 //
+//   - a cleaner swap that committed (a <base>.log.swap inside the log) is
+//     completed (clean_swap.go);
 //   - stray files of interrupted operations are deleted (*.deleted,
-//     *.cleaned, *.swap, *.tmp, index files without a .log);
+//     *.cleaned, other *.swap, *.tmp, index files without a .log);
 //   - after an unclean shutdown, every segment holding offsets at or
 //     after the recovery point is read batch by batch, CRC-checked and its
 //     indexes rebuilt; the first torn or corrupt batch and everything
@@ -69,6 +71,15 @@ func (l *Log) load(cfg *Config) error {
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
+	}
+	forced, err := l.completeSwaps(names)
+	if err != nil {
+		return err
+	}
+	if len(forced) > 0 {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return fmt.Errorf("list: %w", err)
+		}
 	}
 	logs := map[int64]bool{}
 	for _, n := range names {
@@ -130,7 +141,7 @@ func (l *Log) load(cfg *Config) error {
 		if !last {
 			limit = l.segs[i+1].base
 		}
-		recover := !cp.clean && (last || limit > cp.recoveryPoint)
+		recover := forced[s.base] || !cp.clean && (last || limit > cp.recoveryPoint)
 		if !recover {
 			if err := s.load(limit, last, cfg); err != nil {
 				if !errors.Is(err, errCorruptIndex) && !errors.Is(err, errBadBatch) {
@@ -204,6 +215,7 @@ func (l *Log) load(cfg *Config) error {
 		l.recoveryPoint = leo
 	}
 	l.lastFlushMs = l.nowMs()
+	l.cleanerOffset = l.readCleanerOffset()
 
 	if l.epochs, err = OpenEpochCache(l.fs, l.dir); err != nil {
 		return fmt.Errorf("leader epoch cache: %w", err)

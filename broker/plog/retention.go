@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// EnforceRetention deletes the oldest sealed segments that are past
-// retention.ms (by their largest timestamp, or the file's modification time
-// when they hold none, as Kafka does), that retention.bytes does not leave
-// room for, or that lie wholly below the log start offset. The active
+// EnforceRetention deletes the oldest sealed segments that lie wholly
+// below the log start offset and, when cleanup.policy has delete, those
+// past retention.ms (by their largest timestamp, or the file's
+// modification time when they hold none, as Kafka does) or that
+// retention.bytes does not leave room for. The active
 // segment is never deleted. The log start offset moves to the first
 // remaining segment.
 func (l *Log) EnforceRetention() (int, error) {
@@ -29,7 +30,7 @@ func (l *Log) EnforceRetention() (int, error) {
 	for ; n < len(l.segs)-1; n++ {
 		s := l.segs[n]
 		breached := l.segs[n+1].base <= l.logStart
-		if !breached && cfg.RetentionMs >= 0 {
+		if !breached && cfg.Delete && cfg.RetentionMs >= 0 {
 			ts := s.maxTs
 			if ts < 0 {
 				if fi, err := l.fs.Stat(segmentPath(l.dir, s.base, logSuffix)); err == nil {
@@ -38,7 +39,7 @@ func (l *Log) EnforceRetention() (int, error) {
 			}
 			breached = ts >= 0 && nowMs-ts > cfg.RetentionMs
 		}
-		if !breached && cfg.RetentionBytes >= 0 {
+		if !breached && cfg.Delete && cfg.RetentionBytes >= 0 {
 			breached = total-s.size >= cfg.RetentionBytes
 		}
 		if !breached {
@@ -160,6 +161,10 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	if offset >= l.leo() {
 		return nil
+	}
+	l.truncGen++
+	if l.cleanerOffset > offset {
+		l.cleanerOffset = offset
 	}
 	cfg := l.cfg.Load()
 	if offset < l.segs[0].base {

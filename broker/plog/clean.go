@@ -1,0 +1,438 @@
+package plog
+
+// Log compaction (cleanup.policy=compact), after Kafka's LogCleaner,
+// LogCleanerManager and MemoryRecords.filterTo:
+//
+//   - The dirty section starts at the cleaner offset (file
+//     cleaner-offset-checkpoint, reset to the log start when missing or
+//     outside the log) and ends at the first uncleanable offset: the
+//     active segment's base, the caller's limit (high watermark), and with
+//     min.compaction.lag.ms the first segment whose max timestamp is
+//     younger than the lag.
+//   - A pass runs when dirty bytes / (clean + dirty bytes) exceeds
+//     min.cleanable.dirty.ratio, or when max.compaction.lag.ms has passed
+//     since the first batch of the oldest dirty segment and there are
+//     dirty bytes.
+//   - The keys of the dirty section map to their latest offset (an MD5 of
+//     the key; at most maxOffsetMapEntries keys per pass, stopping at a
+//     batch boundary, as Kafka's dedupe buffer does). The pass then
+//     rewrites every segment below the map's end, in groups that fit
+//     segment.bytes and segment.index.bytes, each into one new segment
+//     named after the group's first base (clean_swap.go).
+//   - A record is kept when it lies past the map's end, or has a key, is
+//     the latest for it, and has a value or is a tombstone whose batch's
+//     delete horizon has not passed. Records without keys are dropped.
+//     A batch that keeps every record is copied verbatim unless it holds
+//     a tombstone and no delete horizon yet: then it is rebuilt with the
+//     horizon now + delete.retention.ms (KIP-534). A batch that keeps
+//     none disappears, except the last batch of each active idempotent
+//     producer and the last batch before the first uncleanable offset,
+//     which stay as header-only batches (offsets, sequence, epoch).
+//   - Control batches are kept as they are (no transactions yet).
+
+import (
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+const (
+	cleanerCheckpointName = "cleaner-offset-checkpoint"
+	// maxOffsetMapEntries bounds the keys one pass collects (Kafka's
+	// 128 MiB default dedupe buffer holds about 5 million).
+	maxOffsetMapEntries = 4 << 20
+	// cleanWriteChunk is how much cleaned data is buffered per write.
+	cleanWriteChunk = 1 << 20
+)
+
+// Clean runs one cleaning pass if cleanup.policy has compact and the dirty
+// ratio or max.compaction.lag.ms ask for one. It is safe to call
+// concurrently with appends and reads; passes are serialised.
+func (l *Log) Clean() (CleanStats, error) {
+	return l.CleanBelow(math.MaxInt64)
+}
+
+// CleanBelow is Clean that never cleans at or above maxOffset; the broker
+// passes the high watermark (Kafka does not clean beyond the last stable
+// offset).
+func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
+	cfg := l.cfg.Load()
+	if !cfg.Compact {
+		return CleanStats{}, nil
+	}
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	nowMs := l.nowMs()
+	p, err := l.planClean(cfg, nowMs, maxOffset)
+	if err != nil || !p.eligible {
+		return CleanStats{DirtyRatio: p.ratio}, err
+	}
+	c := &cleaner{l: l, cfg: cfg, now: nowMs, upper: p.firstUncleanable, offsets: offsetMap{m: map[[16]byte]int64{}}}
+	c.stats = CleanStats{Cleaned: true, DirtyRatio: p.ratio, FirstDirtyOffset: p.firstDirty}
+	end, err := c.buildOffsetMap(p)
+	if err != nil {
+		if l.planStale(p) {
+			c.stats.Aborted = true
+			return c.stats, nil
+		}
+		return c.stats, fmt.Errorf("clean %s: %w", l.dir, err)
+	}
+	c.stats.EndOffset = end
+	if end > p.firstDirty {
+		for _, g := range groupSegments(p.views, end, cfg, p.firstUncleanable) {
+			aborted, err := c.cleanGroup(p, g)
+			if aborted {
+				c.stats.Aborted = true
+				return c.stats, nil
+			}
+			if err != nil {
+				return c.stats, fmt.Errorf("clean %s: %w", l.dir, err)
+			}
+		}
+	}
+	if end > p.firstDirty || p.forceCheckpoint {
+		ckpt := max(end, p.firstDirty)
+		l.mu.Lock()
+		current := l.truncGen == p.gen
+		if current {
+			l.cleanerOffset = ckpt
+		}
+		l.mu.Unlock()
+		if current {
+			if err := l.writeCleanerOffset(ckpt); err != nil {
+				return c.stats, err
+			}
+		}
+	}
+	l.logger.Info("cleaned log", "dir", l.dir, "dirtyRatio", p.ratio, "firstDirty", p.firstDirty, "end", end,
+		"segmentsCleaned", c.stats.SegmentsCleaned, "bytesRead", c.stats.BytesRead, "bytesWritten", c.stats.BytesWritten)
+	return c.stats, nil
+}
+
+// cleanPlan is what a pass knows of the log when it starts.
+type cleanPlan struct {
+	segs             []*segment // every segment but the active one
+	views            []segView
+	next             []int64 // the base of the segment after segs[i]
+	maxTs            []int64
+	firstDirty       int64
+	firstUncleanable int64
+	ratio            float64
+	eligible         bool
+	forceCheckpoint  bool
+	gen              uint64
+}
+
+func (l *Log) planClean(cfg *Config, nowMs, maxOffset int64) (cleanPlan, error) {
+	var p cleanPlan
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return p, err
+	}
+	p.gen = l.truncGen
+	logStart, leo := l.logStart, l.leo()
+	p.firstDirty = l.cleanerOffset
+	if p.firstDirty < logStart || p.firstDirty > leo {
+		p.firstDirty, p.forceCheckpoint = logStart, l.cleanerOffset >= 0 || logStart > 0
+	}
+	n := len(l.segs) - 1
+	p.segs = append([]*segment(nil), l.segs[:n]...)
+	for i, s := range p.segs {
+		p.views = append(p.views, s.snapshot())
+		p.next = append(p.next, l.segs[i+1].base)
+		p.maxTs = append(p.maxTs, s.maxTs)
+	}
+	activeBase := l.active().base
+	l.mu.Unlock()
+
+	// floor is the index of the segment holding offset (or -1).
+	floor := func(offset int64) int {
+		i := -1
+		for j, s := range p.segs {
+			if s.base <= offset {
+				i = j
+			}
+		}
+		return i
+	}
+	uncleanable := min(activeBase, maxOffset)
+	from := max(floor(p.firstDirty), 0)
+	if lag := max(cfg.MinCompactionLagMs, 0); lag > 0 {
+		for i := from; i < len(p.views); i++ {
+			if p.maxTs[i] > nowMs-lag {
+				uncleanable = min(uncleanable, p.views[i].base)
+				break
+			}
+		}
+	}
+	p.firstUncleanable = max(p.firstDirty, uncleanable)
+
+	var cleanBytes, cleanableBytes int64
+	for _, v := range p.views {
+		if v.base < p.firstDirty {
+			cleanBytes += v.size
+		}
+	}
+	fuBase := activeBase
+	if i := floor(p.firstUncleanable); i >= 0 && p.firstUncleanable < activeBase {
+		fuBase = p.views[i].base
+	}
+	lo := min(p.firstDirty, fuBase)
+	for i, v := range p.views {
+		if v.base < fuBase && p.next[i] > lo {
+			cleanableBytes += v.size
+		}
+	}
+	total := cleanBytes + cleanableBytes
+	if total == 0 {
+		return p, nil
+	}
+	p.ratio = float64(cleanableBytes) / float64(total)
+
+	// max.compaction.lag.ms: the first batch of the oldest dirty segment.
+	needNow := false
+	if maxLag := max(cfg.MaxCompactionLagMs, 0); maxLag < nowMs {
+		earliest := int64(math.MaxInt64)
+		for _, v := range p.views[from:] {
+			if v.size == 0 {
+				continue
+			}
+			if h, err := readBatchHeader(v.f, 0); err == nil && h.MaxTimestamp > 0 {
+				earliest = min(earliest, h.MaxTimestamp)
+			}
+		}
+		needNow = earliest < nowMs-maxLag
+	}
+	p.eligible = (needNow && cleanableBytes > 0) || p.ratio > cfg.MinCleanableDirtyRatio
+	return p, nil
+}
+
+// planStale tells whether the log changed under a pass so that its result
+// must be thrown away: a truncation, or a segment of the plan deleted.
+func (l *Log) planStale(p cleanPlan) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.failed != nil || l.truncGen != p.gen {
+		return true
+	}
+	live := make(map[*segment]bool, len(l.segs))
+	for _, s := range l.segs {
+		live[s] = true
+	}
+	for _, s := range p.segs {
+		if !live[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// offsetMap maps key digests to the latest offset of the key in the dirty
+// section; latest is the last offset it covers.
+type offsetMap struct {
+	m      map[[16]byte]int64
+	latest int64
+}
+
+type cleaner struct {
+	l       *Log
+	cfg     *Config
+	now     int64
+	upper   int64 // first uncleanable offset
+	offsets offsetMap
+	stats   CleanStats
+	// lastOffsets: the last offset of each active idempotent producer.
+	lastOffsets map[int64]int64
+}
+
+// buildOffsetMap collects the keys of [firstDirty, firstUncleanable) and
+// returns the end of the section it covered.
+func (c *cleaner) buildOffsetMap(p cleanPlan) (int64, error) {
+	c.offsets.latest = p.firstDirty - 1
+	for i, v := range p.views {
+		if p.next[i] <= p.firstDirty || v.base >= p.firstUncleanable {
+			continue
+		}
+		sc := newScanner(v.f, v.idx.lookup(p.firstDirty), v.size, true)
+		for sc.next() {
+			h := sc.h
+			if h.lastOffset() < p.firstDirty {
+				continue
+			}
+			if h.lastOffset() >= p.firstUncleanable {
+				return c.offsets.latest + 1, nil
+			}
+			if !h.isControl() && h.RecordCount > 0 {
+				if len(c.offsets.m)+int(h.RecordCount) > maxOffsetMapEntries && len(c.offsets.m) > 0 {
+					return c.offsets.latest + 1, nil // full
+				}
+				_, recs, err := decodeRecords(sc.batch)
+				if err != nil {
+					return 0, fmt.Errorf("segment %d: %w", v.base, err)
+				}
+				for _, r := range recs {
+					if r.key != nil && r.offset >= p.firstDirty {
+						c.offsets.m[md5.Sum(r.key)] = r.offset
+					}
+				}
+			}
+			c.offsets.latest = h.lastOffset()
+		}
+		if sc.err != nil {
+			return 0, fmt.Errorf("segment %d: %w", v.base, sc.err)
+		}
+	}
+	return c.offsets.latest + 1, nil
+}
+
+// groupSegments groups the segments below end (Kafka's
+// groupSegmentsBySize): consecutive segments whose total log and index
+// sizes fit segment.bytes and segment.index.bytes and whose offsets fit a
+// segment's 32-bit relative offsets. It returns indexes into segs.
+func groupSegments(segs []segView, end int64, cfg *Config, firstUncleanable int64) [][]int {
+	var n int
+	for n < len(segs) && segs[n].base < end {
+		n++
+	}
+	var groups [][]int
+	for i := 0; i < n; {
+		g := []int{i}
+		logSize := segs[i].size
+		idxSize := int64(segs[i].idx.n) * offsetEntrySize
+		tidxSize := int64(segs[i].tidx.n) * timeEntrySize
+		j := i + 1
+		for ; j < n; j++ {
+			s := segs[j]
+			lastOff := firstUncleanable - 1
+			if j+1 < len(segs) {
+				lastOff = segs[j+1].base - 1
+			}
+			if logSize+s.size > cfg.SegmentBytes ||
+				idxSize+int64(s.idx.n)*offsetEntrySize > int64(cfg.SegmentIndexBytes) ||
+				tidxSize+int64(s.tidx.n)*timeEntrySize > int64(cfg.SegmentIndexBytes) ||
+				(s.size > 0 && lastOff-segs[i].base > math.MaxInt32) {
+				break
+			}
+			g = append(g, j)
+			logSize += s.size
+			idxSize += int64(s.idx.n) * offsetEntrySize
+			tidxSize += int64(s.tidx.n) * timeEntrySize
+		}
+		groups = append(groups, g)
+		i = j
+	}
+	return groups
+}
+
+// filterBatch returns what of batch b the cleaned segment keeps: b itself,
+// a rebuilt batch, a header-only batch, or nil.
+func (c *cleaner) filterBatch(b []byte) ([]byte, error) {
+	h := parseHeader(b)
+	c.stats.RecordsRead += int64(h.RecordCount)
+	c.stats.BytesRead += h.size()
+	if h.isControl() {
+		return b, nil
+	}
+	last, active := c.lastOffsets[h.ProducerID]
+	retainEmpty := (h.ProducerID >= 0 && active && last == h.lastOffset()) || h.lastOffset()+1 == c.upper
+	_, recs, err := decodeRecords(b)
+	if err != nil {
+		return nil, err
+	}
+	horizon := int64(-1)
+	if h.Attributes&attrDeleteHorizon != 0 {
+		horizon = h.BaseTimestamp
+	}
+	kept := make([]rawRecord, 0, len(recs))
+	tombstones := false
+	for _, r := range recs {
+		if c.keep(r, horizon) {
+			kept = append(kept, r)
+			tombstones = tombstones || r.valueNull
+		}
+	}
+	c.stats.RecordsKept += int64(len(kept))
+	needHorizon := tombstones && horizon < 0
+	switch {
+	case len(kept) > 0 && len(kept) == len(recs) && !needHorizon:
+		return b, nil
+	case len(kept) > 0:
+		if needHorizon {
+			horizon = math.MaxInt64
+			if c.cfg.DeleteRetentionMs < math.MaxInt64-c.now {
+				horizon = c.now + max(c.cfg.DeleteRetentionMs, 0)
+			}
+		}
+		return rebuildBatch(&h, kept, horizon)
+	case retainEmpty:
+		return emptyBatch(&h), nil
+	}
+	return nil, nil
+}
+
+func (c *cleaner) keep(r rawRecord, horizon int64) bool {
+	if r.offset > c.offsets.latest {
+		return true
+	}
+	if r.key == nil {
+		return false
+	}
+	if found, ok := c.offsets.m[md5.Sum(r.key)]; ok && r.offset < found {
+		return false
+	}
+	return !r.valueNull || horizon < 0 || c.now < horizon
+}
+
+// producerLastOffsets returns the last offset of each producer the state
+// knows (Kafka's lastRecordsOfActiveProducers).
+func (l *Log) producerLastOffsets() map[int64]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[int64]int64, len(l.producers.producers))
+	for id, e := range l.producers.producers {
+		if n := len(e.batches); n > 0 {
+			out[id] = e.batches[n-1].LastOffset
+		}
+	}
+	return out
+}
+
+// readCleanerOffset returns the persisted first dirty offset, or -1.
+func (l *Log) readCleanerOffset() int64 {
+	f, err := l.fs.OpenFile(filepath.Join(l.dir, cleanerCheckpointName), os.O_RDONLY, 0)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			l.logger.Warn("open cleaner checkpoint", "dir", l.dir, "err", err)
+		}
+		return -1
+	}
+	defer f.Close()
+	b, err := readAllFile(f)
+	if err != nil || len(b) > 64 {
+		return -1
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "0" {
+		l.logger.Warn("ignoring cleaner checkpoint", "dir", l.dir)
+		return -1
+	}
+	off, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || off < 0 {
+		return -1
+	}
+	return off
+}
+
+// writeCleanerOffset persists the first dirty offset: version line "0",
+// then the offset.
+func (l *Log) writeCleanerOffset(off int64) error {
+	return writeFileAtomic(l, cleanerCheckpointName, fmt.Appendf(nil, "0\n%d\n", off))
+}
