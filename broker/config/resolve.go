@@ -84,6 +84,18 @@ func (r Resolver) String(key string) string {
 	return *v
 }
 
+// List returns the effective value of a LIST broker config, split on
+// commas with blanks dropped.
+func (r Resolver) List(key string) []string {
+	var out []string
+	for _, e := range strings.Split(r.String(key), ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // TopicValue returns the effective value of topic config name in Kafka's
 // string form, given the topic's overrides: the override, else the first
 // broker synonym set in any layer (converted from hours or minutes, and a

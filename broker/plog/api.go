@@ -188,6 +188,8 @@ type CleanStats struct {
 	DirtyRatio float64
 	// FirstDirtyOffset and EndOffset bound the dirty section whose keys
 	// were collected; after the pass the log is clean below EndOffset.
+	// When no pass ran, FirstDirtyOffset is still the cleaner checkpoint
+	// the log was measured from (the log is clean below it).
 	FirstDirtyOffset int64
 	EndOffset        int64
 	SegmentsCleaned  int // old segments replaced

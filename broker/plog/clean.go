@@ -72,7 +72,7 @@ func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
 	nowMs := l.nowMs()
 	p, err := l.planClean(cfg, nowMs, maxOffset)
 	if err != nil || !p.eligible {
-		return CleanStats{DirtyRatio: p.ratio}, err
+		return CleanStats{DirtyRatio: p.ratio, FirstDirtyOffset: p.firstDirty}, err
 	}
 	c := &cleaner{l: l, cfg: cfg, now: nowMs, upper: p.firstUncleanable, offsets: offsetMap{m: map[[16]byte]int64{}}}
 	c.stats = CleanStats{Cleaned: true, DirtyRatio: p.ratio, FirstDirtyOffset: p.firstDirty}
