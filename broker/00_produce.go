@@ -53,6 +53,8 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 				setErr(&sp, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported yet")
 			case !validTopicName(rt.Topic):
 				setErr(&sp, kerr.InvalidTopicException.Code, "")
+			case isInternalTopic(rt.Topic):
+				setErr(&sp, kerr.InvalidTopicException.Code, "cannot append to internal topic "+rt.Topic)
 			case t == nil:
 				setErr(&sp, kerr.UnknownTopicOrPartition.Code, "")
 			default:

@@ -1,33 +1,74 @@
 package broker
 
-// FindCoordinator, v0-4 (batched keys from v4, KIP-699).
+// FindCoordinator, v0-5 (batched keys from v4, KIP-699).
 //
-// There is no group or transaction coordinator yet: every key is answered
-// COORDINATOR_NOT_AVAILABLE, which clients treat as "try again later".
-// The API is served anyway because librdkafka enables lz4 only when a
-// broker lists FindCoordinator.
+// Group keys (type 0): the coordinator is the leader of partition
+// abs(hashCode(group)) % partitions of __consumer_offsets, which is
+// created on first use. Transaction keys (type 1) are answered
+// COORDINATOR_NOT_AVAILABLE until transactions exist; other types are
+// INVALID_REQUEST. v6 (share groups, KIP-932) is not served.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/group"
 )
 
-func init() { register(10, 0, 4, handleFindCoordinator) }
+func init() { register(10, 0, 5, handleFindCoordinator) }
 
 func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	msg := kmsg.StringPtr("the group and transaction coordinators are not available yet")
+	keys := req.CoordinatorKeys
 	if req.Version < 4 {
-		resp.ErrorCode, resp.ErrorMessage = kerr.CoordinatorNotAvailable.Code, msg
-		resp.NodeID, resp.Port = -1, -1
-		return resp, nil
+		keys = []string{req.CoordinatorKey}
 	}
-	for _, k := range req.CoordinatorKeys {
+	for _, k := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key, c.NodeID, c.Port = k, -1, -1
-		c.ErrorCode, c.ErrorMessage = kerr.CoordinatorNotAvailable.Code, msg
+		var msg string
+		switch req.CoordinatorType {
+		case 0:
+			msg = s.findGroupCoordinator(&c)
+		case 1:
+			c.ErrorCode, msg = kerr.CoordinatorNotAvailable.Code, "the transaction coordinator is not available yet"
+		default:
+			c.ErrorCode, msg = kerr.InvalidRequest.Code, "unknown coordinator type"
+		}
+		if msg != "" {
+			c.ErrorMessage = &msg
+		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
+		if req.Version >= 1 {
+			resp.ErrorMessage = c.ErrorMessage
+		}
+	}
 	return resp, nil
+}
+
+// findGroupCoordinator fills c for a group id; it returns an error
+// message when there is no coordinator to name.
+func (s *Server) findGroupCoordinator(c *kmsg.FindCoordinatorResponseCoordinator) string {
+	t, err := s.ensureOffsetsTopic()
+	if err != nil {
+		s.log.Warn("find coordinator", "err", err)
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return err.Error()
+	}
+	p := group.PartitionFor(c.Key, int32(len(t.Partitions)))
+	leader := t.Partitions[p].Leader
+	for _, b := range s.ctrl.Metadata().Brokers {
+		if b.ID == leader {
+			c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
+			return ""
+		}
+	}
+	c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	return "the coordinator's partition has no live leader"
 }

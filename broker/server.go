@@ -75,6 +75,8 @@ type Server struct {
 
 	connMu sync.Mutex
 	conns  map[*clientConn]struct{}
+
+	groups *groupsHost // group coordinator (groups.go)
 }
 
 // New validates options and opens the data directory; Start listens.
@@ -105,6 +107,7 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	s.groups = newGroupsHost(s)
 	return s, nil
 }
 
@@ -147,10 +150,11 @@ func (s *Server) Start() error {
 		ln.Close()
 		return err
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.acceptLoop()
 	go s.watchMetadata()
 	go s.housekeeping()
+	go s.cleanerLoop()
 	return nil
 }
 
@@ -160,6 +164,7 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Close stops accepting, closes connections and closes every log cleanly.
 func (s *Server) Close() error {
 	s.cancel()
+	s.groups.close() // answers waiting JoinGroup/SyncGroup requests
 	if s.ln != nil {
 		s.ln.Close()
 	}
@@ -287,6 +292,7 @@ func (s *Server) partition(topic string, part int32) *partition {
 // and deletes those it no longer has, and applies topic configs. It is
 // idempotent and serialised by pmu.
 func (s *Server) reconcile(md *controller.Metadata) error {
+	defer s.syncGroups(md) // after pmu is released
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	want := map[tp]struct{}{}

@@ -56,8 +56,8 @@ type CreateTopicRequest struct {
 	NumPartitions     int32 // -1 = num.partitions
 	ReplicationFactor int16 // -1 = default.replication.factor
 	// Assignments, if set, give the replicas of each partition explicitly.
-	Assignments [][]int32
-	Configs     map[string]string
+	Assignments  [][]int32
+	Configs      map[string]string
 	ValidateOnly bool
 }
 

@@ -1,0 +1,195 @@
+package broker
+
+// Wiring of the group coordinator (package group) into the broker: the
+// __consumer_offsets topic, which partitions this broker coordinates (the
+// ones it leads), and the log adapter through which the coordinator
+// appends and replays.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"strata/broker/group"
+	"strata/controller"
+)
+
+// offsetsTopic is Kafka's internal topic of committed offsets and group
+// metadata.
+const offsetsTopic = "__consumer_offsets"
+
+// offsetsCommitTimeout bounds the wait for a coordinator write to become
+// durable (Kafka's offsets.commit.timeout.ms default).
+const offsetsCommitTimeout = 5 * time.Second
+
+// groupsHost owns the coordinator and the partitions it was given.
+type groupsHost struct {
+	s     *Server
+	coord *group.Coordinator
+
+	mu  sync.Mutex
+	led map[int32]*partition // offsets partitions handed to the coordinator
+}
+
+func newGroupsHost(s *Server) *groupsHost {
+	cfg := group.ConfigFromBroker(s.cfg)
+	cfg.Logger = s.log.With("component", "group-coordinator")
+	cfg.PartitionExists = func(topic string, part int32) bool {
+		t := s.ctrl.Metadata().Topics[topic]
+		return t != nil && part >= 0 && int(part) < len(t.Partitions)
+	}
+	h := &groupsHost{s: s, led: map[int32]*partition{}}
+	// KIP-848 consumer groups (68_consumer_group_heartbeat.go); their
+	// timers reach the coordinator through h once it exists.
+	cfg.Modern = group.ConsumerGroupHooks(s.consumerGroupConfig(), s.consumerTopics,
+		func() *group.Coordinator { return h.coord })
+	h.coord = group.New(cfg)
+	return h
+}
+
+// syncGroups hands the coordinator the offsets partitions this broker
+// leads and takes back the others. It runs after every reconcile, with
+// the newest metadata (reconciles may finish out of order).
+func (s *Server) syncGroups(*controller.Metadata) {
+	h := s.groups
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	md := s.ctrl.Metadata()
+	want := map[int32]*partition{}
+	if t := md.Topics[offsetsTopic]; t != nil {
+		h.coord.SetNumPartitions(int32(len(t.Partitions)))
+		for _, pm := range t.Partitions {
+			if pm.Leader != s.cfg.ID {
+				continue
+			}
+			if p := s.partition(offsetsTopic, pm.Index); p != nil && p.topicID == t.ID {
+				want[pm.Index] = p
+			}
+		}
+	}
+	for idx, p := range h.led {
+		if want[idx] != p {
+			h.coord.Resign(idx)
+			delete(h.led, idx)
+		}
+	}
+	for idx, p := range want {
+		if h.led[idx] == nil {
+			h.led[idx] = p
+			h.coord.Elect(idx, &offsetsLog{s: s, p: p})
+		}
+	}
+}
+
+func (h *groupsHost) close() {
+	if h != nil {
+		h.coord.Close()
+	}
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist
+// (compacted, offsets.topic.num.partitions partitions, replication factor
+// offsets.topic.replication.factor capped at the live brokers).
+func (s *Server) ensureOffsetsTopic() (*controller.Topic, error) {
+	md := s.ctrl.Metadata()
+	if t := md.Topics[offsetsTopic]; t != nil {
+		return t, nil
+	}
+	_, err := s.ctrl.CreateTopic(context.Background(), controller.CreateTopicRequest{
+		Name:              offsetsTopic,
+		NumPartitions:     s.cfg.OffsetsTopicNumPartitions,
+		ReplicationFactor: s.cfg.OffsetsReplicationFactor(len(md.Brokers)),
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    "104857600", // offsets.topic.segment.bytes
+		},
+	})
+	if err != nil && !errors.Is(err, controller.ErrTopicExists) {
+		return nil, fmt.Errorf("create %s: %w", offsetsTopic, err)
+	}
+	md = s.ctrl.Metadata()
+	if err := s.reconcile(md); err != nil {
+		s.log.Error("open offsets partitions", "err", err)
+	}
+	t := md.Topics[offsetsTopic]
+	if t == nil {
+		return nil, fmt.Errorf("%s not in metadata after creation", offsetsTopic)
+	}
+	s.log.Info("created internal topic", "topic", offsetsTopic, "partitions", len(t.Partitions))
+	return t, nil
+}
+
+// offsetsLog is the coordinator's view of one offsets partition.
+type offsetsLog struct {
+	s *Server
+	p *partition
+}
+
+func (l *offsetsLog) Append(batch []byte) (int64, error) {
+	if !l.s.isLeader(l.p) {
+		return 0, kerr.NotLeaderForPartition
+	}
+	info, err := l.p.log.Append(batch, l.p.leaderEpoch.Load())
+	if err != nil {
+		return 0, err
+	}
+	// One replica: the high watermark follows the log end.
+	l.p.advanceHW(l.p.log.LogEndOffset())
+	return info.LastOffset + 1, nil
+}
+
+// WaitDurable waits for the high watermark to reach end (acks=-1).
+func (l *offsetsLog) WaitDurable(end int64) error {
+	if l.p.hw.Load() >= end {
+		return nil
+	}
+	ch := make(chan struct{}, 1)
+	l.p.addWaiter(ch)
+	defer l.p.removeWaiter(ch)
+	t := time.NewTimer(offsetsCommitTimeout)
+	defer t.Stop()
+	for l.p.hw.Load() < end {
+		select {
+		case <-ch:
+		case <-t.C:
+			return kerr.RequestTimedOut
+		case <-l.s.ctx.Done():
+			return kerr.NotLeaderForPartition
+		}
+	}
+	return nil
+}
+
+// Replay reads the partition from its start to the high watermark.
+func (l *offsetsLog) Replay(fn func([]byte) error) error {
+	off := l.p.log.LogStartOffset()
+	for {
+		hw := l.p.hw.Load()
+		if off >= hw {
+			return nil
+		}
+		fs, err := l.p.log.Read(off, hw, 1<<20, true)
+		if err != nil {
+			return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+		}
+		if fs.Len == 0 {
+			return nil
+		}
+		buf := make([]byte, fs.Len)
+		if _, err := fs.File.ReadAt(buf, fs.Pos); err != nil {
+			return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+		}
+		if err := fn(buf); err != nil {
+			return fmt.Errorf("replay %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+		}
+		off = fs.LastOffset + 1
+	}
+}
