@@ -134,7 +134,10 @@ func (m *groupMember) loop(ctx context.Context, led *processLedger) {
 		}
 		led.mu.Unlock()
 		if len(recs) > 0 {
-			cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+			// Not derived from ctx: a member that stops (leave) finishes
+			// the commit of what it processed, as a well-behaved consumer
+			// does; only kill() loses it (its connections are cut).
+			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err := m.cl.CommitRecords(cctx, recs...)
 			ccancel()
 			if err == nil {
