@@ -56,10 +56,30 @@ func FuzzRequestFrame(f *testing.F) {
 	pt.Partitions = append(pt.Partitions, pp)
 	pr.Topics = append(pr.Topics, pt)
 	f.Add(frame(pr, 9, 5))
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 6000, 6000, "consumer"
+	jp := kmsg.NewJoinGroupRequestProtocol()
+	jp.Name, jp.Metadata = "range", []byte{0, 1, 0, 0, 0, 1, 0, 4, 'f', 'u', 'z', 'z', 0, 0, 0, 0}
+	jg.Protocols = append(jg.Protocols, jp)
+	f.Add(frame(jg, 9, 6))
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.MemberID, sg.Generation = "g", "m", 1
+	f.Add(frame(sg, 5, 7))
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation = "g", -1
+	f.Add(frame(oc, 9, 8))
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", 0, 5000
+	hb.SubscribedTopicNames = []string{"fuzz"}
+	f.Add(frame(hb, 0, 9))
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"g"}
+	f.Add(frame(fc, 4, 10))
 	f.Add([]byte{0, 0, 0, 8, 0, 99, 0, 0, 0, 0, 0, 1})
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
 
-	s := startTestServer(f, map[string]string{"socket.request.max.bytes": "1048576"})
+	s := startTestServer(f, map[string]string{"socket.request.max.bytes": "1048576", "offsets.topic.num.partitions": "1",
+		"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "10"})
 	s.maxFetchWait = 50 * time.Millisecond
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := net.Pipe()
