@@ -157,11 +157,18 @@ func TestGoals(t *testing.T) {
 
 func TestReportWriter(t *testing.T) {
 	s := fakeSuite()
+	for i, pause := range []float64{20, 10} {
+		s.Reports[1].Results[i].Group = &GroupStats{Balancer: BalancerRange, Members: 6,
+			JoinToFirstRecord: spread([]float64{100, 300, 200}),
+			Rebalances:        []Rebalance{{AtS: 1, PauseMs: pause, PartitionPauseMs: 50, StableMs: 900, ResumeMs: 1000, RecordsPerSec: []float64{2000, 0, 2000}}},
+			Pause:             spread([]float64{pause}), PartitionPause: spread([]float64{50}), Resume: spread([]float64{1000}),
+		}
+	}
 	dir := t.TempDir()
 	if err := s.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"report.json", "report.md", "bench.txt", "throughput-latency.png", "throughput-throughput.png", "throughput-lag.png", "latency-latency.png", "latency-lag.png"} {
+	for _, f := range []string{"report.json", "report.md", "bench.txt", "throughput-latency.png", "throughput-throughput.png", "throughput-lag.png", "latency-latency.png", "latency-lag.png", "latency-rebalance.png"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -189,7 +196,11 @@ func TestReportWriter(t *testing.T) {
 		"| broker peak RSS MB | 100 | — | — |",
 		"| broker CPU s (run) | 1.50 | — | — |",
 		"| max consumer lag records | 40 | 40 | 1.00x |",
-		"FAIL", "pass", "(throughput-latency.png)", "(throughput-lag.png)",
+		"| group join to first record p50 ms | 200 | 200 | 1.00x |",
+		"| rebalance pause (no record to any member) max ms | 20 | 10 | 2.00x |",
+		"| rebalance until every partition consumed p50 ms | 1000 | 1000 | 1.00x |",
+		"| rebalances measured | 1 | 1 | 1.00x |",
+		"FAIL", "pass", "(throughput-latency.png)", "(throughput-lag.png)", "(latency-rebalance.png)",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
@@ -208,8 +219,11 @@ func TestReportWriter(t *testing.T) {
 			t.Errorf("not a benchstat line: %q", line)
 		}
 	}
-	if lines != 12 {
-		t.Errorf("%d benchmark lines, want 12:\n%s", lines, bs)
+	if lines != 14 || !strings.Contains(string(bs), "BenchmarkGroup/workload=latency/target=kfake 3 200000000 ns/op 200 join-p50-ms 300 join-max-ms 1 rebalances 10 pause-p50-ms") {
+		t.Errorf("%d benchmark lines, want 14 with group lines:\n%s", lines, bs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "throughput-rebalance.png")); err == nil {
+		t.Errorf("rebalance plot for a workload without rebalances")
 	}
 	// RESULTS.md style: plots linked relative to the markdown file.
 	res := filepath.Join(t.TempDir(), "RESULTS.md")

@@ -36,6 +36,7 @@ type tracker struct {
 	left      int // partitions below target
 	reached   chan struct{}
 	reachedAt time.Time
+	watch     *gapWatch // around a rebalance; nil otherwise
 }
 
 func newTracker(all *counters) *tracker {
@@ -78,6 +79,9 @@ func (t *tracker) apply(p kgo.FetchTopicPartition, now time.Time, win window, h 
 	var uniq, bytes, mrecs, mbytes int64
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.watch != nil {
+		t.watch.deliver(key, len(p.Records), now)
+	}
 	next := t.next[key]
 	before := next
 	for _, r := range p.Records {
@@ -121,14 +125,31 @@ func (t *tracker) apply(p kgo.FetchTopicPartition, now time.Time, win window, h 
 
 // consumers are the consumer clients of one target run.
 type consumers struct {
-	clients []*kgo.Client
-	wg      sync.WaitGroup
+	ctx     context.Context
 	cancel  context.CancelFunc
+	win     window
+	e2e     *latencyHist
+	wg      sync.WaitGroup
 	once    sync.Once
+	mu      sync.Mutex
+	members []*member
 
 	errMu    sync.Mutex
 	firstErr error
 }
+
+// member is one consumer client.
+type member struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+	joined time.Time    // client created (in group mode: joining)
+	first  atomic.Int64 // unix nanoseconds of its first delivered record
+}
+
+// groupName is the consumer group of topic in group mode.
+func groupName(topic string) string { return "strata-bench-" + topic }
 
 // consumerOpts are the franz-go options of consumer c of n on topic. In
 // assign mode it reads partitions c, c+n, c+2n, … from offset 0; in group
@@ -136,9 +157,11 @@ type consumers struct {
 func consumerOpts(cfg Config, seeds []string, topic string, c, n int) []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(time.Second)}
 	if cfg.ConsumeMode == ConsumeGroup {
+		bal, _ := groupBalancer(cfg.Balancer) // validated
 		return append(opts,
-			kgo.ConsumerGroup("strata-bench-"+topic),
+			kgo.ConsumerGroup(groupName(topic)),
 			kgo.ConsumeTopics(topic),
+			kgo.Balancers(bal),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		)
 	}
@@ -153,31 +176,76 @@ func consumerOpts(cfg Config, seeds []string, topic string, c, n int) []kgo.Opt 
 // partition in assign mode). They run until stop.
 func startConsumers(ctx context.Context, cfg Config, seeds, topics []string, tr *tracker, win window, e2e *latencyHist) (*consumers, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	cs := &consumers{cancel: cancel}
+	cs := &consumers{ctx: ctx, cancel: cancel, win: win, e2e: e2e}
 	n := cfg.Consumers
 	if cfg.ConsumeMode == ConsumeAssign {
 		n = min(n, int(cfg.Partitions))
 	}
 	for _, topic := range topics {
 		for c := range n {
-			cl, err := kgo.NewClient(consumerOpts(cfg, seeds, topic, c, n)...)
-			if err != nil {
+			if _, err := cs.add(consumerOpts(cfg, seeds, topic, c, n), tr); err != nil {
 				cs.stop()
-				return nil, fmt.Errorf("consumer client: %w", err)
+				return nil, err
 			}
-			cs.clients = append(cs.clients, cl)
-			cs.wg.Go(func() {
-				if err := consumeLoop(ctx, cl, tr, win, e2e); err != nil {
-					cs.errMu.Lock()
-					if cs.firstErr == nil {
-						cs.firstErr = err
-					}
-					cs.errMu.Unlock()
-				}
-			})
 		}
 	}
 	return cs, nil
+}
+
+// add starts one consumer client.
+func (cs *consumers) add(opts []kgo.Opt, tr *tracker) (*member, error) {
+	mctx, cancel := context.WithCancel(cs.ctx)
+	m := &member{cancel: cancel, done: make(chan struct{}), joined: time.Now()}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("consumer client: %w", err)
+	}
+	m.cl = cl
+	cs.mu.Lock()
+	cs.members = append(cs.members, m)
+	cs.mu.Unlock()
+	cs.wg.Go(func() {
+		defer close(m.done)
+		if err := consumeLoop(mctx, cl, tr, cs.win, cs.e2e, &m.first); err != nil {
+			cs.errMu.Lock()
+			if cs.firstErr == nil {
+				cs.firstErr = err
+			}
+			cs.errMu.Unlock()
+		}
+	})
+	return m, nil
+}
+
+// addMembers starts one more group member per topic.
+func (cs *consumers) addMembers(ctx context.Context, cfg Config, seeds, topics []string, tr *tracker) ([]*member, error) {
+	var added []*member
+	for _, topic := range topics {
+		m, err := cs.add(consumerOpts(cfg, seeds, topic, 0, 1), tr)
+		if err != nil {
+			cs.removeMembers(added)
+			return nil, err
+		}
+		added = append(added, m)
+	}
+	return added, nil
+}
+
+// removeMembers stops ms; closing a group member's client leaves the
+// group.
+func (cs *consumers) removeMembers(ms []*member) {
+	for _, m := range ms {
+		m.cancel()
+		<-m.done
+		cs.mu.Lock()
+		closed := m.closed
+		m.closed = true
+		cs.mu.Unlock()
+		if !closed {
+			m.cl.Close()
+		}
+	}
 }
 
 // stop ends the consumers and returns the first error one of them hit.
@@ -185,8 +253,13 @@ func (cs *consumers) stop() error {
 	cs.once.Do(func() {
 		cs.cancel()
 		cs.wg.Wait()
-		for _, cl := range cs.clients {
-			cl.Close()
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		for _, m := range cs.members {
+			if !m.closed {
+				m.closed = true
+				m.cl.Close()
+			}
 		}
 	})
 	cs.errMu.Lock()
@@ -194,8 +267,9 @@ func (cs *consumers) stop() error {
 	return cs.firstErr
 }
 
-// consumeLoop polls until ctx ends. e2e may be nil.
-func consumeLoop(ctx context.Context, cl *kgo.Client, tr *tracker, win window, e2e *latencyHist) error {
+// consumeLoop polls until ctx ends. e2e may be nil; first, when not nil,
+// gets the time of the first delivered record.
+func consumeLoop(ctx context.Context, cl *kgo.Client, tr *tracker, win window, e2e *latencyHist, first *atomic.Int64) error {
 	var h *hdrhistogram.Histogram
 	var negative int64
 	if e2e != nil {
@@ -214,6 +288,9 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, tr *tracker, win window, e
 			return fmt.Errorf("consume %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
 		}
 		now := time.Now()
+		if first != nil && first.Load() == 0 && fs.NumRecords() > 0 {
+			first.Store(now.UnixNano())
+		}
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			negative += tr.apply(p, now, win, h)
 		})
@@ -240,7 +317,7 @@ func readBack(ctx context.Context, seeds []string, end map[tp]int64, tr *tracker
 	defer cl.Close()
 	lctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
-	go func() { errc <- consumeLoop(lctx, cl, tr, window{}, nil) }()
+	go func() { errc <- consumeLoop(lctx, cl, tr, window{}, nil, nil) }()
 	select {
 	case <-done:
 		cancel()

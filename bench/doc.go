@@ -6,7 +6,7 @@
 // distribution (none, random, round-robin, zipf), producers and their
 // target rate (or as fast as possible), acks, compression, linger,
 // consumers, warm-up and duration, an optional backlog and read-back.
-// Workloads come from [Presets] (throughput, latency, catch-up), from JSON
+// Workloads come from [Presets] (throughput, latency, catch-up, groups), from JSON
 // files ([ParseWorkload]; examples in bench/workloads) or from flags. A
 // [Config] adds where to run it: Strata started as a separate process by
 // the harness, franz-go's in-process kfake cluster, or any Kafka-protocol
@@ -40,6 +40,15 @@
 //  5. Read-back (when ReadBack): a fresh consumer reads every partition
 //     again from offset 0; on a disk broker this is served from the page
 //     cache.
+//
+// In group mode the harness records, per member, the time from creating
+// its client (joining) to its first record. With Rebalances, a driver
+// waits (DescribeGroups) until the groups are Stable, then repeatedly has
+// one more member join each group while records flow, and measures the
+// longest time no record reached any member, the longest gap on one
+// partition, and the time until the groups were Stable again and every
+// partition had delivered a record since; the extra member then leaves and
+// the groups settle. The producers stop once the rebalances are done.
 //
 // The run checks that every acknowledged record is in the topics and was
 // consumed exactly once (duplicates, possible in group mode, are counted).

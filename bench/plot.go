@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,12 +19,61 @@ func nines(p float64) float64 { return -math.Log10(1 - p/100) }
 
 // plotFiles are the plots written per report, by file suffix.
 var plotFiles = []struct {
-	suffix string
-	draw   func(*Report, string) error
+	suffix  string
+	draw    func(*Report, string) error
+	applies func(*Report) bool // nil: every report
 }{
-	{"-latency.png", plotLatency},
-	{"-throughput.png", plotThroughput},
-	{"-lag.png", plotLag},
+	{"-latency.png", plotLatency, nil},
+	{"-throughput.png", plotThroughput, nil},
+	{"-lag.png", plotLag, nil},
+	{"-rebalance.png", plotRebalance, hasRebalances},
+}
+
+func hasRebalances(rep *Report) bool {
+	for _, res := range rep.Results {
+		if res.Group != nil && len(res.Group.Rebalances) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// plotRebalance draws, per target, the delivery rate over all members
+// around its first measured rebalance (100 ms moving sums of the 10 ms
+// buckets), with the member's join at 0.
+func plotRebalance(rep *Report, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: records delivered to the group around a member joining", rep.Label())
+	p.X.Label.Text = "seconds since the member joined"
+	p.Y.Label.Text = "records/s (100 ms window)"
+	p.Add(plotter.NewGrid())
+	const window = int(100 * time.Millisecond / rebalanceBucket)
+	lead := rebalanceLead.Seconds()
+	var lines []any
+	for _, res := range rep.Results {
+		if res.Group == nil || len(res.Group.Rebalances) == 0 {
+			continue
+		}
+		rates := res.Group.Rebalances[0].RecordsPerSec
+		var xys plotter.XYs
+		var sum float64
+		for i, r := range rates {
+			sum += r
+			if i >= window {
+				sum -= rates[i-window]
+			}
+			xys = append(xys, plotter.XY{X: float64(i+1)*rebalanceBucket.Seconds() - lead, Y: sum / float64(min(i+1, window))})
+		}
+		if len(xys) > 0 {
+			lines = append(lines, res.Target, xys)
+		}
+	}
+	if err := plotutil.AddLines(p, lines...); err != nil {
+		return fmt.Errorf("rebalance plot: %w", err)
+	}
+	p.Y.Min = 0
+	p.Legend.Top = true
+	return save(p, path)
 }
 
 // plotLatency draws the produce and end-to-end latency percentile curves

@@ -54,6 +54,9 @@ type producers struct {
 
 	errMu    sync.Mutex
 	firstErr error
+
+	// stopEarly, when closed, ends run before its end time.
+	stopEarly chan struct{}
 }
 
 type producer struct {
@@ -206,11 +209,18 @@ func (ps *producers) loop(ctx context.Context, p *producer, start, end time.Time
 				select {
 				case <-ctx.Done():
 					return
+				case <-ps.stopEarly:
+					return
 				case <-timer.C:
 				}
 			}
 		} else {
 			intended = time.Now()
+			select {
+			case <-ps.stopEarly:
+				return
+			default:
+			}
 		}
 		if !intended.Before(end) || ctx.Err() != nil {
 			return

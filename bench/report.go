@@ -12,8 +12,8 @@ import (
 )
 
 // Write writes report.json, report.md, bench.txt (benchstat lines) and, per
-// workload, <name>-latency.png, <name>-throughput.png and <name>-lag.png
-// into dir.
+// workload, <name>-latency.png, <name>-throughput.png, <name>-lag.png and,
+// when rebalances were measured, <name>-rebalance.png into dir.
 func (s *Suite) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench output dir: %w", err)
@@ -34,6 +34,9 @@ func (s *Suite) Write(dir string) error {
 	}
 	for _, rep := range s.Reports {
 		for _, pf := range plotFiles {
+			if pf.applies != nil && !pf.applies(rep) {
+				continue
+			}
 			if err := pf.draw(rep, filepath.Join(dir, rep.Label()+pf.suffix)); err != nil {
 				return err
 			}
@@ -138,6 +141,20 @@ func readBackRow(name string, f func(*ReadBack) float64) row {
 	}}
 }
 
+// groupRows are the p50 and max of a consumer-group figure.
+func groupRows(what string, get func(*GroupStats) Spread) []row {
+	q := func(name string, f func(Spread) float64) row {
+		return row{what + " " + name + " ms", func(r Result) (float64, bool) {
+			if r.Group == nil {
+				return 0, false
+			}
+			s := get(r.Group)
+			return f(s), s.N > 0
+		}}
+	}
+	return []row{q("p50", func(s Spread) float64 { return s.P50Ms }), q("max", func(s Spread) float64 { return s.MaxMs })}
+}
+
 var tableRows = slices.Concat(
 	[]row{
 		{"produce MB/s", func(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }},
@@ -149,6 +166,18 @@ var tableRows = slices.Concat(
 		{"consume MB/s (during run)", func(r Result) (float64, bool) { return r.Consume.MBPerSec, r.Consume.Records > 0 }},
 		{"catch-up s", func(r Result) (float64, bool) { return r.CatchUpSeconds, r.CatchUpSeconds != 0 }},
 		{"max consumer lag records", func(r Result) (float64, bool) { return float64(r.MaxLagRecords), r.MaxLagRecords > 0 }},
+	},
+	groupRows("group join to first record", func(g *GroupStats) Spread { return g.JoinToFirstRecord }),
+	groupRows("rebalance pause (no record to any member)", func(g *GroupStats) Spread { return g.Pause }),
+	groupRows("rebalance longest gap on a partition", func(g *GroupStats) Spread { return g.PartitionPause }),
+	groupRows("rebalance until every partition consumed", func(g *GroupStats) Spread { return g.Resume }),
+	[]row{
+		{"rebalances measured", func(r Result) (float64, bool) {
+			if r.Group == nil {
+				return 0, false
+			}
+			return float64(len(r.Group.Rebalances)), len(r.Group.Rebalances) > 0
+		}},
 		readBackRow("MB/s", func(b *ReadBack) float64 { return b.MBPerSec }),
 		readBackRow("records/s", func(b *ReadBack) float64 { return b.RecordsPerSec }),
 		readBackRow("first record after ms", func(b *ReadBack) float64 { return b.FirstRecordMs }),
@@ -246,6 +275,9 @@ func (r *Report) Markdown(plotDir string) string {
 	}
 	b.WriteString("\n")
 	for _, pf := range plotFiles {
+		if pf.applies != nil && !pf.applies(r) {
+			continue
+		}
 		fmt.Fprintf(&b, "![%[1]s%[3]s](%[2]s%[1]s%[3]s) ", r.Label(), plotDir, pf.suffix)
 	}
 	b.WriteString("\n")
@@ -254,8 +286,10 @@ func (r *Report) Markdown(plotDir string) string {
 
 // Benchstat renders the suite as Go benchmark lines that benchstat reads:
 // per workload and target a Produce line (iterations: measured records), an
-// EndToEnd line when consumers ran, and a ReadBack line when the workload
-// reads back.
+// EndToEnd line when consumers ran, a Group line in group mode (iterations:
+// members; ns/op: median join to first record; rebalance figures when
+// measured) and a ReadBack line when the
+// workload reads back.
 func (s *Suite) Benchstat() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "goos: %s\ngoarch: %s\npkg: strata/bench\n", s.Machine.OS, s.Machine.Arch)
@@ -282,6 +316,16 @@ func (s *Suite) Benchstat() string {
 					name, c.Records, c.Seconds*1e9/float64(c.Records), c.MBPerSec, l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs)
 				if res.CatchUpSeconds > 0 {
 					fmt.Fprintf(&b, " %.4g catch-up-s", res.CatchUpSeconds)
+				}
+				b.WriteString("\n")
+			}
+			if g := res.Group; g != nil && g.JoinToFirstRecord.N > 0 {
+				j := g.JoinToFirstRecord
+				fmt.Fprintf(&b, "BenchmarkGroup/%s %d %.0f ns/op %.4g join-p50-ms %.4g join-max-ms",
+					name, j.N, j.P50Ms*1e6, j.P50Ms, j.MaxMs)
+				if g.Pause.N > 0 {
+					fmt.Fprintf(&b, " %d rebalances %.4g pause-p50-ms %.4g pause-max-ms %.4g partition-gap-max-ms %.4g resume-p50-ms %.4g resume-max-ms",
+						g.Pause.N, g.Pause.P50Ms, g.Pause.MaxMs, g.PartitionPause.MaxMs, g.Resume.P50Ms, g.Resume.MaxMs)
 				}
 				b.WriteString("\n")
 			}

@@ -72,6 +72,8 @@ type Result struct {
 	MaxLagRecords  int64   `json:"max_lag_records"`
 
 	ReadBack *ReadBack `json:"read_back,omitempty"`
+	// Group holds the consumer-group figures in consume mode group.
+	Group *GroupStats `json:"group,omitempty"`
 
 	// Timeline covers every phase; MeasureStart and MeasureEnd (seconds on
 	// its clock) bound the measured part of the run.

@@ -150,9 +150,35 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		tr.mon.setPhase(phaseRun, nil, 0)
 	}
 	end := win.start.Add(cfg.Duration.D())
+	var rbDone chan struct{}
+	var rbs []Rebalance
+	var rbErr error
+	gctx, gcancel := context.WithDeadline(ctx, end)
+	defer gcancel()
+	if cs != nil && cfg.Rebalances > 0 {
+		ps.stopEarly, rbDone = make(chan struct{}), make(chan struct{})
+		parts := make([]tp, 0, len(res.Topics)*int(cfg.Partitions))
+		for _, topic := range res.Topics {
+			for p := range cfg.Partitions {
+				parts = append(parts, tp{topic, p})
+			}
+		}
+		go func() {
+			defer close(rbDone)
+			defer close(ps.stopEarly)
+			if sleepCtx(gctx, cfg.Warmup.D()) {
+				rbs, rbErr = tr.rebalances(gctx, cs, track, parts)
+			}
+		}()
+	}
 	rctx, cancel := context.WithDeadline(ctx, end.Add(cfg.PhaseTimeout))
 	err = ps.run(rctx, start, end, win)
 	cancel()
+	if rbDone != nil {
+		gcancel()
+		<-rbDone
+		err = errors.Join(err, rbErr)
+	}
 	runEnd := time.Now()
 	res.MeasureStartS = win.start.Sub(tr.mon.origin).Seconds()
 	res.MeasureEndS = runEnd.Sub(tr.mon.origin).Seconds()
@@ -190,6 +216,9 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 			return fmt.Errorf("drain: %w", err)
 		}
 		res.Consumed, res.Duplicates = tr.consAll.records.Load(), track.dups.Load()
+		if cfg.ConsumeMode == ConsumeGroup {
+			res.Group = groupStats(cfg, cs, rbs)
+		}
 		if last := track.lastMeasured.Load(); last > 0 {
 			res.Consume = throughput(track.measured.records.Load(), track.measured.bytes.Load(), time.Unix(0, last).Sub(win.start))
 		}

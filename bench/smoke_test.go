@@ -46,11 +46,40 @@ func checkConsistent(t *testing.T, res Result, w Workload) {
 	if w.Backlog > 0 && res.CatchUpSeconds <= 0 {
 		t.Errorf("%s: catch-up %gs", res.Target, res.CatchUpSeconds)
 	}
+	if w.ConsumeMode == ConsumeGroup && w.Consumers > 0 {
+		checkGroup(t, res, w)
+	}
 	if w.ReadBack && (res.ReadBack == nil || res.ReadBack.Records != res.TopicRecords || res.ReadBack.FirstRecordMs < 0 || res.ReadBack.Seconds <= 0) {
 		t.Errorf("%s: read-back %+v of %d records", res.Target, res.ReadBack, res.TopicRecords)
 	}
 	if res.MeasureEndS < res.MeasureStartS {
 		t.Errorf("%s: measured window %g..%g", res.Target, res.MeasureStartS, res.MeasureEndS)
+	}
+}
+
+// checkGroup asserts the consumer-group figures: a join per member that
+// consumed (the initial ones and one per topic per rebalance) and the
+// requested rebalances, none negative.
+func checkGroup(t *testing.T, res Result, w Workload) {
+	t.Helper()
+	g := res.Group
+	if g == nil {
+		t.Errorf("%s: no group figures", res.Target)
+		return
+	}
+	// Without rebalances a member may join too late to get a record of a
+	// short run; with them, every member has consumed before they start.
+	want := (w.Consumers + w.Rebalances) * w.Topics
+	if n := g.JoinToFirstRecord.N; n < 1 || n > want || w.Rebalances > 0 && n != want || g.JoinToFirstRecord.P50Ms <= 0 || g.JoinToFirstRecord.MaxMs < g.JoinToFirstRecord.P50Ms {
+		t.Errorf("%s: join to first record %+v, want %d members", res.Target, g.JoinToFirstRecord, want)
+	}
+	if len(g.Rebalances) != w.Rebalances || g.Pause.N != w.Rebalances || g.Resume.N != w.Rebalances || g.Balancer != w.Balancer {
+		t.Errorf("%s: balancer %s, %d rebalances measured, want %d", res.Target, g.Balancer, len(g.Rebalances), w.Rebalances)
+	}
+	for _, rb := range g.Rebalances {
+		if rb.PauseMs <= 0 || rb.PartitionPauseMs < rb.PauseMs || rb.StableMs < 0 || rb.ResumeMs < rb.StableMs || len(rb.RecordsPerSec) == 0 || rb.AtS <= 0 {
+			t.Errorf("%s: rebalance %+v", res.Target, rb)
+		}
 	}
 }
 
@@ -70,6 +99,9 @@ func smokeWorkload(t *testing.T, name string) Workload {
 		w.Rate, w.Warmup, w.Duration = 1000, Duration(200*time.Millisecond), Duration(800*time.Millisecond)
 	case "catch-up":
 		w.Backlog, w.Rate, w.Duration = 5000, 1000, Duration(time.Second)
+	case "groups":
+		w.Partitions, w.Consumers, w.Rebalances, w.Rate = 6, 3, 1, 1000
+		w.Warmup, w.Duration = Duration(200*time.Millisecond), Duration(40*time.Second)
 	default:
 		t.Fatalf("preset %s has no smoke workload: add one to smokeWorkload", name)
 	}

@@ -62,6 +62,14 @@ type Workload struct {
 
 	Consumers   int    `json:"consumers"`    // consumer clients per topic during the run; 0 = none
 	ConsumeMode string `json:"consume_mode"` // assign (default) or group
+	// Balancer is the group's client-side assignor in group mode: range
+	// (default, eager), round-robin, sticky or cooperative-sticky.
+	Balancer string `json:"balancer"`
+	// Rebalances, in group mode, is how many rebalances to measure during
+	// the run: with the groups stable, one member joins each group; once
+	// every partition is consumed again it leaves and the groups settle.
+	// The run then ends early (Duration bounds it).
+	Rebalances int `json:"rebalances"`
 
 	Warmup   Duration `json:"warmup"`   // start of the run excluded from the figures
 	Duration Duration `json:"duration"` // measured part of the run
@@ -172,6 +180,20 @@ var Presets = map[string]Workload{
 		Backlog: 200_000, Duration: Duration(15 * time.Second),
 		SampleInterval: Duration(100 * time.Millisecond),
 	},
+	// groups: 6 members of one consumer group (eager range balancer) on
+	// 12 partitions while records flow at 2,000 records/s; reports each
+	// member's time from joining to its first record, then measures 3
+	// rebalances in which a 7th member joins: the longest pause in
+	// consumption and the time until every partition is consumed again.
+	// The run ends after the rebalances.
+	"groups": {
+		Name: "groups", Partitions: 12, RecordSize: 256, Acks: "all",
+		KeyDistribution: KeysRoundRobin, KeySpace: 1200,
+		Linger: Duration(time.Millisecond), Producers: 1, Rate: 2000,
+		Consumers: 6, ConsumeMode: ConsumeGroup, Balancer: BalancerRange, Rebalances: 3,
+		Warmup: Duration(time.Second), Duration: Duration(2 * time.Minute),
+		SampleInterval: Duration(100 * time.Millisecond),
+	},
 }
 
 // PresetNames returns the preset names in sorted order.
@@ -228,6 +250,9 @@ func (w Workload) WithDefaults() Workload {
 	if w.ConsumeMode == "" {
 		w.ConsumeMode = ConsumeAssign
 	}
+	if w.ConsumeMode == ConsumeGroup && w.Balancer == "" {
+		w.Balancer = BalancerRange
+	}
 	if w.Duration == 0 && w.Records == 0 {
 		w.Duration = Duration(10 * time.Second)
 	}
@@ -279,6 +304,17 @@ func (w Workload) Validate() error {
 		return errors.New("records and backlog must not be negative")
 	case w.ConsumeMode != ConsumeAssign && w.ConsumeMode != ConsumeGroup:
 		return fmt.Errorf("consume mode %q: want assign or group", w.ConsumeMode)
+	case w.ConsumeMode != ConsumeGroup && (w.Balancer != "" || w.Rebalances != 0):
+		return errors.New("balancer and rebalances need consume mode group")
+	case w.Rebalances < 0 || w.Rebalances > 100:
+		return errors.New("rebalances must be 0..100")
+	case w.Rebalances > 0 && w.Consumers == 0:
+		return errors.New("rebalances need consumers")
+	}
+	if w.Balancer != "" {
+		if _, err := groupBalancer(w.Balancer); err != nil {
+			return err
+		}
 	}
 	if _, err := compressionCodec(w.Compression); err != nil {
 		return err
@@ -300,6 +336,12 @@ func (w Workload) Describe() string {
 	}
 	if w.Backlog > 0 {
 		s += fmt.Sprintf(", backlog %d records", w.Backlog)
+	}
+	if w.ConsumeMode == ConsumeGroup {
+		s += ", balancer " + w.Balancer
+	}
+	if w.Rebalances > 0 {
+		s += fmt.Sprintf(", %d rebalance(s) measured (a member joins each group, then leaves; the run ends after them)", w.Rebalances)
 	}
 	if w.ReadBack {
 		s += ", then read back from offset 0"

@@ -64,6 +64,9 @@ func TestWorkloadValidate(t *testing.T) {
 		{Acks: "2"}, {Compression: "brotli"}, {Rate: -1}, {RecordSize: -1}, {KeyDistribution: "gauss"},
 		{Backlog: 10}, // no consumers to catch up
 		{ConsumeMode: "share"}, {Topics: -1}, {Partitions: maxPartitions + 1}, {Warmup: -1},
+		{Rebalances: 1, Consumers: 2}, {Balancer: BalancerRange, Consumers: 2}, // need group mode
+		{ConsumeMode: ConsumeGroup, Balancer: "uniform", Consumers: 2},
+		{ConsumeMode: ConsumeGroup, Rebalances: -1, Consumers: 2}, {ConsumeMode: ConsumeGroup, Rebalances: 1},
 	} {
 		if err := bad.WithDefaults().Validate(); err == nil {
 			t.Errorf("%+v validated", bad)

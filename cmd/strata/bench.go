@@ -44,6 +44,8 @@ func runBench(args []string) int {
 		producers   = fs.Int("producers", 0, "producer clients per topic")
 		consumers   = fs.Int("consumers", 0, "consumer clients per topic (0: none during the run)")
 		consumeMode = fs.String("consume-mode", "", "assign (partitions given by the harness) or group (Kafka consumer group)")
+		balancer    = fs.String("balancer", "", "group mode: range (default, eager), round-robin, sticky or cooperative-sticky")
+		rebalances  = fs.Int("rebalances", 0, "group mode: rebalances to measure (a member joins each group, then leaves)")
 		rate        = fs.Float64("rate", 0, "target records/s over all producers (open loop); 0 = max")
 		duration    = fs.Duration("duration", 0, "measured length of the run (clears a preset's record limit unless --records is given)")
 		warmup      = fs.Duration("warmup", 0, "start of the run excluded from the figures")
@@ -125,6 +127,8 @@ func runBench(args []string) int {
 			"producers":          func() { w.Producers = *producers },
 			"consumers":          func() { w.Consumers = *consumers },
 			"consume-mode":       func() { w.ConsumeMode = *consumeMode },
+			"balancer":           func() { w.Balancer = *balancer },
+			"rebalances":         func() { w.Rebalances = *rebalances },
 			"rate":               func() { w.Rate = *rate },
 			"warmup":             func() { w.Warmup = bench.Duration(*warmup) },
 			"backlog":            func() { w.Backlog = *backlog },
