@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,37 +298,73 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, tr *tracker, win window, e
 	}
 }
 
-// readBack reads every partition in end from offset 0 with one fresh
-// assign-mode client until it has reached end, and returns the time from
-// creating the client to the last record and to the first.
+// readBackClients is how many fresh clients share the read-back. One
+// franz-go client decodes at a few hundred MB/s on this class of machine,
+// which would make the read-back measure the client, not the broker.
+const readBackClients = 3
+
+// readBack reads every partition in end from offset 0 with fresh
+// assign-mode clients (up to readBackClients, sharing the partitions)
+// until all have reached end, and returns the time from creating the
+// clients to the last record and to the first.
 func readBack(ctx context.Context, seeds []string, end map[tp]int64, tr *tracker) (total, first time.Duration, err error) {
-	parts := map[string]map[int32]kgo.Offset{}
+	keys := make([]tp, 0, len(end))
 	for p := range end {
-		if parts[p.topic] == nil {
-			parts[p.topic] = map[int32]kgo.Offset{}
+		keys = append(keys, p)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return keys[i].topic < keys[j].topic
 		}
-		parts[p.topic][p.partition] = kgo.NewOffset().AtStart()
+		return keys[i].partition < keys[j].partition
+	})
+	n := min(readBackClients, max(len(keys), 1))
+	shares := make([]map[string]map[int32]kgo.Offset, n)
+	for i, p := range keys {
+		sh := shares[i%n]
+		if sh == nil {
+			sh = map[string]map[int32]kgo.Offset{}
+			shares[i%n] = sh
+		}
+		if sh[p.topic] == nil {
+			sh[p.topic] = map[int32]kgo.Offset{}
+		}
+		sh[p.topic][p.partition] = kgo.NewOffset().AtStart()
 	}
 	done := tr.setTarget(end)
 	start := time.Now()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(parts), kgo.FetchMaxWait(time.Second))
-	if err != nil {
-		return 0, 0, fmt.Errorf("read-back client: %w", err)
-	}
-	defer cl.Close()
 	lctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- consumeLoop(lctx, cl, tr, window{}, nil, nil) }()
+	defer cancel()
+	errc := make(chan error, n)
+	running := 0
+	for _, parts := range shares {
+		if parts == nil {
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(parts), kgo.FetchMaxWait(time.Second))
+		if err != nil {
+			return 0, 0, fmt.Errorf("read-back client: %w", err)
+		}
+		defer cl.Close()
+		running++
+		go func() { errc <- consumeLoop(lctx, cl, tr, window{}, nil, nil) }()
+	}
+	wait := func() {
+		cancel()
+		for ; running > 0; running-- {
+			<-errc
+		}
+	}
 	select {
 	case <-done:
-		cancel()
-		<-errc
+		wait()
 		if f := tr.firstAt.Load(); f > 0 {
 			first = time.Unix(0, f).Sub(start)
 		}
 		return tr.reachedTime().Sub(start), first, nil
 	case err := <-errc:
-		cancel()
+		running--
+		wait()
 		if err == nil {
 			err = ctx.Err()
 		}

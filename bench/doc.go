@@ -37,7 +37,7 @@
 //  4. Drain: the consumers read up to the partitions' end offsets. With a
 //     backlog, the catch-up time is from the consumers' start until they
 //     had read every partition up to where the backlog ended.
-//  5. Read-back (when ReadBack): a fresh consumer reads every partition
+//  5. Read-back (when ReadBack): fresh consumers (readBackClients, sharing the partitions) read every partition
 //     again from offset 0; on a disk broker this is served from the page
 //     cache.
 //

@@ -36,8 +36,8 @@ type Resources struct {
 	Samples            []ResourcePoint `json:"samples"`
 }
 
-// ReadBack is the read-back phase: one fresh consumer reading every
-// partition from offset 0.
+// ReadBack is the read-back phase: fresh consumers (readBackClients of
+// them, sharing the partitions) reading every partition from offset 0.
 type ReadBack struct {
 	Throughput
 	FirstRecordMs float64 `json:"first_record_ms"` // client creation to first record, included in Seconds
