@@ -5,9 +5,11 @@ package broker
 // v3+ carries record batches of magic v2 only (Kafka 4 serves no older
 // format). Like Kafka since KAFKA-18659, ApiVersions still lists v0, because
 // librdkafka before 2.10 disables gzip, snappy and lz4 when it does not see
-// it; requests below v3 are answered UNSUPPORTED_VERSION. acks 0, 1 and -1; with one replica acks=-1 is answered as soon
-// as the batch is in the log (the high watermark follows the log end), but
-// the ISR is still checked against min.insync.replicas first. Idempotent
+// it; requests below v3 are answered UNSUPPORTED_VERSION. acks 0, 1 and -1:
+// acks=-1 checks the ISR against min.insync.replicas before appending, then
+// waits until the high watermark passes the batch (replica_produce.go);
+// with one replica that is at once. NOT_LEADER_OR_FOLLOWER carries the
+// current leader from v10 (KIP-951). Idempotent
 // duplicates are answered with their original offsets (KIP-98). acks=0
 // requests get no response; a failure closes the connection, as Kafka
 // does, so the producer notices.
@@ -36,6 +38,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	}
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	md := s.ctrl.Metadata()
+	var waits []produceWait
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -58,11 +61,18 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 			case t == nil:
 				setErr(&sp, kerr.UnknownTopicOrPartition.Code, "")
 			default:
-				s.produceTo(&sp, t.Name, rp.Partition, rp.Records, req.Acks, setErr)
+				if w := s.produceTo(&sp, t.Name, rp.Partition, rp.Records, req.Acks, setErr); w.p != nil {
+					w.topic, w.part = len(resp.Topics), len(st.Partitions)
+					waits = append(waits, w)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	s.awaitReplication(resp, waits, req.TimeoutMillis, setErr)
+	if req.Version >= 10 {
+		s.addCurrentLeaders(s.ctrl.Metadata(), resp)
 	}
 	if req.Acks == 0 {
 		if failed {
@@ -73,8 +83,10 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	return resp, nil
 }
 
+// produceTo appends to one partition; for acks=-1 it returns what to wait
+// for (p nil when nothing is).
 func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string, part int32, records []byte, acks int16,
-	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) {
+	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) (w produceWait) {
 	p := s.partition(topic, part)
 	if p == nil {
 		setErr(sp, kerr.UnknownTopicOrPartition.Code, "")
@@ -91,7 +103,7 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		return
 	}
 	if acks == -1 {
-		isr, minISR := s.isrSize(p), int(p.minISR.Load())
+		isr, minISR := p.isrSize(), int(p.minISR.Load())
 		if isr < minISR {
 			setErr(sp, kerr.NotEnoughReplicas.Code, fmt.Sprintf("ISR has %d replicas, min.insync.replicas is %d", isr, minISR))
 			return
@@ -114,5 +126,9 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		s.metrics.bytesIn.Add(float64(len(records)))
 		s.metrics.messagesIn.Add(float64(info.NumRecords))
 	}
-	p.advanceHW(p.log.LogEndOffset())
+	p.advanceHW(p.log.LogEndOffset()) // also wakes followers' fetches
+	if acks == -1 {
+		w.p, w.required = p, info.LastOffset+1
+	}
+	return w
 }

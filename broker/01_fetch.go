@@ -4,7 +4,8 @@ package broker
 //
 // Consumers read below the high watermark (read_uncommitted) or the last
 // stable offset (read_committed; equal to the high watermark until
-// transactions exist); followers (replica id >= 0) read to the log end.
+// transactions exist); followers (replica id >= 0) read to the log end, and
+// their fetch offsets tell the leader their log end (replica_leader.go).
 // Long poll: the answer goes out as soon as MinBytes are available or
 // MaxWait passes. The first batch of the first partition with data is
 // returned whole even when it exceeds the limits (KIP-74). Incremental
@@ -128,6 +129,10 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		if sess.epoch < 0 {
 			sess.epoch = 1
 		}
+	}
+
+	if follower {
+		s.recordFollowerFetches(replicaID, targets)
 	}
 
 	maxBytes := req.MaxBytes
@@ -264,7 +269,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = code
 		return r
 	}
-	if !follower && !s.isLeader(p) {
+	if !s.isLeader(p) { // followers fetch from the leader too (no KIP-392 yet)
 		r.code = kerr.NotLeaderForPartition.Code
 		return r
 	}
@@ -299,5 +304,20 @@ func checkLeaderEpoch(requested, current int32) int16 {
 		return kerr.FencedLeaderEpoch.Code
 	default:
 		return kerr.UnknownLeaderEpoch.Code
+	}
+}
+
+// recordFollowerFetches updates the leader's view of a follower from its
+// fetch offsets and starts any ISR expansion it earns.
+func (s *Server) recordFollowerFetches(replicaID int32, targets []*fetchTarget) {
+	now := time.Now()
+	for _, t := range targets {
+		p := s.partition(t.key.topic, t.key.part)
+		if p == nil || !s.isLeader(p) || checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()) != 0 {
+			continue
+		}
+		if isr := p.recordFollowerFetch(replicaID, t.fetchOffset, now); isr != nil {
+			s.alterISR(p, isr)
+		}
 	}
 }

@@ -23,11 +23,21 @@ type partition struct {
 
 	mu      sync.Mutex // guards waiters
 	waiters map[chan struct{}]struct{}
+
+	// rs is the replication state: role, ISR and followers (replica_leader.go).
+	rs replicaState
 }
 
-// advanceHW moves the high watermark up to hw (never down) and wakes
-// waiting fetches. With one replica it follows the log end offset.
+// advanceHW moves the high watermark up towards hw (never down), but never
+// past what the ISR has replicated (see isrHW), and wakes waiting fetches
+// and produces. With one replica it follows the log end offset.
 func (p *partition) advanceHW(hw int64) {
+	hw = min(hw, p.isrHW())
+	p.setHW(hw)
+}
+
+// setHW moves the high watermark up to hw (never down) and wakes waiters.
+func (p *partition) setHW(hw int64) {
 	for {
 		cur := p.hw.Load()
 		if hw <= cur {

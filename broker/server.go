@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"strata/broker/config"
@@ -36,6 +37,10 @@ type Options struct {
 	// Controller owns metadata. Nil means an embedded single-node
 	// controller in the data directory.
 	Controller controller.Controller
+	// NewController, if set and Controller is nil, makes the controller
+	// once the listener is bound and this broker's address is known (the
+	// ZooKeeper controller registers that address).
+	NewController func(self controller.Broker) (controller.Controller, error)
 	// FS is the filesystem for partition logs; nil means the OS.
 	FS     vfs.FS
 	Logger *slog.Logger
@@ -77,6 +82,17 @@ type Server struct {
 	conns  map[*clientConn]struct{}
 
 	groups *groupsHost // group coordinator (groups.go)
+
+	fmu        sync.Mutex         // guards fetchers
+	fetchers   map[int32]*fetcher // replica fetchers by leader id (replica_fetcher.go)
+	replPaused atomic.Bool        // tests: replication paused
+}
+
+// brokerRegistrar is implemented by controllers that learn a broker's
+// address when it starts (the in-memory test controller); the ZooKeeper
+// controller registers brokers itself.
+type brokerRegistrar interface {
+	RegisterBroker(ctx context.Context, b controller.Broker) error
 }
 
 // New validates options and opens the data directory; Start listens.
@@ -103,6 +119,7 @@ func New(opts Options) (*Server, error) {
 		cancel:     cancel,
 		conns:      map[*clientConn]struct{}{},
 		metrics:    newMetrics(),
+		fetchers:   map[int32]*fetcher{},
 	}
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
@@ -138,6 +155,14 @@ func (s *Server) Start() error {
 		port, _ = strconv.Atoi(p)
 	}
 	s.self = controller.Broker{ID: s.cfg.ID, Host: host, Port: int32(port), Rack: s.cfg.Rack}
+	if s.ctrl == nil && s.opts.NewController != nil {
+		c, err := s.opts.NewController(s.self)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		s.ctrl = c
+	}
 	if s.ctrl == nil {
 		e, err := controller.OpenEmbedded(s.cfg.DataDir, s.self)
 		if err != nil {
@@ -146,13 +171,21 @@ func (s *Server) Start() error {
 		}
 		s.ctrl = e
 	}
+	if r, ok := s.ctrl.(brokerRegistrar); ok {
+		if err := r.RegisterBroker(s.ctx, s.self); err != nil {
+			ln.Close()
+			return fmt.Errorf("register broker: %w", err)
+		}
+	}
+	changes := s.ctrl.Changes() // before reading: no change goes unseen
 	if err := s.reconcile(s.ctrl.Metadata()); err != nil {
 		ln.Close()
 		return err
 	}
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go s.isrExpiry()
 	go s.acceptLoop()
-	go s.watchMetadata()
+	go s.watchMetadata(changes)
 	go s.housekeeping()
 	go s.cleanerLoop()
 	return nil
@@ -173,6 +206,7 @@ func (s *Server) Close() error {
 		cc.close()
 	}
 	s.connMu.Unlock()
+	s.stopFetchers()
 	s.wg.Wait()
 	var errs []error
 	s.pmu.Lock()
@@ -222,15 +256,17 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-func (s *Server) watchMetadata() {
+// watchMetadata reconciles at every change. ch is taken before the
+// metadata is read, so a change made in between is not missed.
+func (s *Server) watchMetadata(ch <-chan struct{}) {
 	defer s.wg.Done()
 	for {
-		ch := s.ctrl.Changes()
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-ch:
 		}
+		ch = s.ctrl.Changes()
 		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
 			s.log.Error("apply metadata", "err", err)
 		}
@@ -311,9 +347,11 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 					p.log.SetConfig(lc)
 					p.minISR.Store(ts.MinInsyncReplicas)
 					p.leaderEpoch.Store(pm.LeaderEpoch)
+					s.applyRole(p, pm)
 					continue
 				}
 				// Same name, new topic: the old one is gone.
+				s.unfollow(k)
 				p.log.Delete()
 				delete(s.partitions, k)
 			}
@@ -324,6 +362,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 			}
 			p.minISR.Store(ts.MinInsyncReplicas)
 			s.partitions[k] = p
+			s.applyRole(p, pm)
 		}
 	}
 	for k, p := range s.partitions {
@@ -331,7 +370,8 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 			continue
 		}
 		delete(s.partitions, k)
-		p.wake()
+		s.unfollow(k)
+		p.applyFollower(s.cfg.ID, controller.Partition{Leader: -1})
 		if err := p.log.Delete(); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s-%d: %w", k.topic, k.part, err))
 		}
@@ -378,6 +418,24 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 	}
 	p := &partition{topic: t.Name, index: pm.Index, topicID: t.ID, log: l}
 	p.leaderEpoch.Store(pm.LeaderEpoch)
-	p.hw.Store(l.LogEndOffset())
+	if len(pm.Replicas) > 1 {
+		// No replication-offset-checkpoint yet: start from the log start
+		// and let the ISR move it, so that nothing uncommitted shows.
+		p.hw.Store(l.LogStartOffset())
+	} else {
+		p.hw.Store(l.LogEndOffset())
+	}
 	return p, nil
+}
+
+// applyRole makes p lead or follow as pm says (LeaderAndIsr semantics).
+// Called by reconcile with pmu held.
+func (s *Server) applyRole(p *partition, pm controller.Partition) {
+	if pm.Leader == s.cfg.ID {
+		s.unfollow(tp{p.topic, p.index})
+		p.applyLeader(s.cfg.ID, pm, time.Now())
+		return
+	}
+	p.applyFollower(s.cfg.ID, pm)
+	s.follow(p, pm.Leader, pm.LeaderEpoch)
 }

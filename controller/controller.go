@@ -7,6 +7,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 )
 
 // Broker is a registered broker.
@@ -24,6 +26,10 @@ type Partition struct {
 	LeaderEpoch int32
 	Replicas    []int32
 	ISR         []int32
+	// PartitionEpoch grows with every change of the partition's leader or
+	// ISR (Kafka's partition epoch, the ZooKeeper state's zkVersion). The
+	// leader names it in AlterPartition so that stale changes are refused.
+	PartitionEpoch int32 `json:",omitempty"`
 }
 
 // Topic is a topic's metadata. Configs holds only topic-level overrides.
@@ -68,7 +74,28 @@ var (
 	ErrInvalidPartitions  = errors.New("invalid number of partitions")
 	ErrInvalidReplication = errors.New("invalid replication factor")
 	ErrNotController      = errors.New("not the controller")
+	// AlterPartition refusals (Kafka's error names).
+	ErrFencedLeaderEpoch    = errors.New("fenced leader epoch")             // FENCED_LEADER_EPOCH
+	ErrInvalidUpdateVersion = errors.New("invalid partition epoch")         // INVALID_UPDATE_VERSION
+	ErrInvalidISR           = errors.New("invalid in-sync replica set")     // INELIGIBLE_REPLICA / INVALID_REQUEST
+	ErrNotLeader            = errors.New("not the leader of the partition") // NOT_LEADER_OR_FOLLOWER
 )
+
+// AlterPartitionRequest is a leader's proposal of a new ISR (Kafka's
+// AlterPartition, KIP-497).
+type AlterPartitionRequest struct {
+	Topic     string
+	Partition int32
+	// Leader is the broker asking; it must be the partition's leader.
+	Leader int32
+	// LeaderEpoch and PartitionEpoch are the leader's view; a change made
+	// on a stale view is refused.
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	// ISR is the proposed in-sync replica set; it must include the leader
+	// and only replicas of the partition.
+	ISR []int32
+}
 
 // Controller is the metadata authority brokers talk to.
 type Controller interface {
@@ -88,5 +115,56 @@ type Controller interface {
 	// AllocateProducerIDs reserves n producer ids, unique in the cluster
 	// forever, and returns the first.
 	AllocateProducerIDs(ctx context.Context, n int64) (int64, error)
+	// AlterPartition commits a new ISR proposed by the partition's leader,
+	// with Kafka's AlterPartition semantics: the request is refused with
+	// ErrNotLeader if the asker does not lead the partition,
+	// ErrFencedLeaderEpoch if LeaderEpoch is not the current one,
+	// ErrInvalidUpdateVersion if PartitionEpoch is not the current one, and
+	// ErrInvalidISR if the ISR lacks the leader or names a non-replica (or
+	// a dead broker when it grows). On success the partition epoch is
+	// bumped, the change is published in Metadata, and the new partition
+	// state is returned. Proposing the current ISR is a no-op that returns
+	// the current state.
+	AlterPartition(ctx context.Context, req AlterPartitionRequest) (Partition, error)
 	Close() error
+}
+
+// CheckAlterPartition validates an AlterPartition request against the
+// current partition state, as every Controller must. alive tells whether a
+// broker may join the ISR (nil: all may).
+func CheckAlterPartition(cur Partition, req AlterPartitionRequest, alive func(int32) bool) error {
+	switch {
+	case cur.Leader != req.Leader:
+		return fmt.Errorf("%w: broker %d asked, leader is %d", ErrNotLeader, req.Leader, cur.Leader)
+	case req.LeaderEpoch != cur.LeaderEpoch:
+		return fmt.Errorf("%w: %d, current %d", ErrFencedLeaderEpoch, req.LeaderEpoch, cur.LeaderEpoch)
+	case req.PartitionEpoch != cur.PartitionEpoch:
+		return fmt.Errorf("%w: %d, current %d", ErrInvalidUpdateVersion, req.PartitionEpoch, cur.PartitionEpoch)
+	case !slices.Contains(req.ISR, req.Leader):
+		return fmt.Errorf("%w: %v lacks the leader %d", ErrInvalidISR, req.ISR, req.Leader)
+	}
+	seen := map[int32]bool{}
+	for _, id := range req.ISR {
+		if seen[id] || !slices.Contains(cur.Replicas, id) {
+			return fmt.Errorf("%w: %v (replicas %v)", ErrInvalidISR, req.ISR, cur.Replicas)
+		}
+		seen[id] = true
+		if alive != nil && !slices.Contains(cur.ISR, id) && !alive(id) {
+			return fmt.Errorf("%w: broker %d is not alive", ErrInvalidISR, id)
+		}
+	}
+	return nil
+}
+
+// sameSet tells whether a and b hold the same ids.
+func sameSet(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }

@@ -306,3 +306,19 @@ func (e *Embedded) AllocateProducerIDs(ctx context.Context, n int64) (int64, err
 	})
 	return first, err
 }
+
+// AlterPartition commits an ISR change. A single node is always the whole
+// ISR, so only its own ISR is accepted.
+func (e *Embedded) AlterPartition(ctx context.Context, req AlterPartitionRequest) (Partition, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.md.Topics[req.Topic]
+	if !ok || req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+		return Partition{}, ErrUnknownTopic
+	}
+	cur := t.Partitions[req.Partition]
+	if err := CheckAlterPartition(cur, req, nil); err != nil {
+		return Partition{}, err
+	}
+	return cur, nil // the ISR is the replica set: nothing can change
+}

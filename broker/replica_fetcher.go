@@ -1,0 +1,461 @@
+package broker
+
+// Follower side of replication: one fetcher per leader broker replicates
+// the partitions this broker follows from it. A partition that starts
+// following a leader epoch first truncates its divergent tail with
+// OffsetForLeaderEpoch (KIP-101/KIP-279), then fetches from its log end
+// with its replica id, appends with AppendReplicated (batches keep their
+// offsets and leader epochs) and takes min(leader's high watermark, own log
+// end) as its high watermark.
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	replicaFetchMaxBytes = 1 << 20  // replica.fetch.max.bytes default
+	replicaRespMaxBytes  = 10 << 20 // replica.fetch.response.max.bytes default
+	replicaFetchBackoff  = 100 * time.Millisecond
+)
+
+// followPart is one partition a fetcher replicates.
+type followPart struct {
+	p         *partition
+	epoch     int32 // leader epoch being followed
+	truncated bool  // the divergent tail has been truncated for epoch
+}
+
+// fetcher replicates from one leader broker.
+type fetcher struct {
+	s      *Server
+	leader int32
+
+	mu    sync.Mutex // guards parts; held while applying a response
+	parts map[tp]*followPart
+	wake  chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// follow makes p replicate from leader at epoch, moving it from any other
+// fetcher. Called by reconcile (with pmu held; fetchers never take pmu).
+func (s *Server) follow(p *partition, leader, epoch int32) {
+	k := tp{p.topic, p.index}
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	for id, f := range s.fetchers {
+		if id != leader {
+			s.removeFollowed(f, k)
+		}
+	}
+	if leader < 0 {
+		return
+	}
+	f := s.fetchers[leader]
+	if f == nil {
+		ctx, cancel := context.WithCancel(s.ctx)
+		f = &fetcher{s: s, leader: leader, parts: map[tp]*followPart{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+		s.fetchers[leader] = f
+		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata, handlers)
+		go f.run(ctx)
+	}
+	f.mu.Lock()
+	if fp := f.parts[k]; fp == nil || fp.epoch != epoch || fp.p != p {
+		f.parts[k] = &followPart{p: p, epoch: epoch}
+	}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// unfollow stops replicating p (it leads now, or is no longer a replica).
+func (s *Server) unfollow(k tp) {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	for _, f := range s.fetchers {
+		s.removeFollowed(f, k)
+	}
+}
+
+// removeFollowed drops k from f and ends f when it has nothing left to
+// fetch. Called with fmu held.
+func (s *Server) removeFollowed(f *fetcher, k tp) {
+	if f.remove(k) == 0 {
+		f.cancel()
+		delete(s.fetchers, f.leader)
+	}
+}
+
+// stopFetchers ends every fetcher and waits for them.
+func (s *Server) stopFetchers() {
+	s.fmu.Lock()
+	fs := s.fetchers
+	s.fetchers = map[int32]*fetcher{}
+	s.fmu.Unlock()
+	for _, f := range fs {
+		f.cancel()
+		<-f.done
+	}
+}
+
+// pauseReplication stops (true) or resumes (false) every fetcher of this
+// broker, as if the follower process were paused. For tests.
+func (s *Server) pauseReplication(paused bool) {
+	s.replPaused.Store(paused)
+	s.fmu.Lock()
+	for _, f := range s.fetchers {
+		f.poke()
+	}
+	s.fmu.Unlock()
+}
+
+// remove drops k and returns how many partitions are left.
+func (f *fetcher) remove(k tp) int {
+	f.mu.Lock() // waits for a response being applied
+	defer f.mu.Unlock()
+	delete(f.parts, k)
+	return len(f.parts)
+}
+
+func (f *fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wait blocks until poked, d passes or ctx ends.
+func (f *fetcher) wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-f.wake:
+	case <-t.C:
+	}
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	defer f.s.wg.Done()
+	defer close(f.done)
+	var rc *replicaConn
+	defer func() {
+		if rc != nil {
+			rc.close()
+		}
+	}()
+	for ctx.Err() == nil {
+		f.mu.Lock()
+		n := len(f.parts)
+		f.mu.Unlock()
+		if n == 0 || f.s.replPaused.Load() {
+			if rc != nil {
+				rc.close()
+				rc = nil
+			}
+			f.wait(ctx, time.Minute)
+			continue
+		}
+		if rc == nil {
+			c, err := f.dial(ctx)
+			if err != nil {
+				f.s.log.Debug("replica fetcher connect", "leader", f.leader, "err", err)
+				f.wait(ctx, replicaFetchBackoff)
+				continue
+			}
+			rc = c
+		}
+		backoff, err := f.round(ctx, rc)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.s.log.Debug("replica fetch", "leader", f.leader, "err", err)
+			}
+			rc.close()
+			rc = nil
+			backoff = true
+		}
+		if backoff {
+			f.wait(ctx, replicaFetchBackoff)
+		}
+	}
+}
+
+func (f *fetcher) dial(ctx context.Context) (*replicaConn, error) {
+	var addr string
+	for _, b := range f.s.ctrl.Metadata().Brokers {
+		if b.ID == f.leader {
+			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	if addr == "" {
+		return nil, fmt.Errorf("leader %d is not registered", f.leader)
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial leader %d at %s: %w", f.leader, addr, err)
+	}
+	rc := &replicaConn{conn: c, r: bufio.NewReader(c), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-replica-" + strconv.Itoa(int(f.s.cfg.ID))))}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	rc.stop = stop
+	return rc, nil
+}
+
+// snapshot copies the partitions to serve this round.
+func (f *fetcher) snapshot() map[tp]followPart {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[tp]followPart, len(f.parts))
+	for k, fp := range f.parts {
+		out[k] = *fp
+	}
+	return out
+}
+
+// current returns the live entry for k if it still follows epoch with p.
+// Called with f.mu held.
+func (f *fetcher) current(k tp, want followPart) *followPart {
+	fp := f.parts[k]
+	if fp == nil || fp.epoch != want.epoch || fp.p != want.p {
+		return nil
+	}
+	return fp
+}
+
+// round truncates partitions new to their epoch, then fetches once.
+// backoff asks the caller to pause (errors from the leader).
+func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err error) {
+	parts := f.snapshot()
+	var untruncated []tp
+	for k, fp := range parts {
+		if !fp.truncated {
+			untruncated = append(untruncated, k)
+		}
+	}
+	if len(untruncated) > 0 {
+		return f.truncate(rc, parts, untruncated)
+	}
+	lag := time.Duration(f.s.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
+	wait := min(500*time.Millisecond, max(lag/2, 10*time.Millisecond))
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = f.s.cfg.ID
+	req.MaxWaitMillis = int32(wait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = replicaRespMaxBytes
+	req.SessionEpoch = -1
+	topics := map[string]int{}
+	for k, fp := range parts {
+		i, ok := topics[k.topic]
+		if !ok {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+			i = len(req.Topics) - 1
+			topics[k.topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = k.part
+		rp.CurrentLeaderEpoch = fp.epoch
+		rp.FetchOffset = fp.p.log.LogEndOffset()
+		rp.LogStartOffset = fp.p.log.LogStartOffset()
+		rp.PartitionMaxBytes = replicaFetchMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	kresp, err := rc.roundTrip(req, wait+10*time.Second)
+	if err != nil {
+		return false, err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if f.s.replPaused.Load() {
+		return false, nil // paused while the fetch was out: drop what came
+	}
+	if resp.ErrorCode != 0 {
+		return true, fmt.Errorf("fetch: %w", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			k := tp{rt.Topic, rp.Partition}
+			fp := f.current(k, parts[k])
+			if fp == nil {
+				continue
+			}
+			switch rp.ErrorCode {
+			case 0:
+				if err := f.apply(fp, rp); err != nil {
+					f.s.log.Warn("replicate", "topic", k.topic, "partition", k.part, "err", err)
+					backoff = true
+				}
+			case kerr.OffsetOutOfRange.Code:
+				fp.truncated = false // find the common point again
+				backoff = true
+			default:
+				// Fenced or unknown epoch, not leader: wait for metadata.
+				backoff = true
+			}
+		}
+	}
+	return backoff, nil
+}
+
+// apply appends fetched batches and moves the follower's high watermark.
+// Called with f.mu held.
+func (f *fetcher) apply(fp *followPart, rp kmsg.FetchResponseTopicPartition) error {
+	p := fp.p
+	if recs := wholeBatches(rp.RecordBatches); len(recs) > 0 {
+		if _, err := p.log.AppendReplicated(recs); err != nil {
+			return fmt.Errorf("append replicated: %w", err)
+		}
+		p.wake()
+	}
+	p.setHW(min(rp.HighWatermark, p.log.LogEndOffset()))
+	return nil
+}
+
+// wholeBatches drops a partial batch at the end of fetched records.
+func wholeBatches(b []byte) []byte {
+	n := 0
+	for len(b)-n >= 12 {
+		size := 12 + int(int32(binary.BigEndian.Uint32(b[n+8:n+12])))
+		if size < 12 || len(b)-n < size {
+			break
+		}
+		n += size
+	}
+	return b[:n]
+}
+
+// truncate asks the leader where this broker's log diverges from its own
+// and truncates to there (KIP-279): the end offset of the latest epoch the
+// two logs share.
+func (f *fetcher) truncate(rc *replicaConn, parts map[tp]followPart, keys []tp) (bool, error) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.Version = 4
+	req.ReplicaID = f.s.cfg.ID
+	topics := map[string]int{}
+	for _, k := range keys {
+		i, ok := topics[k.topic]
+		if !ok {
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+			i = len(req.Topics) - 1
+			topics[k.topic] = i
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = k.part
+		rp.CurrentLeaderEpoch = parts[k].epoch
+		rp.LeaderEpoch = parts[k].p.log.LatestEpoch()
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	kresp, err := rc.roundTrip(req, 10*time.Second)
+	if err != nil {
+		return false, err
+	}
+	resp := kresp.(*kmsg.OffsetForLeaderEpochResponse)
+	backoff := false
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			k := tp{rt.Topic, rp.Partition}
+			fp := f.current(k, parts[k])
+			if fp == nil {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				backoff = true
+				continue
+			}
+			p := fp.p
+			to := p.log.LogEndOffset()
+			switch {
+			case rp.LeaderEpoch < 0 || rp.EndOffset < 0:
+				to = min(to, p.hw.Load()) // no common epoch known: keep what was committed
+			default:
+				_, own := p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				to = min(to, rp.EndOffset, own)
+			}
+			if to < p.log.LogEndOffset() {
+				f.s.log.Info("truncating divergent log", "topic", k.topic, "partition", k.part, "from", p.log.LogEndOffset(), "to", to, "leader_epoch", fp.epoch)
+				if err := p.log.Truncate(to); err != nil {
+					f.s.log.Error("truncate", "topic", k.topic, "partition", k.part, "err", err)
+					backoff = true
+					continue
+				}
+			}
+			if hw := p.hw.Load(); hw > p.log.LogEndOffset() {
+				p.hw.Store(p.log.LogEndOffset())
+			}
+			fp.truncated = true
+		}
+	}
+	return backoff, nil
+}
+
+// replicaConn is a raw Kafka connection to a leader.
+type replicaConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+	fmt  *kmsg.RequestFormatter
+	corr int32
+	buf  []byte
+	stop func() bool
+}
+
+func (c *replicaConn) close() {
+	c.stop()
+	c.conn.Close()
+}
+
+// roundTrip sends req and reads its response within timeout.
+func (c *replicaConn) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	c.corr++
+	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
+	c.conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.conn.Write(c.buf); err != nil {
+		return nil, fmt.Errorf("send %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		return nil, fmt.Errorf("read %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 4 || n > replicaRespMaxBytes*2 {
+		return nil, fmt.Errorf("%s response of %d bytes", kmsg.NameForKey(req.Key()), n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		return nil, fmt.Errorf("read %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	rd := kbin.Reader{Src: body}
+	if corr := rd.Int32(); corr != c.corr {
+		return nil, fmt.Errorf("%s response: correlation id %d, want %d", kmsg.NameForKey(req.Key()), corr, c.corr)
+	}
+	resp := req.ResponseKind()
+	if resp.IsFlexible() {
+		kmsg.SkipTags(&rd)
+	}
+	if !rd.Ok() {
+		return nil, errors.New("malformed response header")
+	}
+	if err := resp.ReadFrom(rd.Src); err != nil {
+		return nil, fmt.Errorf("decode %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
