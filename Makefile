@@ -17,7 +17,7 @@ run: build
 	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data
 
 test-deps:
-	./deploy/install-deps.sh kcat
+	./deploy/install-deps.sh kcat zookeeper
 
 vet:
 	$(GO) vet ./...

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the outside programs tests and the local cluster need, when they
-# are missing: kcat (Debian package). Usage: install-deps.sh NAME...
+# are missing: kcat and zookeeper (Debian packages; zookeeper runs on the
+# machine's Java). Usage: install-deps.sh NAME...
 set -euo pipefail
 
 need_apt_update=1
@@ -21,6 +22,8 @@ apt_install() {
 for dep in "$@"; do
   case "$dep" in
     kcat) command -v kcat >/dev/null 2>&1 || apt_install kcat ;;
+    # internal/testenv runs QuorumPeerMain from this jar with the java on PATH.
+    zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1 || apt_install zookeeper ;;
     *) echo "install-deps: unknown dependency $dep" >&2; exit 2 ;;
   esac
 done

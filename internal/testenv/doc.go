@@ -2,10 +2,10 @@
 // against, as separate processes with their own data directories on free
 // loopback ports, and cleans them up when the test ends.
 //
-// Today it builds and runs the strata binary itself ([BuildStrata],
-// [StartBroker], [RunStrata]) and finds kcat ([RequireKcat]). Later issues
-// add starters for ZooKeeper (Debian's zookeeper package) and MinIO here, in
-// files of their own, following the same shape: a Start function taking
+// It builds and runs the strata binary itself ([BuildStrata],
+// [StartBroker], [RunStrata]), finds kcat ([RequireKcat]) and runs
+// ZooKeeper from Debian's zookeeper package ([StartZooKeeper]). MinIO comes
+// with tiered storage, in a file of its own, following the same shape: a Start function taking
 // testing.TB and an options struct, waiting for readiness with a timeout,
 // failing the test (never skipping) when a dependency is missing, keeping
 // the process's output in a file under t.TempDir() and printing its tail

@@ -1,0 +1,353 @@
+package zk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"strata/controller"
+)
+
+// Options configure a Controller. Zero durations take Kafka's defaults.
+type Options struct {
+	// Connect is the ZooKeeper connect string, HOST:PORT[,HOST:PORT...][/chroot]
+	// (Kafka's zookeeper.connect). A missing chroot is created.
+	Connect string
+	// Broker is this broker: its id, advertised host and port, and rack.
+	Broker controller.Broker
+	// SessionTimeout is zookeeper.session.timeout.ms (default 18s).
+	SessionTimeout time.Duration
+	// ConnectionTimeout is zookeeper.connection.timeout.ms: how long New
+	// waits for a session (default SessionTimeout).
+	ConnectionTimeout time.Duration
+	// DefaultPartitions is num.partitions (default 1), used when a
+	// CreateTopicRequest asks for -1.
+	DefaultPartitions int32
+	// DefaultReplicationFactor is default.replication.factor (default 1).
+	DefaultReplicationFactor int16
+	// UncleanLeaderElection is the broker's unclean.leader.election.enable
+	// (default false); topic and dynamic broker configs override it.
+	UncleanLeaderElection bool
+	Logger                *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 18 * time.Second
+	}
+	if o.ConnectionTimeout <= 0 {
+		o.ConnectionTimeout = o.SessionTimeout
+	}
+	if o.DefaultPartitions <= 0 {
+		o.DefaultPartitions = 1
+	}
+	if o.DefaultReplicationFactor <= 0 {
+		o.DefaultReplicationFactor = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (o *Options) Validate() error {
+	servers, chroot := splitConnect(o.Connect)
+	if len(servers) == 0 {
+		return fmt.Errorf("zookeeper connect string %q has no servers", o.Connect)
+	}
+	if chroot != "" && (strings.HasSuffix(chroot, "/") || strings.Contains(chroot, "//")) {
+		return fmt.Errorf("zookeeper connect string %q: bad chroot %q", o.Connect, chroot)
+	}
+	if o.Broker.ID < 0 {
+		return fmt.Errorf("broker id %d must not be negative", o.Broker.ID)
+	}
+	return nil
+}
+
+// splitConnect splits "h1:p1,h2:p2/chroot" into servers and chroot.
+func splitConnect(s string) ([]string, string) {
+	hosts, chroot := s, ""
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		hosts, chroot = s[:i], s[i:]
+	}
+	if chroot == "/" {
+		chroot = ""
+	}
+	var servers []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			servers = append(servers, h)
+		}
+	}
+	return servers, chroot
+}
+
+// Controller is one broker's view of, and vote in, the ZooKeeper-elected
+// controller. It implements controller.Controller.
+//
+// State ownership: the run goroutine owns the znode cache, the session
+// bookkeeping and the election; mu guards the published snapshot; active
+// is read by mutations from any goroutine. Mutations hold opMu so that one
+// runs at a time on this broker.
+type Controller struct {
+	opts   Options
+	log    *slog.Logger
+	conn   *zk.Conn
+	chroot string
+
+	kick    chan struct{}  // session state changed; buffered 1
+	invalid chan watchKey  // fired watches
+	done    chan struct{}  // closed by Close
+	wg      sync.WaitGroup // the run goroutine
+
+	// active is the controller epoch zk version this broker holds as
+	// active controller, or -1. Cleared at once on session trouble.
+	active atomic.Int64
+	epoch  atomic.Int32 // controller epoch while active
+
+	mu      sync.Mutex
+	md      *controller.Metadata
+	changed chan struct{}
+	epochs  map[int32]int64 // broker epochs (czxid) of live brokers
+
+	opMu sync.Mutex
+
+	// Owned by run.
+	cache      map[watchKey]*cached
+	sessionID  int64
+	registered bool
+	closeOnce  sync.Once
+}
+
+var _ controller.Controller = (*Controller)(nil)
+
+// New connects to ZooKeeper, registers the broker and starts following
+// (and competing for) the controller. It returns once the broker is
+// registered and a first snapshot is built, or fails after
+// ConnectionTimeout (plus SessionTimeout when an earlier session of the
+// same broker id still holds its registration).
+func New(ctx context.Context, opts Options) (*Controller, error) {
+	opts.setDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	servers, chroot := splitConnect(opts.Connect)
+	c := &Controller{
+		opts:    opts,
+		log:     opts.Logger.With("component", "zk-controller", "broker_id", opts.Broker.ID),
+		chroot:  chroot,
+		kick:    make(chan struct{}, 1),
+		invalid: make(chan watchKey, 256),
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
+		cache:   map[watchKey]*cached{},
+		md:      emptyMetadata(),
+	}
+	c.active.Store(-1)
+	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
+		zk.WithLogger(zkLogger{c.log}), zk.WithLogInfo(false), zk.WithEventCallback(c.onEvent))
+	if err != nil {
+		return nil, fmt.Errorf("connect to zookeeper %s: %w", opts.Connect, err)
+	}
+	c.conn = conn
+	if err := c.waitSession(ctx, opts.ConnectionTimeout); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := c.ensurePersistentPaths(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.run()
+	regCtx, cancel := context.WithTimeout(ctx, opts.ConnectionTimeout+opts.SessionTimeout)
+	defer cancel()
+	if err := c.waitFor(regCtx, func(md *controller.Metadata) bool {
+		return md.ClusterID != "" && hasBroker(md, opts.Broker.ID)
+	}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("register broker %d in zookeeper: %w", opts.Broker.ID, err)
+	}
+	return c, nil
+}
+
+func emptyMetadata() *controller.Metadata {
+	return &controller.Metadata{
+		ControllerID:  -1,
+		Topics:        map[string]*controller.Topic{},
+		TopicIDs:      map[[16]byte]string{},
+		BrokerConfigs: map[string]map[string]string{},
+	}
+}
+
+func hasBroker(md *controller.Metadata, id int32) bool {
+	for _, b := range md.Brokers {
+		if b.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) waitSession(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for c.conn.State() != zk.StateHasSession {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return fmt.Errorf("no zookeeper session with %s within %v (zookeeper.connection.timeout.ms)", c.opts.Connect, d)
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// onEvent runs on the zk client's goroutine for session events; it must
+// not block. Losing the session (or the connection, after which the
+// session may expire at any moment) ends this broker's term as controller
+// at once.
+func (c *Controller) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	if ev.State != zk.StateHasSession {
+		if c.active.Swap(-1) != -1 {
+			c.log.Warn("zookeeper session interrupted; no longer acting as controller", "state", ev.State.String())
+		}
+		c.publishNoController()
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// publishNoController publishes the current snapshot with ControllerID -1.
+func (c *Controller) publishNoController() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.md.ControllerID == -1 {
+		return
+	}
+	md := *c.md
+	md.ControllerID = -1
+	md.Version++
+	c.md = &md
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Metadata returns the current snapshot.
+func (c *Controller) Metadata() *controller.Metadata {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.md
+}
+
+// Changes returns a channel closed at the next change.
+func (c *Controller) Changes() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+// BrokerEpoch returns the broker epoch (the czxid of its registration
+// znode) of a live broker, or -1.
+func (c *Controller) BrokerEpoch(id int32) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.epochs[id]; ok {
+		return e
+	}
+	return -1
+}
+
+// IsActive reports whether this broker is the active controller now.
+func (c *Controller) IsActive() bool { return c.active.Load() != -1 }
+
+// ControllerEpoch returns the controller epoch this broker holds as active
+// controller, or -1.
+func (c *Controller) ControllerEpoch() int32 {
+	if !c.IsActive() {
+		return -1
+	}
+	return c.epoch.Load()
+}
+
+// Close ends the session: the broker's registration (and /controller, if
+// it held it) disappear at once.
+func (c *Controller) Close() error {
+	c.closeOnce.Do(func() {
+		c.active.Store(-1)
+		close(c.done)
+		c.conn.Close()
+		c.wg.Wait()
+		c.publishNoController()
+	})
+	return nil
+}
+
+// waitFor waits until pred holds for the published snapshot.
+func (c *Controller) waitFor(ctx context.Context, pred func(*controller.Metadata) bool) error {
+	for {
+		c.mu.Lock()
+		md, ch := c.md, c.changed
+		c.mu.Unlock()
+		if pred(md) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return errors.New("controller closed")
+		}
+	}
+}
+
+// p maps a Kafka path below the chroot.
+func (c *Controller) p(path string) string { return c.chroot + path }
+
+// ensurePersistentPaths creates the chroot and Kafka's persistent paths.
+func (c *Controller) ensurePersistentPaths() error {
+	if c.chroot != "" {
+		parts := strings.Split(strings.TrimPrefix(c.chroot, "/"), "/")
+		for i := range parts {
+			if err := c.createIfMissing("/" + strings.Join(parts[:i+1], "/")); err != nil {
+				return err
+			}
+		}
+	}
+	for _, path := range persistentPaths {
+		if err := c.createIfMissing(c.p(path)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Controller) createIfMissing(full string) error {
+	_, err := c.conn.Create(full, nil, 0, zk.WorldACL(zk.PermAll))
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("create %s: %w", full, err)
+	}
+	return nil
+}
+
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug("zookeeper client: " + fmt.Sprintf(format, args...))
+}

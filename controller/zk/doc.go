@@ -1,0 +1,40 @@
+// Package zk is the ZooKeeper-backed implementation of controller.Controller.
+//
+// Every broker runs one Controller. It registers the broker with an
+// ephemeral znode, races the other brokers for the ephemeral /controller
+// znode, and builds its metadata snapshot from ZooKeeper through watches.
+// The broker that holds /controller (with its current session) is the
+// active controller: it alone creates, changes and deletes topics and
+// elects partition leaders. Its writes are multi-ops that check the version
+// of /controller_epoch it set when it took over, so a controller that has
+// been replaced can no longer write (fencing).
+//
+// # ZooKeeper layout
+//
+// Paths and JSON follow Kafka's ZooKeeper mode (kafka.zk.ZkData), so zkCli
+// and operators' habits carry over. Paths are below the chroot of the
+// connect string, if any.
+//
+//	/cluster/id                        {"version":"1","id":"<base64url uuid>"}
+//	/brokers/ids/<id>         (eph.)   {"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},
+//	                                    "endpoints":["PLAINTEXT://host:port"],"rack":"r1",
+//	                                    "jmx_port":-1,"host":"host","port":9092,
+//	                                    "timestamp":"<ms>","version":5}
+//	                                   the broker epoch is the znode's czxid
+//	/controller               (eph.)   {"version":1,"brokerid":1,"timestamp":"<ms>"}
+//	/controller_epoch                  the epoch as a decimal number, e.g. 7
+//	/brokers/topics/<t>                {"version":3,"topic_id":"<base64url uuid>",
+//	                                    "partitions":{"0":[1,2,3]},
+//	                                    "adding_replicas":{},"removing_replicas":{}}
+//	/brokers/topics/<t>/partitions/<p>/state
+//	                                   {"controller_epoch":7,"leader":1,"version":1,
+//	                                    "leader_epoch":0,"isr":[1,2,3]}
+//	/config/topics/<t>                 {"version":1,"config":{"retention.ms":"1000"}}
+//	/config/brokers/<id>|<default>     {"version":1,"config":{...}}
+//	/config/changes/config_change_<n>  {"version":2,"entity_path":"topics/<t>"}
+//	/admin/delete_topics/<t>           (empty) a deletion in progress
+//	/latest_producer_id_block          {"version":1,"broker":1,"block_start":"0","block_end":"999"}
+//
+// Version note: these are the versions Kafka 2.8–3.x writes in ZooKeeper
+// mode; readers ignore fields they do not know, as Kafka does.
+package zk

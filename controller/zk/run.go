@@ -1,0 +1,319 @@
+package zk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"strata/controller"
+)
+
+// retryBackoff is how soon a failed step is tried again.
+const retryBackoff = 100 * time.Millisecond
+
+// run is the goroutine that owns the cache: it rebuilds the snapshot when a
+// watch fires or the session changes, and acts as controller when elected.
+func (c *Controller) run() {
+	defer c.wg.Done()
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.kick:
+		case k := <-c.invalid:
+			delete(c.cache, k)
+		case <-retry.C:
+		}
+	drain:
+		for {
+			select {
+			case k := <-c.invalid:
+				delete(c.cache, k)
+			default:
+				break drain
+			}
+		}
+		if err := c.step(); err != nil {
+			select {
+			case <-c.done:
+				return
+			default:
+			}
+			c.log.Debug("zookeeper step failed; retrying", "err", err)
+			retry.Reset(retryBackoff)
+		}
+	}
+}
+
+// view is a snapshot plus what the controller needs to change it.
+type view struct {
+	md        *controller.Metadata
+	ctrlOwner int64 // session owning /controller; 0 when there is none
+	epochs    map[int32]int64
+	states    map[string][]stateInfo // by topic, by partition
+	deleting  []string
+}
+
+type stateInfo struct {
+	exists  bool
+	s       partitionState
+	version int32
+}
+
+func (c *Controller) step() error {
+	if c.conn.State() != zk.StateHasSession {
+		c.active.Store(-1)
+		c.publishNoController()
+		return nil // the next session event kicks us
+	}
+	sid := c.conn.SessionID()
+	if sid != c.sessionID {
+		// A new session: watches and ephemerals of the old one are gone.
+		c.sessionID = sid
+		c.cache = map[watchKey]*cached{}
+		c.registered = false
+		c.active.Store(-1)
+	}
+	if !c.registered {
+		if err := c.register(); err != nil {
+			return err
+		}
+		c.registered = true
+	}
+	v, err := c.build()
+	if err != nil {
+		return err
+	}
+	if !hasBroker(v.md, c.opts.Broker.ID) {
+		// Our registration vanished (deleted by hand?): register again.
+		c.registered = false
+		return errors.New("own registration missing")
+	}
+	switch {
+	case v.ctrlOwner == 0:
+		if err := c.tryElect(); err != nil {
+			return err
+		}
+		// Our /controller watch rebuilds with the winner.
+	case v.ctrlOwner == sid:
+		if !c.IsActive() {
+			if err := c.takeOver(sid); err != nil {
+				return err
+			}
+		}
+	default:
+		c.active.Store(-1)
+	}
+	c.publish(v)
+	if c.IsActive() {
+		return c.reconcile(v)
+	}
+	return nil
+}
+
+// register creates this broker's ephemeral znode. A znode left by an
+// earlier session of the same id blocks registration until that session
+// expires.
+func (c *Controller) register() error {
+	path := brokerPath(c.opts.Broker.ID)
+	_, err := c.conn.Create(c.p(path), encodeBroker(c.opts.Broker), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	if err == nil {
+		c.log.Info("registered broker in zookeeper", "path", path)
+		return nil
+	}
+	if !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("register %s: %w", path, err)
+	}
+	_, st, err := c.conn.Get(c.p(path))
+	if err != nil {
+		return fmt.Errorf("register %s: %w", path, err)
+	}
+	if st.EphemeralOwner == c.conn.SessionID() {
+		return nil
+	}
+	c.log.Warn("broker id registered by another zookeeper session; waiting for it to expire", "path", path, "owner", st.EphemeralOwner)
+	return fmt.Errorf("register %s: held by session %#x", path, st.EphemeralOwner)
+}
+
+// build reads the cluster from ZooKeeper (through the cache).
+func (c *Controller) build() (*view, error) {
+	v := &view{md: emptyMetadata(), epochs: map[int32]int64{}, states: map[string][]stateInfo{}}
+	md := v.md
+
+	e, err := c.get(clusterIDPath)
+	if err != nil {
+		return nil, err
+	}
+	if !e.exists {
+		id := controller.NewTopicID()
+		data, _ := json.Marshal(clusterIDZNode{Version: "1", ID: encodeUUID(id)})
+		if _, err := c.conn.Create(c.p(clusterIDPath), data, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return nil, fmt.Errorf("create %s: %w", clusterIDPath, err)
+		}
+		return nil, errors.New("cluster id created; rereading")
+	}
+	var cid clusterIDZNode
+	if err := json.Unmarshal(e.data, &cid); err != nil {
+		c.log.Warn("bad cluster id znode", "err", err)
+	}
+	md.ClusterID = cid.ID
+
+	if e, err = c.get(controllerPath); err != nil {
+		return nil, err
+	}
+	if e.exists {
+		id, err := decodeController(e.data)
+		if err != nil {
+			c.log.Warn("bad controller znode", "err", err)
+		}
+		md.ControllerID, v.ctrlOwner = id, e.stat.EphemeralOwner
+	}
+
+	ids, err := c.children(brokerIDsPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range ids {
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			continue
+		}
+		e, err := c.get(brokerPath(int32(n)))
+		if err != nil {
+			return nil, err
+		}
+		if !e.exists {
+			continue
+		}
+		b, err := decodeBroker(int32(n), e.data)
+		if err != nil {
+			c.log.Warn("skipping broker with bad znode", "err", err)
+			continue
+		}
+		md.Brokers = append(md.Brokers, b)
+		v.epochs[b.ID] = e.stat.Czxid
+	}
+	slices.SortFunc(md.Brokers, func(a, b controller.Broker) int { return int(a.ID - b.ID) })
+
+	if v.deleting, err = c.children(deleteTopicsPath); err != nil {
+		return nil, err
+	}
+	names, err := c.children(topicsPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if slices.Contains(v.deleting, name) {
+			continue
+		}
+		t, states, err := c.buildTopic(name)
+		if err != nil {
+			return nil, err
+		}
+		if t != nil {
+			md.Topics[name] = t
+			md.TopicIDs[t.ID] = name
+			v.states[name] = states
+		}
+	}
+
+	entities, err := c.children(brokerConfigsPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, ent := range entities {
+		e, err := c.get(brokerConfigsPath + "/" + ent)
+		if err != nil {
+			return nil, err
+		}
+		if !e.exists {
+			continue
+		}
+		cfg, err := decodeConfig(e.data)
+		if err != nil || len(cfg) == 0 {
+			continue
+		}
+		if ent == defaultBrokerEntity {
+			ent = ""
+		}
+		md.BrokerConfigs[ent] = cfg
+	}
+
+	if e, err = c.get(producerIDPath); err != nil {
+		return nil, err
+	}
+	if e.exists {
+		if _, end, err := decodeProducerIDBlock(e.data); err == nil {
+			md.NextProducerID = end + 1
+		}
+	}
+	return v, nil
+}
+
+// buildTopic reads one topic; nil when it is missing or unreadable.
+func (c *Controller) buildTopic(name string) (*controller.Topic, []stateInfo, error) {
+	e, err := c.get(topicPath(name))
+	if err != nil || !e.exists {
+		return nil, nil, err
+	}
+	id, assign, err := decodeTopic(e.data)
+	if err != nil {
+		c.log.Warn("skipping topic with bad znode", "topic", name, "err", err)
+		return nil, nil, nil
+	}
+	t := &controller.Topic{Name: name, ID: id, Configs: map[string]string{}}
+	states := make([]stateInfo, len(assign))
+	for p, replicas := range assign {
+		part := controller.Partition{Index: int32(p), Leader: -1, Replicas: replicas, ISR: []int32{}}
+		e, err := c.get(statePath(name, int32(p)))
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.exists {
+			if s, err := decodeState(e.data); err == nil {
+				part.Leader, part.LeaderEpoch, part.ISR = s.Leader, s.LeaderEpoch, s.ISR
+				part.PartitionEpoch = e.stat.Version
+				states[p] = stateInfo{exists: true, s: s, version: e.stat.Version}
+			} else {
+				c.log.Warn("bad partition state znode", "topic", name, "partition", p, "err", err)
+			}
+		}
+		if part.ISR == nil {
+			part.ISR = []int32{}
+		}
+		t.Partitions = append(t.Partitions, part)
+	}
+	if e, err = c.get(topicConfigPath(name)); err != nil {
+		return nil, nil, err
+	}
+	if e.exists {
+		if cfg, err := decodeConfig(e.data); err == nil {
+			t.Configs = cfg
+		}
+	}
+	return t, states, nil
+}
+
+// publish replaces the snapshot if anything in it changed.
+func (c *Controller) publish(v *view) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epochs = v.epochs
+	next := *v.md
+	next.Version = c.md.Version
+	if reflect.DeepEqual(&next, c.md) {
+		return
+	}
+	next.Version++
+	c.md = &next
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
