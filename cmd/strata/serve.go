@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,11 +15,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"strata/broker"
 	"strata/broker/config"
+	"strata/controller"
+	zkctl "strata/controller/zk"
 )
 
 type stringList []string
@@ -100,9 +104,6 @@ func runServe(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if cfg.ZooKeeperConnect != "" {
-		return fail("--zookeeper: the ZooKeeper controller is not available in this build; omit it for the embedded controller")
-	}
 	if len(cfg.Ignored) > 0 {
 		logger.Info("ignoring Kafka settings that do not apply", "keys", strings.Join(cfg.Ignored, ","))
 	}
@@ -111,7 +112,26 @@ func runServe(args []string) int {
 		h, p := cfg.AdvertisedAddr()
 		adv = net.JoinHostPort(h, strconv.Itoa(int(p)))
 	}
-	srv, err := broker.New(broker.Options{Config: cfg, Listen: cfg.ListenAddr(), Advertise: adv, Logger: logger})
+	opts := broker.Options{Config: cfg, Listen: cfg.ListenAddr(), Advertise: adv, Logger: logger}
+	if cfg.ZooKeeperConnect != "" {
+		opts.NewController = func(self controller.Broker) (controller.Controller, error) {
+			c, err := zkctl.New(context.Background(), zkctl.Options{
+				Connect:                  cfg.ZooKeeperConnect,
+				Broker:                   self,
+				SessionTimeout:           time.Duration(cfg.ZooKeeperSessionTimeoutMs) * time.Millisecond,
+				ConnectionTimeout:        time.Duration(cfg.ZooKeeperConnectionTimeoutMs) * time.Millisecond,
+				DefaultPartitions:        cfg.NumPartitions,
+				DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+				UncleanLeaderElection:    cfg.UncleanLeaderElectionEnable,
+				Logger:                   logger,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("--zookeeper: %w", err)
+			}
+			return c, nil
+		}
+	}
+	srv, err := broker.New(opts)
 	if err != nil {
 		return fail("%v", err)
 	}
