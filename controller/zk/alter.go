@@ -15,13 +15,22 @@ import (
 // The partition epoch is the state znode's version (as in Kafka's
 // ZooKeeper mode), and the write is conditional on it, so a proposal made
 // on a stale view fails with controller.ErrInvalidUpdateVersion.
+//
+// As in Kafka's ZooKeeper mode before AlterPartition existed (KIP-497), a
+// leader that is not the controller writes the state znode itself; it needs
+// a live ZooKeeper session (and a known controller) to do so, so a broker
+// cut off from ZooKeeper cannot change an ISR.
 func (c *Controller) AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (controller.Partition, error) {
-	end, err := c.begin()
-	if err != nil {
-		return controller.Partition{}, err
-	}
-	defer end()
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
 	md := c.Metadata()
+	if md.ControllerID < 0 {
+		return controller.Partition{}, controller.ErrNotController
+	}
+	if !c.IsActive() && req.Leader != c.opts.Broker.ID {
+		// Only the controller writes on another broker's behalf.
+		return controller.Partition{}, fmt.Errorf("%w: broker %d proposes for leader %d", controller.ErrNotLeader, c.opts.Broker.ID, req.Leader)
+	}
 	t, ok := md.Topics[req.Topic]
 	if !ok || req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
 		return controller.Partition{}, controller.ErrUnknownTopic
@@ -46,15 +55,32 @@ func (c *Controller) AlterPartition(ctx context.Context, req controller.AlterPar
 		return cur, nil
 	}
 	s.ISR = slices.Clone(req.ISR)
-	s.ControllerEpoch = c.epoch.Load()
-	res, err := c.fencedMulti(&zk.SetDataRequest{Path: c.p(path), Data: encodeState(s), Version: st.Version})
-	if errors.Is(err, zk.ErrBadVersion) {
-		return controller.Partition{}, fmt.Errorf("%w: state of %s-%d changed", controller.ErrInvalidUpdateVersion, req.Topic, req.Partition)
+	var newVersion int32
+	if c.IsActive() {
+		s.ControllerEpoch = c.epoch.Load()
+		res, err := c.fencedMulti(&zk.SetDataRequest{Path: c.p(path), Data: encodeState(s), Version: st.Version})
+		if err == nil {
+			newVersion = res[0].Stat.Version
+		}
+		if errors.Is(err, zk.ErrBadVersion) {
+			return controller.Partition{}, fmt.Errorf("%w: state of %s-%d changed", controller.ErrInvalidUpdateVersion, req.Topic, req.Partition)
+		}
+		if err != nil {
+			return controller.Partition{}, fmt.Errorf("alter partition %s-%d: %w", req.Topic, req.Partition, err)
+		}
+	} else {
+		// The leader's own conditional write: the version check fences
+		// it against any leader change the controller made meanwhile.
+		stat, err := c.conn.Set(c.p(path), encodeState(s), st.Version)
+		if errors.Is(err, zk.ErrBadVersion) {
+			return controller.Partition{}, fmt.Errorf("%w: state of %s-%d changed", controller.ErrInvalidUpdateVersion, req.Topic, req.Partition)
+		}
+		if err != nil {
+			return controller.Partition{}, fmt.Errorf("alter partition %s-%d: %w", req.Topic, req.Partition, err)
+		}
+		newVersion = stat.Version
 	}
-	if err != nil {
-		return controller.Partition{}, fmt.Errorf("alter partition %s-%d: %w", req.Topic, req.Partition, err)
-	}
-	cur.ISR, cur.PartitionEpoch = s.ISR, res[0].Stat.Version
+	cur.ISR, cur.PartitionEpoch = s.ISR, newVersion
 	c.log.Info("ISR changed", "topic", req.Topic, "partition", req.Partition, "isr", s.ISR, "partition_epoch", cur.PartitionEpoch)
 	return cur, c.waitFor(ctx, func(md *controller.Metadata) bool {
 		t, ok := md.Topics[req.Topic]

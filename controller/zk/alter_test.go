@@ -27,16 +27,21 @@ func TestAlterPartitionAndRegistration(t *testing.T) {
 		t.Fatalf("explicit assignment: %+v", p)
 	}
 	req := controller.AlterPartitionRequest{Topic: "a", Partition: 0, Leader: 2, LeaderEpoch: 0, PartitionEpoch: 0, ISR: []int32{2, 3}}
-	var follower *Controller
+	// A broker that is neither the controller nor the leader cannot
+	// propose for the leader.
+	var bystander *Controller
 	for _, c := range cs {
-		if c != act {
-			follower = c
-			break
+		if c != act && c.opts.Broker.ID != 2 {
+			bystander = c
 		}
 	}
-	if _, err := follower.AlterPartition(ctx, req); !errors.Is(err, controller.ErrNotController) {
-		t.Errorf("AlterPartition on a non-controller: %v", err)
+	if _, err := bystander.AlterPartition(ctx, req); !errors.Is(err, controller.ErrNotLeader) {
+		t.Errorf("AlterPartition from broker %d for leader 2: %v, want ErrNotLeader", bystander.opts.Broker.ID, err)
 	}
+	// The leader commits its own change, controller or not (ZooKeeper
+	// mode: a conditional write of the state znode).
+	act = cs[1]
+	waitUntil(t, 5*time.Second, "the topic on broker 2", func() bool { return act.Metadata().Topics["a"] != nil })
 	got, err := act.AlterPartition(ctx, req)
 	if err != nil {
 		t.Fatal(err)
