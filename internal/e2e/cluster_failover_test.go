@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +173,95 @@ func TestClusterKill9LeaderThenController(t *testing.T) {
 	start, end := offsets(t, seeds[0], topic)
 	recs := consumeAll(t, seeds[0], topic, end)
 	verifyCrashLog(t, led, recs, start, end)
+}
+
+// TestClusterPausedFollowerLeavesAndRejoinsISR: a follower stopped with
+// SIGSTOP drops out of the ISR (the leader sees it lag past
+// replica.lag.time.max.ms, or the controller sees its ZooKeeper session
+// expire), producers with acks=-1 keep going on the other two, and after
+// SIGCONT it catches up and rejoins the ISR.
+func TestClusterPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
+	zk := testenv.StartZooKeeper(t)
+	sets := []string{"min.insync.replicas=2", "replica.lag.time.max.ms=1500", "zookeeper.session.timeout.ms=4000"}
+	bs := map[int32]*testenv.Broker{}
+	var seeds []string
+	for id := 1; id <= 3; id++ {
+		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: sets, Args: []string{"--zookeeper", zk.Addr()}})
+		bs[int32(id)] = b
+		seeds = append(seeds, b.Addr())
+	}
+	const topic = "paused"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	if r, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	isr := func() (leader int32, isr []int32) {
+		c, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		if err != nil {
+			return -1, nil
+		}
+		defer c.Close()
+		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
+		defer mcancel()
+		md, err := kadm.NewClient(c).Metadata(mctx, topic)
+		if err != nil {
+			return -1, nil
+		}
+		p := md.Topics[topic].Partitions[0]
+		return p.Leader, p.ISR
+	}
+	var leader int32
+	waitFor(t, 30*time.Second, "a full ISR", func() bool {
+		var s []int32
+		leader, s = isr()
+		return leader > 0 && len(s) == 3
+	})
+	follower := int32(1)
+	for follower == leader {
+		follower++
+	}
+	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+	}
+	produce(100)
+	if err := bs[follower].Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			bs[follower].Signal(syscall.SIGCONT)
+		}
+	}()
+	waitFor(t, 30*time.Second, fmt.Sprintf("broker %d out of the ISR", follower), func() bool {
+		produce(5) // acks=-1 keeps working with ISR 2 >= min.insync.replicas
+		_, s := isr()
+		return len(s) == 2 && !containsBroker(s, follower)
+	})
+	produce(100)
+	if err := bs[follower].Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	waitFor(t, 60*time.Second, fmt.Sprintf("broker %d back in the ISR", follower), func() bool {
+		_, s := isr()
+		return len(s) == 3
+	})
+}
+
+func containsBroker(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }

@@ -44,12 +44,16 @@ func TestZooKeeperSingleBroker(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.BrokerOptions{ID: 7, Args: []string{"--zookeeper", connect}})
 	createTopic(t, b.Addr(), "zk-topic", 3, nil)
 
-	var ctl struct{ BrokerID int32 `json:"brokerid"` }
+	var ctl struct {
+		BrokerID int32 `json:"brokerid"`
+	}
 	zkRead(t, zk.Addr(), "/strata/controller", &ctl)
 	if ctl.BrokerID != 7 {
 		t.Fatalf("/controller names broker %d, want 7", ctl.BrokerID)
 	}
-	var reg struct{ Endpoints []string `json:"endpoints"` }
+	var reg struct {
+		Endpoints []string `json:"endpoints"`
+	}
 	zkRead(t, zk.Addr(), "/strata/brokers/ids/7", &reg)
 	if len(reg.Endpoints) != 1 || !strings.HasSuffix(reg.Endpoints[0], b.Addr()) {
 		t.Fatalf("/brokers/ids/7 endpoints %v, want one ending in %s", reg.Endpoints, b.Addr())

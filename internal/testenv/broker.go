@@ -358,3 +358,13 @@ func (b *Broker) MetricsAddr() string {
 	}
 	return addr
 }
+
+// Signal sends sig to the running broker process (for SIGSTOP/SIGCONT
+// pauses).
+func (b *Broker) Signal(sig syscall.Signal) error {
+	pid := b.Pid()
+	if pid <= 0 {
+		return fmt.Errorf("broker %d is not running", b.opts.ID)
+	}
+	return syscall.Kill(pid, sig)
+}
