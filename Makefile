@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build run test test-deps vet fuzz bench clean
+.PHONY: all build run test test-deps vet fuzz bench clean cluster cluster-down
 
 all: build
 
@@ -15,6 +15,14 @@ build:
 
 run: build
 	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data
+
+# A local cluster: ZooKeeper and three brokers on free loopback ports
+# (deploy/local/cluster.sh; state and logs in ./cluster-data).
+cluster:
+	./deploy/local/cluster.sh up
+
+cluster-down:
+	./deploy/local/cluster.sh down
 
 test-deps:
 	./deploy/install-deps.sh kcat zookeeper
