@@ -196,6 +196,7 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Close stops accepting, closes connections and closes every log cleanly.
 func (s *Server) Close() error {
+	s.controlledShutdown()
 	s.cancel()
 	s.groups.close() // answers waiting JoinGroup/SyncGroup requests
 	if s.ln != nil {

@@ -74,6 +74,7 @@ var (
 	ErrInvalidPartitions  = errors.New("invalid number of partitions")
 	ErrInvalidReplication = errors.New("invalid replication factor")
 	ErrNotController      = errors.New("not the controller")
+	ErrStaleBrokerEpoch   = errors.New("stale broker epoch") // STALE_BROKER_EPOCH
 	// AlterPartition refusals (Kafka's error names).
 	ErrFencedLeaderEpoch    = errors.New("fenced leader epoch")             // FENCED_LEADER_EPOCH
 	ErrInvalidUpdateVersion = errors.New("invalid partition epoch")         // INVALID_UPDATE_VERSION
@@ -126,6 +127,12 @@ type Controller interface {
 	// state is returned. Proposing the current ISR is a no-op that returns
 	// the current state.
 	AlterPartition(ctx context.Context, req AlterPartitionRequest) (Partition, error)
+	// ControlledShutdown moves leadership away from broker brokerID, which
+	// is shutting down (Kafka's ControlledShutdown, see ShutdownMove), and
+	// returns the partitions it still leads. brokerEpoch, when >= 0, must be
+	// the broker's current epoch (ErrStaleBrokerEpoch otherwise). Only the
+	// active controller serves it (ErrNotController).
+	ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error)
 	Close() error
 }
 

@@ -322,3 +322,8 @@ func (e *Embedded) AlterPartition(ctx context.Context, req AlterPartitionRequest
 	}
 	return cur, nil // the ISR is the replica set: nothing can change
 }
+
+// ControlledShutdown has nothing to move on a single node.
+func (e *Embedded) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
+	return nil, nil
+}

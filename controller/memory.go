@@ -307,3 +307,38 @@ func (m *Memory) AlterPartition(ctx context.Context, req AlterPartitionRequest) 
 	})
 	return np, nil
 }
+
+// ControlledShutdown moves leadership away from brokerID (see ShutdownMove).
+// The broker epoch is not checked: Memory has none.
+func (m *Memory) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	alive := func(id int32) bool { _, ok := m.alive[id]; return ok }
+	var remaining []TopicPartition
+	m.update(func(md *Metadata) {
+		for name, t := range md.Topics {
+			var nt *Topic
+			for i, p := range t.Partitions {
+				np, changed, stuck := ShutdownMove(p, brokerID, alive)
+				if stuck {
+					remaining = append(remaining, TopicPartition{Topic: name, Partition: p.Index})
+				}
+				if !changed {
+					continue
+				}
+				if nt == nil {
+					c := *t
+					c.Partitions = slices.Clone(t.Partitions)
+					nt = &c
+				}
+				np.Replicas = slices.Clone(p.Replicas)
+				np.PartitionEpoch++
+				nt.Partitions[i] = np
+			}
+			if nt != nil {
+				md.Topics[name] = nt
+			}
+		}
+	})
+	return remaining, nil
+}

@@ -91,8 +91,12 @@ type Broker struct {
 	UncleanLeaderElectionEnable bool
 	AutoLeaderRebalanceEnable   bool
 	ReplicaLagTimeMaxMs         int64
-	MessageMaxBytes             int32
-	FetchMaxBytes               int32
+	// Controlled shutdown (controlled.shutdown.*).
+	ControlledShutdownEnable         bool
+	ControlledShutdownMaxRetries     int32
+	ControlledShutdownRetryBackoffMs int64
+	MessageMaxBytes                  int32
+	FetchMaxBytes                    int32
 
 	LogRetentionCheckIntervalMs int64
 	LogFlushSchedulerIntervalMs int64
@@ -219,6 +223,9 @@ func Load(props map[string]string) (*Broker, error) {
 	b.UncleanLeaderElectionEnable = g.bool("unclean.leader.election.enable")
 	b.AutoLeaderRebalanceEnable = g.bool("auto.leader.rebalance.enable")
 	b.ReplicaLagTimeMaxMs = g.int("replica.lag.time.max.ms")
+	b.ControlledShutdownEnable = g.bool("controlled.shutdown.enable")
+	b.ControlledShutdownMaxRetries = int32(g.int("controlled.shutdown.max.retries"))
+	b.ControlledShutdownRetryBackoffMs = g.int("controlled.shutdown.retry.backoff.ms")
 	b.MessageMaxBytes = int32(g.int("message.max.bytes"))
 	b.FetchMaxBytes = int32(g.int("fetch.max.bytes"))
 

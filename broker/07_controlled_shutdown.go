@@ -1,0 +1,159 @@
+package broker
+
+// ControlledShutdown, v0-3 (API key 7).
+//
+// Served by the active controller: it moves leadership away from the
+// broker that asks (see controller.ShutdownMove) and answers with the
+// partitions that broker still leads. The asking side, run by Close, sends
+// the request to the active controller and retries
+// controlled.shutdown.max.retries times, controlled.shutdown.retry.backoff.ms
+// apart, while partitions remain; then it shuts down anyway.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/controller"
+)
+
+func init() { register(7, 0, 3, handleControlledShutdown) }
+
+func handleControlledShutdown(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ControlledShutdownRequest)
+	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	epoch := req.BrokerEpoch
+	if req.Version < 2 {
+		epoch = -1 // no broker epoch before v2
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	remaining, err := s.ctrl.ControlledShutdown(ctx, req.BrokerID, epoch)
+	switch {
+	case errors.Is(err, controller.ErrNotController):
+		resp.ErrorCode = kerr.NotController.Code
+	case errors.Is(err, controller.ErrStaleBrokerEpoch):
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+	case err != nil:
+		s.log.Warn("controlled shutdown failed", "broker", req.BrokerID, "err", err)
+		resp.ErrorCode = kerr.UnknownServerError.Code
+	}
+	for _, tp := range remaining {
+		rp := kmsg.NewControlledShutdownResponsePartitionsRemaining()
+		rp.Topic, rp.Partition = tp.Topic, tp.Partition
+		resp.PartitionsRemaining = append(resp.PartitionsRemaining, rp)
+	}
+	return resp, nil
+}
+
+// brokerEpocher is a controller that knows brokers' epochs (ZooKeeper).
+type brokerEpocher interface{ BrokerEpoch(id int32) int64 }
+
+// controlledShutdown asks the active controller to move this broker's
+// leadership away before it closes, retrying as configured. It returns
+// once nothing remains or the retries are spent; the broker shuts down in
+// either case.
+func (s *Server) controlledShutdown() {
+	if s.ctrl == nil || !s.cfg.ControlledShutdownEnable {
+		return
+	}
+	if _, ok := s.ctrl.(brokerEpocher); !ok {
+		// Only a cluster controller (ZooKeeper) has other brokers to move
+		// leadership to; the in-memory test controller is told directly.
+		return
+	}
+	if md := s.ctrl.Metadata(); len(md.Brokers) < 2 {
+		return // a single broker: nowhere to move leadership
+	}
+	backoff := time.Duration(s.cfg.ControlledShutdownRetryBackoffMs) * time.Millisecond
+	start := time.Now()
+	for attempt := int32(0); ; attempt++ {
+		remaining, err := s.askControlledShutdown()
+		if err == nil && remaining == 0 {
+			s.awaitNoLeadership(5 * time.Second)
+			s.log.Info("controlled shutdown succeeded", "took", time.Since(start))
+			return
+		}
+		if attempt >= s.cfg.ControlledShutdownMaxRetries {
+			s.log.Warn("controlled shutdown incomplete; shutting down anyway", "remaining_partitions", remaining, "err", err)
+			return
+		}
+		s.log.Info("controlled shutdown to retry", "remaining_partitions", remaining, "err", err, "backoff", backoff)
+		time.Sleep(backoff)
+	}
+}
+
+// askControlledShutdown sends one ControlledShutdown to the active
+// controller (or serves it locally when this broker is the controller) and
+// returns how many partitions this broker still leads.
+func (s *Server) askControlledShutdown() (int, error) {
+	md := s.ctrl.Metadata()
+	epoch := int64(-1)
+	if be, ok := s.ctrl.(brokerEpocher); ok {
+		epoch = be.BrokerEpoch(s.cfg.ID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if md.ControllerID == s.cfg.ID {
+		remaining, err := s.ctrl.ControlledShutdown(ctx, s.cfg.ID, epoch)
+		return len(remaining), err
+	}
+	var addr string
+	for _, b := range md.Brokers {
+		if b.ID == md.ControllerID {
+			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	if addr == "" {
+		return -1, fmt.Errorf("controller %d is not known", md.ControllerID)
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return -1, fmt.Errorf("dial controller %d at %s: %w", md.ControllerID, addr, err)
+	}
+	rc := &replicaConn{conn: c, r: bufio.NewReader(c), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-broker-" + strconv.Itoa(int(s.cfg.ID))))}
+	rc.stop = func() bool { return true }
+	defer rc.close()
+	req := kmsg.NewPtrControlledShutdownRequest()
+	req.Version = 3
+	req.BrokerID, req.BrokerEpoch = s.cfg.ID, epoch
+	kresp, err := rc.roundTrip(req, 30*time.Second)
+	if err != nil {
+		return -1, fmt.Errorf("controlled shutdown via controller %d: %w", md.ControllerID, err)
+	}
+	resp := kresp.(*kmsg.ControlledShutdownResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return -1, fmt.Errorf("controlled shutdown via controller %d: %w", md.ControllerID, err)
+	}
+	return len(resp.PartitionsRemaining), nil
+}
+
+// awaitNoLeadership waits (at most d) until this broker has applied the
+// metadata in which it leads nothing, so that produce requests waiting on
+// it are answered NOT_LEADER_OR_FOLLOWER before connections close.
+func (s *Server) awaitNoLeadership(d time.Duration) {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		leads := false
+		for _, p := range s.allPartitions() {
+			if s.isLeader(p) {
+				leads = true
+				break
+			}
+		}
+		if !leads {
+			return
+		}
+		<-tick.C
+	}
+}
