@@ -133,6 +133,13 @@ type Controller interface {
 	// the broker's current epoch (ErrStaleBrokerEpoch otherwise). Only the
 	// active controller serves it (ErrNotController).
 	ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error)
+	// ElectLeaders runs an election of type typ on parts (all partitions
+	// when nil), see ElectMove, and returns each partition's outcome: nil
+	// when its leader changed, ErrElectionNotNeeded,
+	// ErrPreferredLeaderNotAvailable, ErrEligibleLeadersNotAvailable or
+	// ErrUnknownTopic. Only the active controller serves it
+	// (ErrNotController).
+	ElectLeaders(ctx context.Context, typ ElectionType, parts []TopicPartition) (map[TopicPartition]error, error)
 	Close() error
 }
 

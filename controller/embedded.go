@@ -327,3 +327,22 @@ func (e *Embedded) AlterPartition(ctx context.Context, req AlterPartitionRequest
 func (e *Embedded) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
 	return nil, nil
 }
+
+// ElectLeaders: on a single node the only broker always leads, so no
+// election is ever needed.
+func (e *Embedded) ElectLeaders(ctx context.Context, typ ElectionType, parts []TopicPartition) (map[TopicPartition]error, error) {
+	md := e.Metadata()
+	if parts == nil {
+		parts = allPartitions(md)
+	}
+	out := make(map[TopicPartition]error, len(parts))
+	for _, tp := range parts {
+		t, ok := md.Topics[tp.Topic]
+		if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			out[tp] = ErrUnknownTopic
+			continue
+		}
+		out[tp] = ErrElectionNotNeeded
+	}
+	return out, nil
+}

@@ -342,3 +342,35 @@ func (m *Memory) ControlledShutdown(ctx context.Context, brokerID int32, brokerE
 	})
 	return remaining, nil
 }
+
+// ElectLeaders runs leader elections (see ElectMove).
+func (m *Memory) ElectLeaders(ctx context.Context, typ ElectionType, parts []TopicPartition) (map[TopicPartition]error, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	alive := func(id int32) bool { _, ok := m.alive[id]; return ok }
+	if parts == nil {
+		parts = allPartitions(m.md)
+	}
+	out := make(map[TopicPartition]error, len(parts))
+	m.update(func(md *Metadata) {
+		for _, tp := range parts {
+			t, ok := md.Topics[tp.Topic]
+			if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+				out[tp] = ErrUnknownTopic
+				continue
+			}
+			np, err := ElectMove(t.Partitions[tp.Partition], typ, alive)
+			out[tp] = err
+			if err != nil {
+				continue
+			}
+			nt := *t
+			nt.Partitions = slices.Clone(t.Partitions)
+			np.Replicas = slices.Clone(np.Replicas)
+			np.PartitionEpoch++
+			nt.Partitions[tp.Partition] = np
+			md.Topics[tp.Topic] = &nt
+		}
+	})
+	return out, nil
+}

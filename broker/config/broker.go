@@ -90,7 +90,11 @@ type Broker struct {
 	DeleteTopicEnable           bool
 	UncleanLeaderElectionEnable bool
 	AutoLeaderRebalanceEnable   bool
-	ReplicaLagTimeMaxMs         int64
+	// leader.imbalance.check.interval.seconds and
+	// leader.imbalance.per.broker.percentage.
+	LeaderImbalanceCheckIntervalSeconds int64
+	LeaderImbalancePerBrokerPercentage  int
+	ReplicaLagTimeMaxMs                 int64
 	// Controlled shutdown (controlled.shutdown.*).
 	ControlledShutdownEnable         bool
 	ControlledShutdownMaxRetries     int32
@@ -222,6 +226,8 @@ func Load(props map[string]string) (*Broker, error) {
 	b.DeleteTopicEnable = g.bool("delete.topic.enable")
 	b.UncleanLeaderElectionEnable = g.bool("unclean.leader.election.enable")
 	b.AutoLeaderRebalanceEnable = g.bool("auto.leader.rebalance.enable")
+	b.LeaderImbalanceCheckIntervalSeconds = g.int("leader.imbalance.check.interval.seconds")
+	b.LeaderImbalancePerBrokerPercentage = int(g.int("leader.imbalance.per.broker.percentage"))
 	b.ReplicaLagTimeMaxMs = g.int("replica.lag.time.max.ms")
 	b.ControlledShutdownEnable = g.bool("controlled.shutdown.enable")
 	b.ControlledShutdownMaxRetries = int32(g.int("controlled.shutdown.max.retries"))

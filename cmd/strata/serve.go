@@ -116,14 +116,17 @@ func runServe(args []string) int {
 	if cfg.ZooKeeperConnect != "" {
 		opts.NewController = func(self controller.Broker) (controller.Controller, error) {
 			c, err := zkctl.New(context.Background(), zkctl.Options{
-				Connect:                  cfg.ZooKeeperConnect,
-				Broker:                   self,
-				SessionTimeout:           time.Duration(cfg.ZooKeeperSessionTimeoutMs) * time.Millisecond,
-				ConnectionTimeout:        time.Duration(cfg.ZooKeeperConnectionTimeoutMs) * time.Millisecond,
-				DefaultPartitions:        cfg.NumPartitions,
-				DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-				UncleanLeaderElection:    cfg.UncleanLeaderElectionEnable,
-				Logger:                   logger,
+				Connect:                            cfg.ZooKeeperConnect,
+				Broker:                             self,
+				SessionTimeout:                     time.Duration(cfg.ZooKeeperSessionTimeoutMs) * time.Millisecond,
+				ConnectionTimeout:                  time.Duration(cfg.ZooKeeperConnectionTimeoutMs) * time.Millisecond,
+				DefaultPartitions:                  cfg.NumPartitions,
+				DefaultReplicationFactor:           cfg.DefaultReplicationFactor,
+				UncleanLeaderElection:              cfg.UncleanLeaderElectionEnable,
+				AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
+				LeaderImbalanceCheckInterval:       time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+				LeaderImbalancePerBrokerPercentage: cfg.LeaderImbalancePerBrokerPercentage,
+				Logger:                             logger,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("--zookeeper: %w", err)

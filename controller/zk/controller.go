@@ -35,7 +35,16 @@ type Options struct {
 	// UncleanLeaderElection is the broker's unclean.leader.election.enable
 	// (default false); topic and dynamic broker configs override it.
 	UncleanLeaderElection bool
-	Logger                *slog.Logger
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: the active
+	// controller periodically moves leadership back to preferred replicas.
+	AutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds
+	// (default 300s).
+	LeaderImbalanceCheckInterval time.Duration
+	// LeaderImbalancePerBrokerPercentage is
+	// leader.imbalance.per.broker.percentage (Kafka's default is 10).
+	LeaderImbalancePerBrokerPercentage int
+	Logger                             *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -50,6 +59,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.DefaultReplicationFactor <= 0 {
 		o.DefaultReplicationFactor = 1
+	}
+	if o.LeaderImbalanceCheckInterval <= 0 {
+		o.LeaderImbalanceCheckInterval = 300 * time.Second
+	}
+	if o.LeaderImbalancePerBrokerPercentage < 0 {
+		o.LeaderImbalancePerBrokerPercentage = 0
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -167,6 +182,10 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 	}
 	c.wg.Add(1)
 	go c.run()
+	if opts.AutoLeaderRebalance {
+		c.wg.Add(1)
+		go c.rebalanceLoop()
+	}
 	regCtx, cancel := context.WithTimeout(ctx, opts.ConnectionTimeout+opts.SessionTimeout)
 	defer cancel()
 	if err := c.waitFor(regCtx, func(md *controller.Metadata) bool {
