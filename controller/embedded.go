@@ -235,8 +235,7 @@ func (e *Embedded) DeleteTopic(ctx context.Context, name string) error {
 		return ErrUnknownTopic
 	}
 	return e.update(func(md *Metadata) error {
-		delete(md.Topics, name)
-		delete(md.TopicIDs, t.ID)
+		md.removeTopic(t)
 		return nil
 	})
 }
@@ -254,13 +253,12 @@ func (e *Embedded) CreatePartitions(ctx context.Context, name string, count int3
 	if validateOnly {
 		return nil
 	}
+	var extra []Partition
+	for i := int32(len(t.Partitions)); i < count; i++ {
+		extra = append(extra, e.newPartition(i))
+	}
 	return e.update(func(md *Metadata) error {
-		nt := *t
-		nt.Partitions = append([]Partition(nil), t.Partitions...)
-		for i := int32(len(t.Partitions)); i < count; i++ {
-			nt.Partitions = append(nt.Partitions, e.newPartition(i))
-		}
-		md.Topics[name] = &nt
+		md.addPartitions(t, extra)
 		return nil
 	})
 }
@@ -273,12 +271,7 @@ func (e *Embedded) SetTopicConfigs(ctx context.Context, name string, configs map
 		return ErrUnknownTopic
 	}
 	return e.update(func(md *Metadata) error {
-		nt := *t
-		nt.Configs = maps.Clone(configs)
-		if nt.Configs == nil {
-			nt.Configs = map[string]string{}
-		}
-		md.Topics[name] = &nt
+		md.setTopicConfigs(t, configs)
 		return nil
 	})
 }
@@ -287,11 +280,7 @@ func (e *Embedded) SetBrokerConfigs(ctx context.Context, broker string, configs 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.update(func(md *Metadata) error {
-		if len(configs) == 0 {
-			delete(md.BrokerConfigs, broker)
-		} else {
-			md.BrokerConfigs[broker] = maps.Clone(configs)
-		}
+		md.setBrokerConfigs(broker, configs)
 		return nil
 	})
 }

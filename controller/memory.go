@@ -202,10 +202,7 @@ func (m *Memory) DeleteTopic(ctx context.Context, name string) error {
 	if !ok {
 		return ErrUnknownTopic
 	}
-	m.update(func(md *Metadata) {
-		delete(md.Topics, name)
-		delete(md.TopicIDs, t.ID)
-	})
+	m.update(func(md *Metadata) { md.removeTopic(t) })
 	return nil
 }
 
@@ -227,18 +224,15 @@ func (m *Memory) CreatePartitions(ctx context.Context, name string, count int32,
 	if validateOnly {
 		return nil
 	}
-	m.update(func(md *Metadata) {
-		nt := *t
-		nt.Partitions = slices.Clone(t.Partitions)
-		for i := int32(len(t.Partitions)); i < count; i++ {
-			var rs []int32
-			for j := 0; j < rf; j++ {
-				rs = append(rs, live[(int(i)+j)%len(live)])
-			}
-			nt.Partitions = append(nt.Partitions, Partition{Index: i, Leader: rs[0], Replicas: rs, ISR: slices.Clone(rs)})
+	var extra []Partition
+	for i := int32(len(t.Partitions)); i < count; i++ {
+		var rs []int32
+		for j := 0; j < rf; j++ {
+			rs = append(rs, live[(int(i)+j)%len(live)])
 		}
-		md.Topics[name] = &nt
-	})
+		extra = append(extra, Partition{Index: i, Leader: rs[0], Replicas: rs, ISR: slices.Clone(rs)})
+	}
+	m.update(func(md *Metadata) { md.addPartitions(t, extra) })
 	return nil
 }
 
@@ -249,27 +243,14 @@ func (m *Memory) SetTopicConfigs(ctx context.Context, name string, configs map[s
 	if !ok {
 		return ErrUnknownTopic
 	}
-	m.update(func(md *Metadata) {
-		nt := *t
-		nt.Configs = maps.Clone(configs)
-		if nt.Configs == nil {
-			nt.Configs = map[string]string{}
-		}
-		md.Topics[name] = &nt
-	})
+	m.update(func(md *Metadata) { md.setTopicConfigs(t, configs) })
 	return nil
 }
 
 func (m *Memory) SetBrokerConfigs(ctx context.Context, broker string, configs map[string]string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.update(func(md *Metadata) {
-		if len(configs) == 0 {
-			delete(md.BrokerConfigs, broker)
-		} else {
-			md.BrokerConfigs[broker] = maps.Clone(configs)
-		}
-	})
+	m.update(func(md *Metadata) { md.setBrokerConfigs(broker, configs) })
 	return nil
 }
 
