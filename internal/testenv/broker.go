@@ -309,19 +309,7 @@ func (b *Broker) kill() {
 	b.mu.Lock()
 	cmd, exited := b.cmd, b.exited
 	b.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	select {
-	case <-exited:
-		return
-	default:
-	}
-	_ = cmd.Process.Kill()
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-	}
+	killProcess(cmd, exited)
 }
 
 // tail returns the last n lines of the broker's stderr.

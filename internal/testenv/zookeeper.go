@@ -253,19 +253,7 @@ func (z *ZooKeeper) kill() {
 	z.mu.Lock()
 	cmd, exited := z.cmd, z.exited
 	z.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	select {
-	case <-exited:
-		return
-	default:
-	}
-	_ = cmd.Process.Kill()
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-	}
+	killProcess(cmd, exited)
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
