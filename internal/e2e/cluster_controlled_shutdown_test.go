@@ -26,29 +26,13 @@ import (
 func TestClusterControlledShutdown(t *testing.T) {
 	zk := testenv.StartZooKeeper(t)
 	sets := []string{"min.insync.replicas=2", "zookeeper.session.timeout.ms=6000"}
-	bs := map[int32]*testenv.Broker{}
-	var seeds []string
-	for id := 1; id <= 3; id++ {
-		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: sets, Args: []string{"--zookeeper", zk.Addr()}})
-		bs[int32(id)] = b
-		seeds = append(seeds, b.Addr())
-	}
+	bs, seeds := startZKBrokers(t, zk.Addr(), sets)
 	const topic, partitions = "shutdown", 3
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	if r, err := adm.CreateTopic(ctx, partitions, 3, nil, topic); err != nil || r.Err != nil {
-		t.Fatalf("create topic: %v %v", err, r.Err)
-	}
+	createReplicatedTopic(t, ctx, seeds, topic, partitions)
 	metadata := func() (kadm.Metadata, bool) {
-		c, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-		if err != nil {
-			return kadm.Metadata{}, false
-		}
-		defer c.Close()
-		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
-		defer mcancel()
-		md, err := kadm.NewClient(c).Metadata(mctx, topic)
+		md, err := clusterMetadata(ctx, seeds, topic)
 		return md, err == nil
 	}
 	var md kadm.Metadata

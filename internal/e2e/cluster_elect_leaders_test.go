@@ -33,29 +33,13 @@ func TestClusterPreferredLeaderElection(t *testing.T) {
 func preferredLeaderBack(t *testing.T, connect string, auto bool) {
 	sets := []string{"zookeeper.session.timeout.ms=2000", "replica.lag.time.max.ms=3000",
 		fmt.Sprintf("auto.leader.rebalance.enable=%v", auto), "leader.imbalance.check.interval.seconds=1"}
-	bs := map[int32]*testenv.Broker{}
-	var seeds []string
-	for id := 1; id <= 3; id++ {
-		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: sets, Args: []string{"--zookeeper", connect}})
-		bs[int32(id)] = b
-		seeds = append(seeds, b.Addr())
-	}
+	bs, seeds := startZKBrokers(t, connect, sets)
 	const topic, partitions = "elect", 3
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	if r, err := adm.CreateTopic(ctx, partitions, 3, nil, topic); err != nil || r.Err != nil {
-		t.Fatalf("create topic: %v %v", err, r.Err)
-	}
+	createReplicatedTopic(t, ctx, seeds, topic, partitions)
 	metadata := func() (kadm.Metadata, bool) {
-		c, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-		if err != nil {
-			return kadm.Metadata{}, false
-		}
-		defer c.Close()
-		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
-		defer mcancel()
-		md, err := kadm.NewClient(c).Metadata(mctx, topic)
+		md, err := clusterMetadata(ctx, seeds, topic)
 		return md, err == nil && len(md.Topics[topic].Partitions) == partitions
 	}
 	fullISR := func(md kadm.Metadata) bool {
@@ -110,6 +94,7 @@ func preferredLeaderBack(t *testing.T, connect string, auto bool) {
 		if l := leaderOf(md); l == victim {
 			t.Fatalf("broker %d leads partition %d again without an election", victim, part)
 		}
+		adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
 		res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {part: {}}})
 		if err != nil {
 			t.Fatalf("elect leaders: %v", err)

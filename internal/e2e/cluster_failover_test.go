@@ -29,31 +29,15 @@ func TestClusterKill9LeaderThenController(t *testing.T) {
 		"min.insync.replicas=2", "replica.lag.time.max.ms=3000",
 		"zookeeper.session.timeout.ms=2000", "log.segment.bytes=1048576",
 	}
-	bs := map[int32]*testenv.Broker{}
-	var seeds []string
-	for id := 1; id <= 3; id++ {
-		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: sets, Args: []string{"--zookeeper", zk.Addr() + "/cluster"}})
-		bs[int32(id)] = b
-		seeds = append(seeds, b.Addr())
-	}
+	bs, seeds := startZKBrokers(t, zk.Addr()+"/cluster", sets)
 	const topic, partitions = "replicated", 3
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if r, err := adm.CreateTopic(ctx, partitions, 3, nil, topic); err != nil || r.Err != nil {
-		t.Fatalf("create topic: %v %v", err, r.Err)
-	}
+	createReplicatedTopic(t, ctx, seeds, topic, partitions)
 	// fullISR reports whether every partition has all three replicas in
 	// sync with a live leader, as a fresh client sees it.
 	state := func() (string, kadm.Metadata, bool) {
-		c, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-		if err != nil {
-			return err.Error(), kadm.Metadata{}, false
-		}
-		defer c.Close()
-		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
-		defer mcancel()
-		md, err := kadm.NewClient(c).Metadata(mctx, topic)
+		md, err := clusterMetadata(ctx, seeds, topic)
 		if err != nil {
 			return err.Error(), md, false
 		}
@@ -183,29 +167,13 @@ func TestClusterKill9LeaderThenController(t *testing.T) {
 func TestClusterPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
 	zk := testenv.StartZooKeeper(t)
 	sets := []string{"min.insync.replicas=2", "replica.lag.time.max.ms=1500", "zookeeper.session.timeout.ms=4000"}
-	bs := map[int32]*testenv.Broker{}
-	var seeds []string
-	for id := 1; id <= 3; id++ {
-		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: sets, Args: []string{"--zookeeper", zk.Addr()}})
-		bs[int32(id)] = b
-		seeds = append(seeds, b.Addr())
-	}
+	bs, seeds := startZKBrokers(t, zk.Addr(), sets)
 	const topic = "paused"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	if r, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil || r.Err != nil {
-		t.Fatalf("create topic: %v %v", err, r.Err)
-	}
+	createReplicatedTopic(t, ctx, seeds, topic, 1)
 	isr := func() (leader int32, isr []int32) {
-		c, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-		if err != nil {
-			return -1, nil
-		}
-		defer c.Close()
-		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
-		defer mcancel()
-		md, err := kadm.NewClient(c).Metadata(mctx, topic)
+		md, err := clusterMetadata(ctx, seeds, topic)
 		if err != nil {
 			return -1, nil
 		}
