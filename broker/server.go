@@ -188,7 +188,34 @@ func (s *Server) Start() error {
 	go s.watchMetadata(changes)
 	go s.housekeeping()
 	go s.cleanerLoop()
+	s.waitReady()
 	return nil
+}
+
+// readyWaiter is a controller that learns the cluster after the broker
+// starts accepting (ZooKeeper mode: the controller's first UpdateMetadata).
+type readyWaiter interface{ WaitReady(context.Context) error }
+
+// waitReady holds Start until the controller knows the cluster, so that
+// the broker does not announce itself ready with no topics; after
+// zookeeper.connection.timeout.ms it goes on anyway (the metadata comes
+// when the controller sends it).
+func (s *Server) waitReady() {
+	rw, ok := s.ctrl.(readyWaiter)
+	if !ok {
+		return
+	}
+	d := time.Duration(s.cfg.ZooKeeperConnectionTimeoutMs) * time.Millisecond
+	if d <= 0 {
+		d = 18 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, d)
+	defer cancel()
+	if err := rw.WaitReady(ctx); err != nil {
+		s.log.Warn("starting before the controller sent the cluster metadata", "err", err)
+		return
+	}
+	s.applyNow()
 }
 
 // Addr is the bound address.

@@ -81,6 +81,9 @@ func (c *Controller) AlterPartition(ctx context.Context, req controller.AlterPar
 		newVersion = stat.Version
 	}
 	cur.ISR, cur.PartitionEpoch = s.ISR, newVersion
+	if !c.IsActive() {
+		c.pushLocal(req.Topic, t.ID, cur)
+	}
 	c.log.Info("ISR changed", "topic", req.Topic, "partition", req.Partition, "isr", s.ISR, "partition_epoch", cur.PartitionEpoch)
 	return cur, c.waitFor(ctx, func(md *controller.Metadata) bool {
 		t, ok := md.Topics[req.Topic]

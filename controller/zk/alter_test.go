@@ -82,7 +82,7 @@ func TestAlterPartitionAndRegistration(t *testing.T) {
 	}
 	done := make(chan *Controller)
 	go func() {
-		c, err := New(ctx, Options{Connect: z.Addr() + testChroot, Broker: controller.Broker{ID: 9, Host: "h", Port: 1}, SessionTimeout: 2 * time.Second})
+		c, err := New(ctx, Options{Connect: z.Addr() + testChroot, Broker: controller.Broker{ID: 9, Host: "h", Port: 1}, SessionTimeout: 2 * time.Second, Transport: testNet})
 		if err != nil {
 			t.Error(err)
 		}
@@ -100,6 +100,7 @@ func TestAlterPartitionAndRegistration(t *testing.T) {
 	other.Close()
 	if c := <-done; c != nil {
 		defer c.Close()
+		testNet.join(t, c)
 		if !hasBroker(c.Metadata(), 9) {
 			t.Error("broker 9 not registered")
 		}

@@ -44,7 +44,11 @@ type Options struct {
 	// LeaderImbalancePerBrokerPercentage is
 	// leader.imbalance.per.broker.percentage (Kafka's default is 10).
 	LeaderImbalancePerBrokerPercentage int
-	Logger                             *slog.Logger
+	// Transport carries the active controller's LeaderAndIsr,
+	// UpdateMetadata and StopReplica requests to the other brokers; nil
+	// means the Kafka protocol to their advertised addresses.
+	Transport Transport
+	Logger    *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -131,6 +135,26 @@ type Controller struct {
 	md      *controller.Metadata
 	changed chan struct{}
 	epochs  map[int32]int64 // broker epochs (czxid) of live brokers
+	// pushedPublished is the version of the pushed state the published
+	// snapshot was built from; pushedCh is closed when it grows.
+	pushedPublished int64
+	pushedCh        chan struct{}
+	// ready is closed at the first snapshot of the whole cluster: read
+	// from ZooKeeper as controller, or pushed by the controller.
+	ready     chan struct{}
+	readyOnce sync.Once
+	// shuttingDown are the brokers in controlled shutdown (by broker
+	// epoch), known to the active controller: they lead nothing, join no
+	// ISR and are not offered to clients.
+	shuttingDown map[int32]int64
+
+	// pushed is what the active controller told this broker (push.go).
+	pushed pushed
+	// ownEpoch is this broker's epoch: the czxid of its registration.
+	ownEpoch atomic.Int64
+	// senders push changes to the other brokers while active (send.go).
+	senders   *senders
+	transport Transport
 
 	opMu sync.Mutex
 
@@ -138,6 +162,7 @@ type Controller struct {
 	cache      map[watchKey]*cached
 	sessionID  int64
 	registered bool
+	wasActive  bool
 	closeOnce  sync.Once
 }
 
@@ -164,7 +189,17 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		changed: make(chan struct{}),
 		cache:   map[watchKey]*cached{},
 		md:      emptyMetadata(),
+
+		pushedCh:     make(chan struct{}),
+		ready:        make(chan struct{}),
+		shuttingDown: map[int32]int64{},
+		pushed:       pushed{topics: map[string]*pushedTopic{}},
+		transport:    opts.Transport,
 	}
+	if c.transport == nil {
+		c.transport = newNetTransport(opts.Broker.ID)
+	}
+	c.senders = newSenders(c, c.transport)
 	c.active.Store(-1)
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{c.log}), zk.WithLogInfo(false), zk.WithEventCallback(c.onEvent))
@@ -189,7 +224,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 	regCtx, cancel := context.WithTimeout(ctx, opts.ConnectionTimeout+opts.SessionTimeout)
 	defer cancel()
 	if err := c.waitFor(regCtx, func(md *controller.Metadata) bool {
-		return md.ClusterID != "" && hasBroker(md, opts.Broker.ID)
+		return md.ClusterID != "" && c.ownEpoch.Load() > 0
 	}); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("register broker %d in zookeeper: %w", opts.Broker.ID, err)
@@ -246,6 +281,28 @@ func (c *Controller) onEvent(ev zk.Event) {
 		}
 		c.publishNoController()
 	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// WaitReady waits until this broker knows the whole cluster: as the active
+// controller, or told by it (the first UpdateMetadata). A broker that is
+// not the controller is told only once it accepts requests.
+func (c *Controller) WaitReady(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return errors.New("controller closed")
+	}
+}
+
+// kickRun makes the run goroutine rebuild soon.
+func (c *Controller) kickRun() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
@@ -312,6 +369,8 @@ func (c *Controller) Close() error {
 		close(c.done)
 		c.conn.Close()
 		c.wg.Wait()
+		c.senders.stop()
+		c.transport.Close()
 		c.publishNoController()
 	})
 	return nil

@@ -1,13 +1,38 @@
 // Package zk is the ZooKeeper-backed implementation of controller.Controller.
 //
 // Every broker runs one Controller. It registers the broker with an
-// ephemeral znode, races the other brokers for the ephemeral /controller
-// znode, and builds its metadata snapshot from ZooKeeper through watches.
-// The broker that holds /controller (with its current session) is the
-// active controller: it alone creates, changes and deletes topics and
-// elects partition leaders. Its writes are multi-ops that check the version
-// of /controller_epoch it set when it took over, so a controller that has
-// been replaced can no longer write (fencing).
+// ephemeral znode and races the other brokers for the ephemeral /controller
+// znode. The broker that holds /controller (with its current session) is
+// the active controller: it reads the whole cluster from ZooKeeper through
+// watches, and it alone creates, changes and deletes topics, elects
+// partition leaders and handles controlled shutdown. Its writes are
+// multi-ops that check the version of /controller_epoch it set when it
+// took over, so a controller that has been replaced can no longer write
+// (fencing).
+//
+// # Inter-broker requests
+//
+// As in Kafka's ZooKeeper mode, the other brokers do not read topics and
+// partition states from ZooKeeper: the active controller sends them
+// LeaderAndIsr (to the replicas of partitions whose leader or replicas
+// changed), StopReplica with Delete (to brokers that no longer host a
+// partition, or all of a deleted topic's replicas) and UpdateMetadata (the
+// live brokers and every changed partition, to all), carrying its
+// controller epoch and the receiver's broker epoch (send.go). One sender
+// per broker sends the difference between what that broker acknowledged
+// and the newest snapshot, so an unreachable broker is brought up to date
+// in one step when it returns; the first requests of a controller epoch or
+// to a new broker registration carry the whole cluster. Receivers refuse
+// older controller and broker epochs and never let an older partition state
+// replace a newer one (push.go). Brokers still read configs, the cluster
+// id and /controller from ZooKeeper, as Kafka's do, and a partition leader
+// writes its own ISR changes to the state znode, conditionally on its
+// version (Kafka's ZooKeeper mode before AlterPartition).
+//
+// Brokers in controlled shutdown (Kafka's shuttingDownBrokerIds) are left
+// out of the live brokers until they register again: they are offered to
+// no client, elected leader of nothing and let into no ISR, but still told
+// of the moves away from them.
 //
 // # ZooKeeper layout
 //

@@ -98,9 +98,15 @@ func (c *Controller) reconcile(v *view) error {
 			return err
 		}
 	}
-	live := map[int32]bool{}
+	// live are the brokers that may lead or join an ISR; registered ones
+	// in controlled shutdown are not gone: ControlledShutdown moves their
+	// partitions (and leaves those that cannot move led by them).
+	live, registered := map[int32]bool{}, map[int32]bool{}
 	for _, b := range v.md.Brokers {
 		live[b.ID] = true
+	}
+	for _, b := range v.registered {
+		registered[b.ID] = true
 	}
 	epoch := c.epoch.Load()
 	for name, t := range v.md.Topics {
@@ -115,6 +121,11 @@ func (c *Controller) reconcile(v *view) error {
 				ops = append(c.createIfMissingOps(partitionsPath(name), partitionPath(name, p.Index)),
 					&zk.CreateRequest{Path: c.p(statePath(name, p.Index)), Data: encodeState(s), Acl: zk.WorldACL(zk.PermAll)})
 			} else {
+				gone := si.s.Leader < 0 || !registered[si.s.Leader] ||
+					slices.ContainsFunc(si.s.ISR, func(r int32) bool { return !registered[r] })
+				if !gone {
+					continue
+				}
 				s, changed := electLeader(p.Replicas, si.s, live, unclean)
 				if !changed {
 					continue

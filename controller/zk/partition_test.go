@@ -83,10 +83,12 @@ func TestControllerCutOffFromZooKeeper(t *testing.T) {
 		Broker:         controller.Broker{ID: 1, Host: "127.0.0.1", Port: 9091},
 		SessionTimeout: 1500 * time.Millisecond,
 		Logger:         slog.New(slog.NewTextHandler(testWriter{t}, nil)).With("broker", 1),
+		Transport:      testNet,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	testNet.join(t, cut)
 	t.Cleanup(func() { cut.Close() })
 	waitUntil(t, 5*time.Second, "broker 1 to be controller", cut.IsActive)
 	others := []*Controller{newController(t, z, 2), newController(t, z, 3)}

@@ -60,6 +60,14 @@ type view struct {
 	epochs    map[int32]int64
 	states    map[string][]stateInfo // by topic, by partition
 	deleting  []string
+	// full: read wholly from ZooKeeper; otherwise from the pushed state
+	// of version pushedVersion.
+	full          bool
+	pushedVersion int64
+	synced        bool // the pushed state holds the whole cluster
+	// registered are all registered brokers, those in controlled shutdown
+	// too (md.Brokers leaves them out); full views only.
+	registered []controller.Broker
 }
 
 type stateInfo struct {
@@ -87,15 +95,32 @@ func (c *Controller) step() error {
 			return err
 		}
 		c.registered = true
+		c.pushed.reset()
 	}
-	v, err := c.build()
+	own, err := c.get(brokerPath(c.opts.Broker.ID))
 	if err != nil {
 		return err
 	}
-	if !hasBroker(v.md, c.opts.Broker.ID) {
+	if !own.exists {
 		// Our registration vanished (deleted by hand?): register again.
 		c.registered = false
 		return errors.New("own registration missing")
+	}
+	c.ownEpoch.Store(own.stat.Czxid)
+	owner, err := c.controllerOwner()
+	if err != nil {
+		return err
+	}
+	if c.wasActive && (owner != sid || !c.IsActive()) {
+		// Stepping down: serve what we knew until the next controller
+		// tells us more.
+		c.wasActive = false
+		c.senders.stop()
+		c.pushed.seed(c.Metadata())
+	}
+	v, err := c.build(owner == sid)
+	if err != nil {
+		return err
 	}
 	switch {
 	case v.ctrlOwner == 0:
@@ -112,11 +137,26 @@ func (c *Controller) step() error {
 	default:
 		c.active.Store(-1)
 	}
+	if v.ctrlOwner == sid && !v.full {
+		return errors.New("became controller; rereading the cluster")
+	}
 	c.publish(v)
 	if c.IsActive() {
+		c.wasActive = true
+		md := c.Metadata()
+		c.senders.update(md, v.registered, v.epochs, c.epoch.Load())
 		return c.reconcile(v)
 	}
 	return nil
+}
+
+// controllerOwner returns the session that holds /controller, 0 if none.
+func (c *Controller) controllerOwner() (int64, error) {
+	e, err := c.get(controllerPath)
+	if err != nil || !e.exists {
+		return 0, err
+	}
+	return e.stat.EphemeralOwner, nil
 }
 
 // register creates this broker's ephemeral znode. A znode left by an
@@ -143,9 +183,12 @@ func (c *Controller) register() error {
 	return fmt.Errorf("register %s: held by session %#x", path, st.EphemeralOwner)
 }
 
-// build reads the cluster from ZooKeeper (through the cache).
-func (c *Controller) build() (*view, error) {
-	v := &view{md: emptyMetadata(), epochs: map[int32]int64{}, states: map[string][]stateInfo{}}
+// build reads the cluster: all of it from ZooKeeper (through the cache)
+// when full, as the active controller does; otherwise the topics and live
+// brokers come from the pushed state (push.go) and only the configs, the
+// cluster id and the controller's identity from ZooKeeper.
+func (c *Controller) build(full bool) (*view, error) {
+	v := &view{md: emptyMetadata(), epochs: map[int32]int64{}, states: map[string][]stateInfo{}, full: full}
 	md := v.md
 
 	e, err := c.get(clusterIDPath)
@@ -177,51 +220,23 @@ func (c *Controller) build() (*view, error) {
 		md.ControllerID, v.ctrlOwner = id, e.stat.EphemeralOwner
 	}
 
-	ids, err := c.children(brokerIDsPath)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range ids {
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil {
-			continue
-		}
-		e, err := c.get(brokerPath(int32(n)))
-		if err != nil {
+	if full {
+		if err := c.buildBrokersAndTopics(v); err != nil {
 			return nil, err
 		}
-		if !e.exists {
-			continue
-		}
-		b, err := decodeBroker(int32(n), e.data)
-		if err != nil {
-			c.log.Warn("skipping broker with bad znode", "err", err)
-			continue
-		}
-		md.Brokers = append(md.Brokers, b)
-		v.epochs[b.ID] = e.stat.Czxid
-	}
-	slices.SortFunc(md.Brokers, func(a, b controller.Broker) int { return int(a.ID - b.ID) })
-
-	if v.deleting, err = c.children(deleteTopicsPath); err != nil {
-		return nil, err
-	}
-	names, err := c.children(topicsPath)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		if slices.Contains(v.deleting, name) {
-			continue
-		}
-		t, states, err := c.buildTopic(name)
-		if err != nil {
-			return nil, err
-		}
-		if t != nil {
-			md.Topics[name] = t
-			md.TopicIDs[t.ID] = name
-			v.states[name] = states
+	} else {
+		v.pushedVersion, v.synced = c.pushed.fill(md, c.opts.Broker)
+		v.epochs[c.opts.Broker.ID] = c.ownEpoch.Load()
+		for name, t := range md.Topics {
+			e, err := c.get(topicConfigPath(name))
+			if err != nil {
+				return nil, err
+			}
+			if e.exists {
+				if cfg, err := decodeConfig(e.data); err == nil {
+					t.Configs = cfg
+				}
+			}
 		}
 	}
 
@@ -256,6 +271,73 @@ func (c *Controller) build() (*view, error) {
 		}
 	}
 	return v, nil
+}
+
+// buildBrokersAndTopics reads the registered brokers and every topic with
+// its partition states from ZooKeeper. Brokers in controlled shutdown are
+// left out of the live brokers (their epochs stay known).
+func (c *Controller) buildBrokersAndTopics(v *view) error {
+	md := v.md
+	ids, err := c.children(brokerIDsPath)
+	if err != nil {
+		return err
+	}
+	for _, s := range ids {
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			continue
+		}
+		e, err := c.get(brokerPath(int32(n)))
+		if err != nil {
+			return err
+		}
+		if !e.exists {
+			continue
+		}
+		b, err := decodeBroker(int32(n), e.data)
+		if err != nil {
+			c.log.Warn("skipping broker with bad znode", "err", err)
+			continue
+		}
+		md.Brokers = append(md.Brokers, b)
+		v.epochs[b.ID] = e.stat.Czxid
+	}
+	v.registered = slices.Clone(md.Brokers)
+	c.mu.Lock()
+	for id, epoch := range c.shuttingDown {
+		if v.epochs[id] != epoch {
+			delete(c.shuttingDown, id) // gone, or back with a new registration
+		}
+	}
+	md.Brokers = slices.DeleteFunc(md.Brokers, func(b controller.Broker) bool {
+		_, leaving := c.shuttingDown[b.ID]
+		return leaving
+	})
+	c.mu.Unlock()
+	slices.SortFunc(md.Brokers, func(a, b controller.Broker) int { return int(a.ID - b.ID) })
+
+	if v.deleting, err = c.children(deleteTopicsPath); err != nil {
+		return err
+	}
+	names, err := c.children(topicsPath)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if slices.Contains(v.deleting, name) {
+			continue
+		}
+		t, states, err := c.buildTopic(name)
+		if err != nil {
+			return err
+		}
+		if t != nil {
+			md.Topics[name] = t
+			md.TopicIDs[t.ID] = name
+			v.states[name] = states
+		}
+	}
+	return nil
 }
 
 // buildTopic reads one topic; nil when it is missing or unreadable.
@@ -307,6 +389,16 @@ func (c *Controller) publish(v *view) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epochs = v.epochs
+	if v.pushedVersion > c.pushedPublished {
+		defer func() {
+			c.pushedPublished = v.pushedVersion
+			close(c.pushedCh)
+			c.pushedCh = make(chan struct{})
+		}()
+	}
+	if (v.full && c.IsActive()) || v.synced {
+		c.readyOnce.Do(func() { close(c.ready) })
+	}
 	next := *v.md
 	next.Version = c.md.Version
 	if reflect.DeepEqual(&next, c.md) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,8 +29,15 @@ func (c *Controller) ControlledShutdown(ctx context.Context, brokerID int32, bro
 			return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", controller.ErrStaleBrokerEpoch, brokerID, brokerEpoch, cur)
 		}
 	}
+	// From now until it registers again the broker leads nothing, joins
+	// no ISR and is not offered to clients (Kafka's shuttingDownBrokerIds).
+	c.mu.Lock()
+	c.shuttingDown[brokerID] = c.epochs[brokerID]
+	c.mu.Unlock()
+	c.kickRun()
 	md := c.Metadata()
 	live := liveBrokers(md)
+	delete(live, brokerID)
 	alive := func(id int32) bool { return live[id] }
 	epoch := c.epoch.Load()
 	var remaining []controller.TopicPartition
@@ -89,7 +97,16 @@ func (c *Controller) ControlledShutdown(ctx context.Context, brokerID int32, bro
 		}
 		return true
 	})
-	return remaining, err
+	if err != nil {
+		return remaining, err
+	}
+	// And once the new leaders know it: the broker stops when we answer.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.senders.waitSynced(wctx, c.Metadata().Version, brokerID); err != nil {
+		c.log.Warn("controlled shutdown: brokers not yet told of the new leaders", "broker", brokerID, "err", err)
+	}
+	return remaining, nil
 }
 
 func containsID(ids []int32, id int32) bool {

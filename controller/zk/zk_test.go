@@ -32,10 +32,12 @@ func newController(t *testing.T, z *testenv.ZooKeeper, id int32) *Controller {
 		SessionTimeout:    2 * time.Second,
 		ConnectionTimeout: 5 * time.Second,
 		Logger:            slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("broker", id),
+		Transport:         testNet,
 	})
 	if err != nil {
 		t.Fatalf("start controller of broker %d: %v", id, err)
 	}
+	testNet.join(t, c)
 	t.Cleanup(func() { c.Close() })
 	return c
 }

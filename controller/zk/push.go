@@ -1,0 +1,344 @@
+package zk
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/controller"
+)
+
+// The receiving side of the controller's inter-broker requests.
+//
+// As in Kafka's ZooKeeper mode, a broker that is not the active controller
+// does not read topics and partition states from ZooKeeper: it learns
+// them, and the live brokers, from the active controller's LeaderAndIsr,
+// UpdateMetadata and StopReplica requests, and keeps them in a pushed
+// state. Configs, the cluster id and the controller's identity are still
+// read from ZooKeeper, as Kafka brokers do. The run goroutine builds the
+// published snapshot from the pushed state (build).
+//
+// Ordering: a partition state replaces the one held only when its
+// (leader epoch, partition epoch) is not older, so a delayed request never
+// undoes a newer change (such as the leader's own ISR change, which it
+// applies at once after writing it to ZooKeeper). A request from an older
+// controller epoch than one already seen is refused whole
+// (STALE_CONTROLLER_EPOCH), one addressed to an older registration of this
+// broker too (STALE_BROKER_EPOCH).
+//
+// The first UpdateMetadata of a controller epoch, and the first after this
+// broker registered, carries the whole cluster (the sender makes it so) and
+// replaces the topics held; later ones change only the partitions they
+// name, and a partition named with leader -2 (Kafka's LeaderDuringDelete)
+// is gone.
+
+// Kafka's sentinel leader and leader epoch of a partition being deleted.
+const (
+	leaderDuringDelete = -2
+	epochDuringDelete  = -2
+)
+
+type pushed struct {
+	mu        sync.Mutex
+	ctrlEpoch int32 // the highest controller epoch seen
+	umEpoch   int32 // the controller epoch of the last UpdateMetadata applied
+	synced    bool  // an UpdateMetadata arrived since this broker registered
+	brokers   []controller.Broker
+	topics    map[string]*pushedTopic
+	version   int64 // grows with every change
+}
+
+type pushedTopic struct {
+	id    [16]byte
+	parts map[int32]controller.Partition
+}
+
+// newer tells whether partition state b may replace a.
+func newer(a, b controller.Partition) bool {
+	if b.LeaderEpoch != a.LeaderEpoch {
+		return b.LeaderEpoch > a.LeaderEpoch
+	}
+	return b.PartitionEpoch >= a.PartitionEpoch
+}
+
+// upsert stores a partition state unless the held one is newer. Called
+// with mu held; reports whether the state was taken.
+func (ps *pushed) upsert(topic string, id [16]byte, p controller.Partition) bool {
+	t := ps.topics[topic]
+	if t == nil || t.id != id {
+		t = &pushedTopic{id: id, parts: map[int32]controller.Partition{}}
+		ps.topics[topic] = t
+	}
+	if cur, ok := t.parts[p.Index]; ok && !newer(cur, p) {
+		return false
+	}
+	t.parts[p.Index] = p
+	return true
+}
+
+func (ps *pushed) remove(topic string, part int32) {
+	t := ps.topics[topic]
+	if t == nil {
+		return
+	}
+	delete(t.parts, part)
+	if len(t.parts) == 0 {
+		delete(ps.topics, topic)
+	}
+}
+
+// seed replaces the pushed state with a snapshot (taken when this broker
+// stops being the controller, so it serves what it last knew until the
+// next controller's first UpdateMetadata).
+func (ps *pushed) seed(md *controller.Metadata) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.brokers = slices.Clone(md.Brokers)
+	ps.topics = map[string]*pushedTopic{}
+	for name, t := range md.Topics {
+		pt := &pushedTopic{id: t.ID, parts: map[int32]controller.Partition{}}
+		for _, p := range t.Partitions {
+			pt.parts[p.Index] = p
+		}
+		ps.topics[name] = pt
+	}
+	ps.synced = false
+	ps.version++
+}
+
+// reset forgets everything (a new registration of this broker).
+func (ps *pushed) reset() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.synced = false
+}
+
+// fill puts the pushed brokers and topics into md (configs are added by
+// build from ZooKeeper), and returns the pushed version and whether a
+// controller has told this registration the whole cluster yet.
+func (ps *pushed) fill(md *controller.Metadata, self controller.Broker) (int64, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	md.Brokers = slices.Clone(ps.brokers)
+	if !slices.ContainsFunc(md.Brokers, func(b controller.Broker) bool { return b.ID == self.ID }) {
+		md.Brokers = append(md.Brokers, self)
+	}
+	slices.SortFunc(md.Brokers, func(a, b controller.Broker) int { return int(a.ID - b.ID) })
+	for name, pt := range ps.topics {
+		t := &controller.Topic{Name: name, ID: pt.id, Configs: map[string]string{}}
+		for i := int32(0); ; i++ {
+			p, ok := pt.parts[i]
+			if !ok {
+				break // partitions are dense; a gap ends what can be served
+			}
+			p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+			t.Partitions = append(t.Partitions, p)
+		}
+		if len(t.Partitions) == 0 {
+			continue
+		}
+		md.Topics[name] = t
+		md.TopicIDs[t.ID] = name
+	}
+	return ps.version, ps.synced
+}
+
+// check validates a request's controller and broker epochs, recording a
+// newer controller epoch. Called with mu held.
+func (c *Controller) checkEpochs(ctrlEpoch int32, brokerEpoch int64) *kerr.Error {
+	ps := &c.pushed
+	if ctrlEpoch < ps.ctrlEpoch {
+		return kerr.StaleControllerEpoch
+	}
+	if own := c.ownEpoch.Load(); brokerEpoch >= 0 && own > 0 && brokerEpoch != own {
+		return kerr.StaleBrokerEpoch
+	}
+	ps.ctrlEpoch = ctrlEpoch
+	return nil
+}
+
+// applied bumps the pushed version, kicks the run goroutine and waits
+// (briefly) until the published snapshot includes the change, so that the
+// answer to the controller means the broker acts on it.
+func (c *Controller) applied(ctx context.Context) {
+	c.pushed.mu.Lock()
+	c.pushed.version++
+	v := c.pushed.version
+	c.pushed.mu.Unlock()
+	c.kickRun()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for {
+		c.mu.Lock()
+		done, ch := c.pushedPublished >= v, c.pushedCh
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+func partitionFromLeaderAndISR(p *kmsg.LeaderAndISRRequestTopicPartition) controller.Partition {
+	return controller.Partition{Index: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), PartitionEpoch: p.ZKVersion}
+}
+
+// HandleLeaderAndISR applies a LeaderAndIsr request (API key 4): the
+// partitions named become led or followed by this broker as they say.
+func (c *Controller) HandleLeaderAndISR(ctx context.Context, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
+	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
+	self := c.opts.Broker.ID
+	ps := &c.pushed
+	ps.mu.Lock()
+	if err := c.checkEpochs(req.ControllerEpoch, req.BrokerEpoch); err != nil {
+		ps.mu.Unlock()
+		resp.ErrorCode = err.Code
+		return resp
+	}
+	for _, lv := range req.LiveLeaders {
+		ps.addBroker(controller.Broker{ID: lv.BrokerID, Host: lv.Host, Port: lv.Port})
+	}
+	for _, ts := range req.TopicStates {
+		rt := kmsg.NewLeaderAndISRResponseTopic()
+		rt.TopicID = ts.TopicID
+		for i := range ts.PartitionStates {
+			p := &ts.PartitionStates[i]
+			rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+			rp.Topic, rp.Partition = ts.Topic, p.Partition
+			switch {
+			case !slices.Contains(p.Replicas, self):
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !ps.upsert(ts.Topic, ts.TopicID, partitionFromLeaderAndISR(p)):
+				rp.ErrorCode = kerr.StaleControllerEpoch.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	ps.mu.Unlock()
+	c.applied(ctx)
+	return resp
+}
+
+// addBroker adds or updates a broker's address, keeping its rack. Called
+// with mu held.
+func (ps *pushed) addBroker(b controller.Broker) {
+	for i, have := range ps.brokers {
+		if have.ID == b.ID {
+			b.Rack = have.Rack
+			ps.brokers[i] = b
+			return
+		}
+	}
+	ps.brokers = append(ps.brokers, b)
+}
+
+// HandleUpdateMetadata applies an UpdateMetadata request (API key 6): the
+// live brokers and the state of the partitions named.
+func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
+	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
+	ps := &c.pushed
+	ps.mu.Lock()
+	if err := c.checkEpochs(req.ControllerEpoch, req.BrokerEpoch); err != nil {
+		ps.mu.Unlock()
+		resp.ErrorCode = err.Code
+		return resp
+	}
+	if !ps.synced || req.ControllerEpoch > ps.umEpoch {
+		ps.topics = map[string]*pushedTopic{} // the whole cluster follows
+	}
+	ps.synced, ps.umEpoch = true, req.ControllerEpoch
+	ps.brokers = ps.brokers[:0]
+	for _, lb := range req.LiveBrokers {
+		b := controller.Broker{ID: lb.ID, Host: lb.Host, Port: lb.Port, Rack: lb.Rack}
+		if len(lb.Endpoints) > 0 {
+			b.Host, b.Port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
+		}
+		ps.brokers = append(ps.brokers, b)
+	}
+	for _, ts := range req.TopicStates {
+		for i := range ts.PartitionStates {
+			p := &ts.PartitionStates[i]
+			if p.Leader == leaderDuringDelete {
+				ps.remove(ts.Topic, p.Partition)
+				continue
+			}
+			ps.upsert(ts.Topic, ts.TopicID, controller.Partition{Index: p.Partition, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR),
+				PartitionEpoch: p.ZKVersion})
+		}
+	}
+	ps.mu.Unlock()
+	c.applied(ctx)
+	return resp
+}
+
+// HandleStopReplica applies a StopReplica request (API key 5): this broker
+// stops hosting the partitions named with Delete set, and deletes their
+// logs (the broker removes a log once its partition no longer names it as
+// a replica). A partition being deleted (leader epoch -2) is dropped from
+// the metadata; otherwise this broker is taken out of its replicas.
+// Without Delete a replica is only stopped in Kafka; Strata stops replicas
+// that way only when the broker itself shuts down, so such a partition is
+// left as it is.
+func (c *Controller) HandleStopReplica(ctx context.Context, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
+	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
+	self := c.opts.Broker.ID
+	ps := &c.pushed
+	ps.mu.Lock()
+	if err := c.checkEpochs(req.ControllerEpoch, req.BrokerEpoch); err != nil {
+		ps.mu.Unlock()
+		resp.ErrorCode = err.Code
+		return resp
+	}
+	for _, t := range req.Topics {
+		for _, st := range t.PartitionStates {
+			rp := kmsg.NewStopReplicaResponsePartition()
+			rp.Topic, rp.Partition = t.Topic, st.Partition
+			resp.Partitions = append(resp.Partitions, rp)
+			if !st.Delete {
+				continue
+			}
+			pt := ps.topics[t.Topic]
+			cur, ok := controller.Partition{}, false
+			if pt != nil {
+				cur, ok = pt.parts[st.Partition]
+			}
+			switch {
+			case !ok:
+			case st.LeaderEpoch == epochDuringDelete:
+				ps.remove(t.Topic, st.Partition)
+			case st.LeaderEpoch >= 0 && st.LeaderEpoch < cur.LeaderEpoch:
+				resp.Partitions[len(resp.Partitions)-1].ErrorCode = kerr.FencedLeaderEpoch.Code
+			default:
+				cur.Replicas = slices.DeleteFunc(slices.Clone(cur.Replicas), func(id int32) bool { return id == self })
+				cur.ISR = slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return id == self })
+				pt.parts[st.Partition] = cur
+			}
+		}
+	}
+	ps.mu.Unlock()
+	c.applied(ctx)
+	return resp
+}
+
+// pushLocal applies a partition state this broker wrote to ZooKeeper
+// itself (a leader's ISR change), so it acts on it before the controller
+// echoes it.
+func (c *Controller) pushLocal(topic string, id [16]byte, p controller.Partition) {
+	c.pushed.mu.Lock()
+	c.pushed.upsert(topic, id, p)
+	c.pushed.mu.Unlock()
+	c.applied(context.Background())
+}

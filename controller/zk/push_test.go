@@ -1,0 +1,193 @@
+package zk
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/controller"
+	"strata/internal/testenv"
+)
+
+func othersOf(act *Controller, cs []*Controller) []*Controller {
+	var out []*Controller
+	for _, c := range cs {
+		if c != act {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// A broker that is not the controller learns topics only from the
+// controller's requests: cut off from them it does not see a new topic,
+// although it reads the same ZooKeeper; reachable again, it is brought up
+// to date, and a deletion reaches it the same way.
+func TestPushIsTheSourceOfTopics(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*Controller{newController(t, z, 1), newController(t, z, 2), newController(t, z, 3)}
+	act := activeOf(t, cs...)
+	others := othersOf(act, cs)
+	cut, peer := others[0], others[1]
+	ctx := context.Background()
+
+	testNet.setCut(cut.opts.Broker.ID, true)
+	topic, err := act.CreateTopic(ctx, controller.CreateTopicRequest{Name: "pushed", NumPartitions: 3, ReplicationFactor: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "the reachable follower to learn the topic", func() bool {
+		got := peer.Metadata().Topics["pushed"]
+		return got != nil && got.ID == topic.ID && len(got.Partitions) == 3
+	})
+	// The controller retries the cut broker every 200ms; give it a few.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if cut.Metadata().Topics["pushed"] != nil {
+			t.Fatal("a broker cut off from the controller's requests learned the topic (from ZooKeeper?)")
+		}
+		time.Sleep(20 * time.Millisecond) // observing that nothing happens
+	}
+	testNet.setCut(cut.opts.Broker.ID, false)
+	waitUntil(t, 5*time.Second, "the cut broker to be brought up to date", func() bool {
+		got := cut.Metadata().Topics["pushed"]
+		return got != nil && got.ID == topic.ID && len(got.Partitions) == 3 &&
+			slices.Equal(got.Partitions[1].Replicas, topic.Partitions[1].Replicas)
+	})
+
+	if err := act.DeleteTopic(ctx, "pushed"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "every broker to drop the deleted topic", func() bool {
+		for _, c := range cs {
+			if c.Metadata().Topics["pushed"] != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// The receiving side refuses requests of an older controller epoch or for
+// an older registration of the broker, and partition states older than
+// the one it holds.
+func TestPushRefusesStaleRequests(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*Controller{newController(t, z, 1), newController(t, z, 2)}
+	act := activeOf(t, cs...)
+	follower := othersOf(act, cs)[0]
+	ctx := context.Background()
+	topic, err := act.CreateTopic(ctx, controller.CreateTopicRequest{Name: "t", NumPartitions: 1, ReplicationFactor: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "the follower to learn the topic", func() bool { return follower.Metadata().Topics["t"] != nil })
+	epoch := act.ControllerEpoch()
+	own := follower.ownEpoch.Load()
+	p := topic.Partitions[0]
+
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 8, act.opts.Broker.ID, epoch-1, own
+	if got := follower.HandleUpdateMetadata(ctx, um).ErrorCode; got != kerr.StaleControllerEpoch.Code {
+		t.Errorf("UpdateMetadata of an older controller epoch: error %d, want STALE_CONTROLLER_EPOCH", got)
+	}
+	um.ControllerEpoch, um.BrokerEpoch = epoch, own-1
+	if got := follower.HandleUpdateMetadata(ctx, um).ErrorCode; got != kerr.StaleBrokerEpoch.Code {
+		t.Errorf("UpdateMetadata for an older broker epoch: error %d, want STALE_BROKER_EPOCH", got)
+	}
+
+	lai := func(leaderEpoch, zkVersion int32, replicas []int32) int16 {
+		req := kmsg.NewPtrLeaderAndISRRequest()
+		req.Version, req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = 7, act.opts.Broker.ID, epoch, own
+		ts := kmsg.NewLeaderAndISRRequestTopicState()
+		ts.Topic, ts.TopicID = "t", topic.ID
+		ps := kmsg.NewLeaderAndISRRequestTopicPartition()
+		ps.Partition, ps.Leader, ps.LeaderEpoch, ps.ZKVersion = 0, p.Leader, leaderEpoch, zkVersion
+		ps.ISR, ps.Replicas = p.ISR, replicas
+		ts.PartitionStates = append(ts.PartitionStates, ps)
+		req.TopicStates = append(req.TopicStates, ts)
+		resp := follower.HandleLeaderAndISR(ctx, req)
+		if resp.ErrorCode != 0 {
+			return resp.ErrorCode
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if got := lai(p.LeaderEpoch-1, p.PartitionEpoch, p.Replicas); got != kerr.StaleControllerEpoch.Code {
+		t.Errorf("LeaderAndIsr with an older leader epoch: error %d, want STALE_CONTROLLER_EPOCH", got)
+	}
+	if got := lai(p.LeaderEpoch+1, 0, []int32{act.opts.Broker.ID}); got != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("LeaderAndIsr for a partition not replicated here: error %d, want UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+	if got := lai(p.LeaderEpoch, p.PartitionEpoch, p.Replicas); got != 0 {
+		t.Errorf("LeaderAndIsr repeating the current state: error %d, want none", got)
+	}
+	if got := follower.Metadata().Topics["t"].Partitions[0]; got.LeaderEpoch != p.LeaderEpoch || !slices.Equal(got.Replicas, p.Replicas) {
+		t.Errorf("after refused requests the follower holds %+v, want %+v", got, p)
+	}
+}
+
+// A broker in controlled shutdown is no longer offered to the others, and
+// may not rejoin an ISR while it leaves.
+func TestShuttingDownBrokerLeavesMetadataAndISR(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*Controller{newController(t, z, 1), newController(t, z, 2), newController(t, z, 3)}
+	act := activeOf(t, cs...)
+	others := othersOf(act, cs)
+	leaving, leader := others[0], others[1]
+	ctx := context.Background()
+	if _, err := act.CreateTopic(ctx, controller.CreateTopicRequest{Name: "t", NumPartitions: 3, ReplicationFactor: 3}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "every broker to learn the topic", func() bool {
+		for _, c := range cs {
+			if c.Metadata().Topics["t"] == nil {
+				return false
+			}
+		}
+		return true
+	})
+	id := leaving.opts.Broker.ID
+	remaining, err := act.ControlledShutdown(ctx, id, leaving.ownEpoch.Load())
+	if err != nil || len(remaining) != 0 {
+		t.Fatalf("controlled shutdown of broker %d: remaining %v, err %v", id, remaining, err)
+	}
+	for _, c := range []*Controller{act, leader} {
+		md := c.Metadata()
+		if hasBroker(md, id) {
+			t.Errorf("broker %d still lists the leaving broker %d", c.opts.Broker.ID, id)
+		}
+		for _, p := range md.Topics["t"].Partitions {
+			if p.Leader == id || slices.Contains(p.ISR, id) {
+				t.Errorf("broker %d: partition %+v still led by or in sync with the leaving broker", c.opts.Broker.ID, p)
+			}
+		}
+	}
+	// Its own view says it leads nothing (it was told, though leaving).
+	waitUntil(t, 5*time.Second, "the leaving broker to learn it leads nothing", func() bool {
+		for _, p := range leaving.Metadata().Topics["t"].Partitions {
+			if p.Leader == id {
+				return false
+			}
+		}
+		return true
+	})
+	// A leader may not take it back into an ISR.
+	var p controller.Partition
+	for _, q := range leader.Metadata().Topics["t"].Partitions {
+		if q.Leader == leader.opts.Broker.ID {
+			p = q
+		}
+	}
+	if p.Replicas == nil {
+		t.Fatalf("broker %d leads no partition of t", leader.opts.Broker.ID)
+	}
+	_, err = leader.AlterPartition(ctx, controller.AlterPartitionRequest{Topic: "t", Partition: p.Index, Leader: p.Leader,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: append(slices.Clone(p.ISR), id)})
+	if err == nil {
+		t.Errorf("the leaving broker %d was let back into the ISR of partition %d", id, p.Index)
+	}
+}
