@@ -137,6 +137,11 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 	if !l.s.isLeader(l.p) {
 		return 0, kerr.NotLeaderForPartition
 	}
+	// As an acks=-1 produce: refused below min.insync.replicas (Kafka's
+	// coordinator answers COORDINATOR_NOT_AVAILABLE then).
+	if isr, minISR := l.p.isrSize(), int(l.p.minISR.Load()); isr < minISR {
+		return 0, fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", isr, minISR, kerr.NotEnoughReplicas)
+	}
 	info, err := l.p.log.Append(batch, l.p.leaderEpoch.Load())
 	if err != nil {
 		return 0, err
@@ -147,24 +152,27 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 	return info.LastOffset + 1, nil
 }
 
-// WaitDurable waits for the high watermark to reach end (acks=-1).
+// WaitDurable waits for the high watermark to reach end, and fails as an
+// acks=-1 produce does when the ISR fell below min.insync.replicas.
 func (l *offsetsLog) WaitDurable(end int64) error {
-	if l.p.hw.Load() >= end {
-		return nil
-	}
-	ch := make(chan struct{}, 1)
-	l.p.addWaiter(ch)
-	defer l.p.removeWaiter(ch)
-	t := time.NewTimer(offsetsCommitTimeout)
-	defer t.Stop()
-	for l.p.hw.Load() < end {
-		select {
-		case <-ch:
-		case <-t.C:
-			return kerr.RequestTimedOut
-		case <-l.s.ctx.Done():
-			return kerr.NotLeaderForPartition
+	if l.p.hw.Load() < end {
+		ch := make(chan struct{}, 1)
+		l.p.addWaiter(ch)
+		defer l.p.removeWaiter(ch)
+		t := time.NewTimer(offsetsCommitTimeout)
+		defer t.Stop()
+		for l.p.hw.Load() < end {
+			select {
+			case <-ch:
+			case <-t.C:
+				return kerr.RequestTimedOut
+			case <-l.s.ctx.Done():
+				return kerr.NotLeaderForPartition
+			}
 		}
+	}
+	if l.p.isrSize() < int(l.p.minISR.Load()) {
+		return kerr.NotEnoughReplicasAfterAppend
 	}
 	return nil
 }

@@ -123,3 +123,55 @@ func TestGroupCoordinatorNewLeaderLoadsPastItsHighWatermark(t *testing.T) {
 		t.Fatalf("new coordinator serves offset %d, want the acknowledged 20", got)
 	}
 }
+
+// TestGroupCommitBelowMinInsyncReplicas: an offset commit is an acks=-1
+// write of __consumer_offsets, so with the partition's ISR below
+// min.insync.replicas it is refused, and Kafka's coordinator answers
+// COORDINATOR_NOT_AVAILABLE (the client retries; the offset is not
+// acknowledged from a single copy).
+func TestGroupCommitBelowMinInsyncReplicas(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{
+		"offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "3",
+		"min.insync.replicas": "2",
+	})
+	const group, topic = "g", "t"
+	c.createTopic(topic, []int32{0, 1, 2}, nil)
+	commit := func(rc *rawConn, at int64) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, at
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rc.do(req, 8).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	// FindCoordinator creates __consumer_offsets.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	c.rc(0).do(fc, 3)
+	waitFor(t, "__consumer_offsets open", 10*time.Second, func() bool { return c.m.Metadata().Topics[offsetsTopic] != nil })
+	c.waitISR(offsetsTopic, 0, 1, 2)
+	leader := c.partition(offsetsTopic).Leader
+	rc := c.rc(leader)
+	waitFor(t, "a commit with the full ISR", 10*time.Second, func() bool { return commit(rc, 5) == 0 })
+	for id := range c.servers {
+		if id != leader {
+			c.kill(id)
+		}
+	}
+	c.waitISR(offsetsTopic, leader)
+	waitFor(t, "the leader to see its ISR of one", 10*time.Second, func() bool {
+		return c.servers[leader].partition(offsetsTopic, 0).isrSize() == 1
+	})
+	if code := commit(rc, 7); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("commit with ISR 1 < min.insync.replicas 2: error %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	resp := rc.do(req, 7).(*kmsg.OffsetFetchResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Offset != 5 {
+		t.Fatalf("OffsetFetch after the refused commit: %+v, want offset 5", resp.Topics)
+	}
+}

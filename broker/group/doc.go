@@ -77,7 +77,9 @@
 // A commit, a SyncGroup assignment, a static member's takeover, a group
 // deletion and an OffsetDelete are answered only after their batch is
 // durable on the terms of an acks=-1 produce (Log.WaitDurable: the high
-// watermark, the minimum log end over the ISR). The batch
+// watermark, the minimum log end over the ISR; below min.insync.replicas
+// the write is refused and answered COORDINATOR_NOT_AVAILABLE, as Kafka
+// does). The batch
 // is appended under the shard lock and applied to memory only if the
 // append succeeded; the wait happens after the lock is released. Retention
 // tombstones and the metadata of groups that became Empty are written
