@@ -137,46 +137,62 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 	if !l.s.isLeader(l.p) {
 		return 0, kerr.NotLeaderForPartition
 	}
+	// As an acks=-1 produce: refused below min.insync.replicas (Kafka's
+	// coordinator answers COORDINATOR_NOT_AVAILABLE then).
+	if isr, minISR := l.p.isrSize(), int(l.p.minISR.Load()); isr < minISR {
+		return 0, fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", isr, minISR, kerr.NotEnoughReplicas)
+	}
 	info, err := l.p.log.Append(batch, l.p.leaderEpoch.Load())
 	if err != nil {
 		return 0, err
 	}
-	// One replica: the high watermark follows the log end.
+	// With one replica the high watermark follows the log end; with more,
+	// advanceHW holds it at what the ISR has (WaitDurable waits for it).
 	l.p.advanceHW(l.p.log.LogEndOffset())
 	return info.LastOffset + 1, nil
 }
 
-// WaitDurable waits for the high watermark to reach end (acks=-1).
+// WaitDurable waits for the high watermark to reach end, and fails as an
+// acks=-1 produce does when the ISR fell below min.insync.replicas.
 func (l *offsetsLog) WaitDurable(end int64) error {
-	if l.p.hw.Load() >= end {
-		return nil
-	}
-	ch := make(chan struct{}, 1)
-	l.p.addWaiter(ch)
-	defer l.p.removeWaiter(ch)
-	t := time.NewTimer(offsetsCommitTimeout)
-	defer t.Stop()
-	for l.p.hw.Load() < end {
-		select {
-		case <-ch:
-		case <-t.C:
-			return kerr.RequestTimedOut
-		case <-l.s.ctx.Done():
-			return kerr.NotLeaderForPartition
+	if l.p.hw.Load() < end {
+		ch := make(chan struct{}, 1)
+		l.p.addWaiter(ch)
+		defer l.p.removeWaiter(ch)
+		t := time.NewTimer(offsetsCommitTimeout)
+		defer t.Stop()
+		for l.p.hw.Load() < end {
+			select {
+			case <-ch:
+			case <-t.C:
+				return kerr.RequestTimedOut
+			case <-l.s.ctx.Done():
+				return kerr.NotLeaderForPartition
+			}
 		}
+	}
+	if l.p.isrSize() < int(l.p.minISR.Load()) {
+		return kerr.NotEnoughReplicasAfterAppend
 	}
 	return nil
 }
 
-// Replay reads the partition from its start to the high watermark.
+// Replay reads the partition from its start to the log end offset it has
+// when the load starts, once the high watermark has reached that offset.
+// A broker that has just become leader holds records of the previous
+// leader beyond its own high watermark (a follower learns the high
+// watermark one fetch late), among them commits that were acknowledged;
+// reading only to the high watermark would lose them, and reading them
+// before they are committed would serve what a later leader may not
+// have. Kafka's loader, too, reads to the log end.
 func (l *offsetsLog) Replay(fn func([]byte) error) error {
+	end := l.p.log.LogEndOffset()
+	if err := l.waitHW(end); err != nil {
+		return err
+	}
 	off := l.p.log.LogStartOffset()
-	for {
-		hw := l.p.hw.Load()
-		if off >= hw {
-			return nil
-		}
-		fs, err := l.p.log.Read(off, hw, 1<<20, true)
+	for off < end {
+		fs, err := l.p.log.Read(off, end, 1<<20, true)
 		if err != nil {
 			return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
 		}
@@ -192,4 +208,32 @@ func (l *offsetsLog) Replay(fn func([]byte) error) error {
 		}
 		off = fs.LastOffset + 1
 	}
+	return nil
+}
+
+// waitHW waits until the high watermark reaches end, or fails with
+// NOT_LEADER_OR_FOLLOWER once this broker no longer leads the partition.
+func (l *offsetsLog) waitHW(end int64) error {
+	if l.p.hw.Load() >= end {
+		return nil
+	}
+	ch := make(chan struct{}, 1)
+	l.p.addWaiter(ch)
+	defer l.p.removeWaiter(ch)
+	// Leadership changes wake the waiters too; the ticker only bounds
+	// how long a missed wake-up could delay noticing one.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for l.p.hw.Load() < end {
+		if !l.s.isLeader(l.p) {
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+		}
+		select {
+		case <-ch:
+		case <-tick.C:
+		case <-l.s.ctx.Done():
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+		}
+	}
+	return nil
 }

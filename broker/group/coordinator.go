@@ -63,7 +63,8 @@ type Log interface {
 	// terms of an acks=-1 produce, or with the reason it cannot be.
 	WaitDurable(end int64) error
 	// Replay calls fn with chunks of whole record batches from the log
-	// start up to the high watermark, in order.
+	// start up to the log end offset at the time of the call, in order,
+	// once all of them are committed (below the high watermark).
 	Replay(fn func(batches []byte) error) error
 }
 

@@ -76,8 +76,10 @@
 //
 // A commit, a SyncGroup assignment, a static member's takeover, a group
 // deletion and an OffsetDelete are answered only after their batch is
-// durable on the terms of an acks=-1 produce (Log.WaitDurable: today the
-// high watermark, which follows the log end with one replica). The batch
+// durable on the terms of an acks=-1 produce (Log.WaitDurable: the high
+// watermark, the minimum log end over the ISR; below min.insync.replicas
+// the write is refused and answered COORDINATOR_NOT_AVAILABLE, as Kafka
+// does). The batch
 // is appended under the shard lock and applied to memory only if the
 // append succeeded; the wait happens after the lock is released. Retention
 // tombstones and the metadata of groups that became Empty are written
@@ -85,9 +87,12 @@
 //
 // # Loading
 //
-// When a partition is elected it is replayed from its start to the high
-// watermark (last record per key wins, tombstones delete) aside from the
-// live state and installed at once; until then its groups answer
+// When a partition is elected it is replayed from its start to its log
+// end at election (last record per key wins, tombstones delete) aside
+// from the live state and installed at once. A new leader first waits for
+// its high watermark to reach that log end: it holds the previous
+// leader's records, acknowledged commits among them, beyond the high
+// watermark it learnt as a follower. Until then its groups answer
 // COORDINATOR_LOAD_IN_PROGRESS (Heartbeat answers NONE and SyncGroup
 // REBALANCE_IN_PROGRESS, as Kafka does), and groups of partitions this
 // broker does not own answer NOT_COORDINATOR. Loaded groups with members

@@ -1,13 +1,16 @@
 package group
 
 // Loading a partition: replay every record from the log start to the
-// high watermark; the last record of a key wins and a tombstone deletes.
+// log end (once it is committed); the last record of a key wins and a
+// tombstone deletes.
 // The state is built aside and installed at once, so requests see either
 // COORDINATOR_LOAD_IN_PROGRESS or the whole partition.
 
 import (
+	"errors"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -100,6 +103,11 @@ func (s *shard) load() {
 		for _, mg := range ls.modern {
 			mg.Close()
 		}
+		return
+	}
+	if errors.Is(err, kerr.NotLeaderForPartition) {
+		// Leadership moved while loading; Resign follows.
+		s.c.log.Info("stopped loading __consumer_offsets partition", "partition", s.part, "err", err)
 		return
 	}
 	if err != nil {
