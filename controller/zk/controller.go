@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,7 +202,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 	}
 	c.senders = newSenders(c, c.transport)
 	c.active.Store(-1)
-	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
+	conn, _, err := zk.Connect(servers, opts.SessionTimeout, zk.WithDialer(cappedDialer(opts.SessionTimeout*2/3)),
 		zk.WithLogger(zkLogger{c.log}), zk.WithLogInfo(false), zk.WithEventCallback(c.onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("connect to zookeeper %s: %w", opts.Connect, err)
@@ -211,7 +212,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		conn.Close()
 		return nil, err
 	}
-	if err := c.ensurePersistentPaths(); err != nil {
+	if err := c.ensurePersistentPathsWithin(ctx, opts.ConnectionTimeout); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -397,6 +398,50 @@ func (c *Controller) waitFor(ctx context.Context, pred func(*controller.Metadata
 
 // p maps a Kafka path below the chroot.
 func (c *Controller) p(path string) string { return c.chroot + path }
+
+// ensurePersistentPathsWithin retries ensurePersistentPaths through
+// passing connection losses for up to d (zookeeper.connection.timeout.ms).
+func (c *Controller) ensurePersistentPathsWithin(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := c.ensurePersistentPaths()
+		if err == nil || time.Now().After(deadline) ||
+			!(errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer)) {
+			return err
+		}
+		if err := c.waitSession(ctx, time.Until(deadline)); err != nil {
+			return err
+		}
+	}
+}
+
+// cappedDialer dials ZooKeeper with connections whose read deadlines are
+// at most max away. go-zookeeper waits ten receive timeouts for the answer
+// to its handshake; a server that accepts but does not answer (one that is
+// restarting) would hold a broker without a session for that long, past
+// its session's expiry. With the cap it gives up after one receive
+// timeout and tries again.
+func cappedDialer(max time.Duration) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		conn, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return cappedConn{Conn: conn, max: max}, nil
+	}
+}
+
+type cappedConn struct {
+	net.Conn
+	max time.Duration
+}
+
+func (c cappedConn) SetReadDeadline(t time.Time) error {
+	if limit := time.Now().Add(c.max); t.IsZero() || t.After(limit) {
+		t = limit
+	}
+	return c.Conn.SetReadDeadline(t)
+}
 
 // ensurePersistentPaths creates the chroot and Kafka's persistent paths.
 func (c *Controller) ensurePersistentPaths() error {
