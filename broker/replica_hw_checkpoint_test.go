@@ -97,3 +97,29 @@ func TestReplicationHWCheckpointAcrossRestart(t *testing.T) {
 		return c.servers[1].partition("hw", 0).hw.Load() == n+1 && c.servers[2].partition("hw", 0).hw.Load() == n+1
 	})
 }
+
+// TestHWCheckpointWrittenAtShutdown: with a checkpoint interval longer
+// than the test, only the clean shutdown writes the file.
+func TestHWCheckpointWrittenAtShutdown(t *testing.T) {
+	t.Parallel()
+	ts := startTestServer(t, map[string]string{"replica.high.watermark.checkpoint.interval.ms": "3600000"})
+	rc := dialRaw(t, ts.addr())
+	rc.createTopic("shut", 2, nil)
+	for i := 0; i < 3; i++ {
+		rc.produceOK("shut", 1, plainBatch(time.Now().UnixMilli(), "v").build(t))
+	}
+	if _, err := os.Stat(filepath.Join(ts.dir, hwCheckpointName)); err == nil {
+		t.Fatal("checkpoint written before the interval passed")
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(ts.dir, hwCheckpointName))
+	if err != nil {
+		t.Fatalf("checkpoint after a clean shutdown: %v", err)
+	}
+	hws, err := parseHWCheckpoint(b)
+	if err != nil || hws[tp{"shut", 0}] != 0 || hws[tp{"shut", 1}] != 3 {
+		t.Fatalf("checkpoint after a clean shutdown %q (%v); want shut-0 at 0 and shut-1 at 3", b, err)
+	}
+}
