@@ -237,11 +237,13 @@ func (s *Server) checkpointHWs() error {
 }
 
 // finalHWCheckpoint writes the checkpoint at shutdown, once the server
-// has stopped serving; not when it never started (a failed Start must not
-// replace a good file with an empty one).
+// has stopped serving, with the partitions still open; not when it never
+// started (a failed Start must not replace a good file with an empty one),
+// and only once.
 func (s *Server) finalHWCheckpoint() {
 	s.hwck.mu.Lock()
 	started := s.hwck.started
+	s.hwck.started = false // a second Close must not write an empty file
 	s.hwck.mu.Unlock()
 	if !started {
 		return

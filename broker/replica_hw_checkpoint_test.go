@@ -123,3 +123,19 @@ func TestHWCheckpointWrittenAtShutdown(t *testing.T) {
 		t.Fatalf("checkpoint after a clean shutdown %q (%v); want shut-0 at 0 and shut-1 at 3", b, err)
 	}
 }
+
+// TestHWCheckpointSecondCloseKeepsFile: closing a closed server (test
+// cleanups do) leaves the checkpoint written by the first Close.
+func TestHWCheckpointSecondCloseKeepsFile(t *testing.T) {
+	t.Parallel()
+	ts := startTestServer(t, nil)
+	rc := dialRaw(t, ts.addr())
+	rc.createTopic("twice", 1, nil)
+	rc.produceOK("twice", 0, plainBatch(time.Now().UnixMilli(), "v").build(t))
+	ts.Close()
+	ts.Close()
+	hws, err := readHWCheckpoint(ts.fs, ts.dir)
+	if err != nil || hws[tp{"twice", 0}] != 1 {
+		t.Fatalf("checkpoint after two Closes: %v, %v; want twice-0 at 1", hws, err)
+	}
+}
