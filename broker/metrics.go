@@ -47,8 +47,8 @@ func newMetrics() *metrics {
 			Name: "strata_server_preferred_read_replica_partitions_total", Help: "Partitions of consumer Fetch responses in which this leader named another replica to read from (KIP-392).",
 		}),
 	}
-	m.reg.MustRegister(m.fetchFromFollower, m.preferredReadReplica)
 	m.reg.MustRegister(m.requests, m.connections, m.bytesIn, m.bytesOut, m.messagesIn, m.produceErrors,
+		m.fetchFromFollower, m.preferredReadReplica,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
