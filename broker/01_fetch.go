@@ -12,7 +12,9 @@ package broker
 // fetch sessions per KIP-227 (fetch_session.go). Topic ids from v13
 // (KIP-516); CurrentLeader/NodeEndpoints (KIP-951) from v12/v16. Record
 // bytes go from the segment file to the socket with sendfile
-// (sendfile.go).
+// (sendfile.go). From v11 consumers give their rack and may fetch from
+// followers (KIP-392, fetch_from_follower.go): the leader names a
+// PreferredReadReplica, a follower serves up to its high watermark.
 
 import (
 	"time"
@@ -33,6 +35,7 @@ type fetchTarget struct {
 	fetchOffset int64
 	maxBytes    int32
 	leaderEpoch int32
+	logStart    int64     // a replica's log start offset; -1 unknown
 	sess        *sessPart // nil for sessionless fetches
 }
 
@@ -42,6 +45,9 @@ type fetchResult struct {
 	hw, lso int64
 	start   int64
 	slice   plog.FileSlice
+
+	preferred  int32 // KIP-392 preferred read replica; -1 none
+	asFollower bool  // a consumer fetch served by this follower
 }
 
 func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (outResp, error) {
@@ -52,6 +58,11 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		replicaID = req.ReplicaState.ID
 	}
 	follower := replicaID >= 0
+	// KIP-392: consumers of v11+ carry a rack and may read from followers.
+	consumer := consumerFetch{fromFollower: !follower && req.Version >= 11, now: time.Now()}
+	if consumer.fromFollower {
+		consumer.rack = req.Rack
+	}
 
 	// Session handling.
 	var (
@@ -69,7 +80,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			for _, rp := range rt.Partitions {
 				out = append(out, &fetchTarget{
 					key: tp{name, rp.Partition}, topicID: rt.TopicID, fetchOffset: rp.FetchOffset,
-					maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch,
+					maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch, logStart: rp.LogStartOffset,
 				})
 			}
 		}
@@ -122,7 +133,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		}
 		for _, sp := range sess.order {
 			targets = append(targets, &fetchTarget{key: sp.key, topicID: sp.topicID, fetchOffset: sp.fetchOffset,
-				maxBytes: sp.maxBytes, leaderEpoch: sp.leaderEpoch, sess: sp})
+				maxBytes: sp.maxBytes, leaderEpoch: sp.leaderEpoch, logStart: -1, sess: sp})
 		}
 		resp.SessionID = sess.id
 		sess.epoch++
@@ -153,11 +164,12 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		results = results[:0]
 		total := int64(0)
 		for _, t := range targets {
-			r := s.fetchOne(md, t, follower, req.IsolationLevel, maxBytes-int32(min(total, int64(maxBytes))), total == 0)
+			r := s.fetchOne(md, t, follower, consumer, req.IsolationLevel, maxBytes-int32(min(total, int64(maxBytes))), total == 0)
 			total += r.slice.Len
 			results = append(results, r)
 		}
-		if total >= int64(req.MinBytes) || wait <= 0 || time.Until(deadline) <= 0 || hasError(results) {
+		if total >= int64(req.MinBytes) || wait <= 0 || time.Until(deadline) <= 0 || hasErrorOrPreferred(results) ||
+			follower && s.followersNeedHW(replicaID, targets) {
 			break
 		}
 		if wakeCh == nil {
@@ -185,8 +197,13 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	var leaderHint map[int32]bool
 	for i := range results {
 		r := &results[i]
+		if follower && r.code == 0 { // sent now, or in the session already
+			if p := s.partition(r.t.key.topic, r.t.key.part); p != nil {
+				p.recordSentHW(replicaID, r.hw)
+			}
+		}
 		if sp := r.t.sess; sp != nil {
-			changed := r.slice.Len > 0 || r.code != 0 || sp.hw != r.hw || sp.lso != r.lso || sp.logStart != r.start
+			changed := r.slice.Len > 0 || r.code != 0 || r.preferred >= 0 || sp.hw != r.hw || sp.lso != r.lso || sp.logStart != r.start
 			if r.code == 0 {
 				sp.hw, sp.lso, sp.logStart = r.hw, r.lso, r.start
 			}
@@ -207,6 +224,13 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		rp.Partition = r.t.key.part
 		rp.ErrorCode = r.code
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.lso, r.start
+		rp.PreferredReadReplica = r.preferred
+		switch {
+		case r.preferred >= 0:
+			s.metrics.preferredReadReplica.Inc()
+		case r.asFollower && r.code == 0:
+			s.metrics.fetchFromFollower.Inc()
+		}
 		if r.code == kerr.NotLeaderForPartition.Code || r.code == kerr.FencedLeaderEpoch.Code {
 			if t := md.Topics[r.t.key.topic]; t != nil && int(r.t.key.part) < len(t.Partitions) {
 				pm := t.Partitions[r.t.key.part]
@@ -238,19 +262,29 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	return out, nil
 }
 
-func hasError(rs []fetchResult) bool {
+// hasErrorOrPreferred reports a result to answer at once: an error, or a
+// preferred read replica (as Kafka, no long poll then).
+func hasErrorOrPreferred(rs []fetchResult) bool {
 	for _, r := range rs {
-		if r.code != 0 {
+		if r.code != 0 || r.preferred >= 0 {
 			return true
 		}
 	}
 	return false
 }
 
+// consumerFetch is what a consumer's fetch says about fetching from
+// followers (KIP-392).
+type consumerFetch struct {
+	fromFollower bool   // v11+: a follower may serve it
+	rack         string // the client's rack; "" none
+	now          time.Time
+}
+
 // fetchOne evaluates one partition: errors, watermarks and the slice of
 // whole batches to send.
-func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, isolation int8, budget int32, first bool) fetchResult {
-	r := fetchResult{t: t, hw: -1, lso: -1, start: -1}
+func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, consumer consumerFetch, isolation int8, budget int32, first bool) fetchResult {
+	r := fetchResult{t: t, hw: -1, lso: -1, start: -1, preferred: -1}
 	topic := md.Topics[t.key.topic]
 	switch {
 	case t.key.topic == "":
@@ -269,12 +303,20 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = code
 		return r
 	}
-	if !s.isLeader(p) { // followers fetch from the leader too (no KIP-392 yet)
+	leader := s.isLeader(p)
+	if !leader && !consumer.fromFollower { // replicas and old consumers fetch from the leader
 		r.code = kerr.NotLeaderForPartition.Code
 		return r
 	}
 	hw := p.hw.Load()
 	r.hw, r.lso, r.start = hw, hw, p.log.LogStartOffset()
+	r.asFollower = !leader
+	if leader && consumer.rack != "" {
+		if id := s.preferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {
+			r.preferred = id
+			return r
+		}
+	}
 	upTo := hw
 	if follower {
 		upTo = p.log.LogEndOffset()
@@ -315,6 +357,9 @@ func (s *Server) recordFollowerFetches(replicaID int32, targets []*fetchTarget) 
 		p := s.partition(t.key.topic, t.key.part)
 		if p == nil || !s.isLeader(p) || checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()) != 0 {
 			continue
+		}
+		if t.logStart >= 0 {
+			p.recordFollowerLogStart(replicaID, t.logStart)
 		}
 		if isr := p.recordFollowerFetch(replicaID, t.fetchOffset, now); isr != nil {
 			s.alterISR(p, isr)

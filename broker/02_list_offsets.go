@@ -8,6 +8,14 @@ package broker
 // latest tiered (KIP-1005; with no tier the earliest local is the log
 // start and nothing is tiered, so -5 answers -1). A timestamp >= 0 gives
 // the first offset whose timestamp is at least it, or -1 when none is.
+//
+// As in Kafka, only the leader answers, except for the debugging replica
+// id -2, which any replica serves from its own log; consumers (replica id
+// -1) see up to the high watermark, others up to the log end. While a
+// leader's high watermark is below the start offset of its epoch (a new
+// leader whose followers have not fetched yet) a consumer asking for the
+// latest offset, or for a timestamp found nowhere below the high watermark, gets
+// OFFSET_NOT_AVAILABLE (KIP-207) rather than an offset that is too low.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,7 +28,8 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	md := s.ctrl.Metadata()
-	follower := req.ReplicaID >= 0
+	leaderOnly := req.ReplicaID != -2 // Kafka's DEBUGGING_REPLICA_ID
+	client := req.ReplicaID == -1     // Kafka's CONSUMER_REPLICA_ID
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -33,14 +42,14 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 			switch {
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p == nil || (!follower && !s.isLeader(p)):
+			case p == nil || (leaderOnly && !s.isLeader(p)):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); code != 0 {
 					sp.ErrorCode = code
 					break
 				}
-				s.listOffset(p, rp.Timestamp, follower, &sp)
+				s.listOffset(p, rp.Timestamp, client, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -49,9 +58,9 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 	return resp, nil
 }
 
-func (s *Server) listOffset(p *partition, ts int64, follower bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	hw := p.hw.Load()
-	if follower {
+	if !client {
 		hw = p.log.LogEndOffset()
 	}
 	switch ts {
@@ -76,4 +85,23 @@ func (s *Server) listOffset(p *partition, ts int64, follower bool, sp *kmsg.List
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, epoch
 		}
 	}
+	if sp.ErrorCode == 0 && client && (ts == -1 || ts >= 0 && sp.Offset < 0) {
+		if start, ok := p.leaderEpochStart(); ok && start > hw {
+			sp.ErrorCode = kerr.OffsetNotAvailable.Code
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+		}
+	}
+}
+
+// leaderEpochStart is the log end offset at which this broker became
+// leader in its current epoch (Kafka's leaderEpochStartOffsetOpt), if it
+// leads.
+func (p *partition) leaderEpochStart() (int64, bool) {
+	r := &p.rs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.leader {
+		return 0, false
+	}
+	return r.epochStart, true
 }

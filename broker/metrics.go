@@ -12,6 +12,11 @@ type metrics struct {
 	bytesOut      prometheus.Counter
 	messagesIn    prometheus.Counter
 	produceErrors prometheus.Counter
+
+	// KIP-392 (no Kafka equivalent): partitions of consumer fetches
+	// served as a follower, and answered with a preferred read replica.
+	fetchFromFollower    prometheus.Counter
+	preferredReadReplica prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -35,8 +40,15 @@ func newMetrics() *metrics {
 		produceErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_brokertopicmetrics_failedproducerequests_total", Help: "Produce partition appends that failed.",
 		}),
+		fetchFromFollower: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_server_fetch_from_follower_partitions_total", Help: "Partitions of consumer Fetch responses served by this broker as a follower (KIP-392).",
+		}),
+		preferredReadReplica: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_server_preferred_read_replica_partitions_total", Help: "Partitions of consumer Fetch responses in which this leader named another replica to read from (KIP-392).",
+		}),
 	}
 	m.reg.MustRegister(m.requests, m.connections, m.bytesIn, m.bytesOut, m.messagesIn, m.produceErrors,
+		m.fetchFromFollower, m.preferredReadReplica,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

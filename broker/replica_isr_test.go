@@ -23,6 +23,7 @@ type testCluster struct {
 	t       testing.TB
 	m       *controller.Memory
 	sets    map[string]string
+	perSets map[int32]map[string]string // per-broker configs over sets (broker.rack)
 	dirs    map[int32]string
 	servers map[int32]*Server
 }
@@ -54,6 +55,9 @@ func (c *testCluster) start(id int32) *Server {
 		"replica.lag.time.max.ms": "500",
 	}
 	for k, v := range c.sets {
+		props[k] = v
+	}
+	for k, v := range c.perSets[id] {
 		props[k] = v
 	}
 	cfg, err := config.Load(props)

@@ -23,6 +23,8 @@ type followerState struct {
 	lastCaughtUp       time.Time // last time its fetch reached the leader's log end
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64 // the leader's log end at the follower's previous fetch
+	logStart           int64 // its log start offset, from its fetches (fetch_from_follower.go)
+	lastSentHW         int64 // the high watermark last sent to it (fetch_from_follower.go)
 }
 
 // replicaState is a partition's role and ISR bookkeeping, guarded by mu.

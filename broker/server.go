@@ -86,6 +86,8 @@ type Server struct {
 	fmu        sync.Mutex         // guards fetchers
 	fetchers   map[int32]*fetcher // replica fetchers by leader id (replica_fetcher.go)
 	replPaused atomic.Bool        // tests: replication paused
+
+	hwck hwCheckpoints // replication-offset-checkpoint (hw_checkpoint.go)
 }
 
 // brokerRegistrar is implemented by controllers that learn a broker's
@@ -177,6 +179,7 @@ func (s *Server) Start() error {
 			return fmt.Errorf("register broker: %w", err)
 		}
 	}
+	s.loadHWCheckpoint()        // before partitions open
 	changes := s.ctrl.Changes() // before reading: no change goes unseen
 	if err := s.reconcile(s.ctrl.Metadata()); err != nil {
 		ln.Close()
@@ -188,7 +191,8 @@ func (s *Server) Start() error {
 	go s.watchMetadata(changes)
 	go s.housekeeping()
 	go s.cleanerLoop()
-	s.waitReady()
+	s.waitReady()          // partitions open as the controller says
+	s.startHWCheckpoints() // after they opened with their checkpointed HW
 	return nil
 }
 
@@ -236,6 +240,7 @@ func (s *Server) Close() error {
 	s.connMu.Unlock()
 	s.stopFetchers()
 	s.wg.Wait()
+	s.finalHWCheckpoint()
 	var errs []error
 	s.pmu.Lock()
 	for k, p := range s.partitions {
@@ -446,13 +451,7 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 	}
 	p := &partition{topic: t.Name, index: pm.Index, topicID: t.ID, log: l}
 	p.leaderEpoch.Store(pm.LeaderEpoch)
-	if len(pm.Replicas) > 1 {
-		// No replication-offset-checkpoint yet: start from the log start
-		// and let the ISR move it, so that nothing uncommitted shows.
-		p.hw.Store(l.LogStartOffset())
-	} else {
-		p.hw.Store(l.LogEndOffset())
-	}
+	p.hw.Store(s.initialHW(tp{t.Name, pm.Index}, l, len(pm.Replicas)))
 	return p, nil
 }
 

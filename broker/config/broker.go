@@ -95,6 +95,11 @@ type Broker struct {
 	LeaderImbalanceCheckIntervalSeconds int64
 	LeaderImbalancePerBrokerPercentage  int
 	ReplicaLagTimeMaxMs                 int64
+	// replica.high.watermark.checkpoint.interval.ms
+	ReplicaHighWatermarkCheckpointIntervalMs int64
+	// replica.selector.class: "" (leader only) or a ReplicaSelectorClasses
+	// entry.
+	ReplicaSelectorClass string
 	// Controlled shutdown (controlled.shutdown.*).
 	ControlledShutdownEnable         bool
 	ControlledShutdownMaxRetries     int32
@@ -229,6 +234,8 @@ func Load(props map[string]string) (*Broker, error) {
 	b.LeaderImbalanceCheckIntervalSeconds = g.int("leader.imbalance.check.interval.seconds")
 	b.LeaderImbalancePerBrokerPercentage = int(g.int("leader.imbalance.per.broker.percentage"))
 	b.ReplicaLagTimeMaxMs = g.int("replica.lag.time.max.ms")
+	b.ReplicaHighWatermarkCheckpointIntervalMs = g.int("replica.high.watermark.checkpoint.interval.ms")
+	b.ReplicaSelectorClass = g.str("replica.selector.class")
 	b.ControlledShutdownEnable = g.bool("controlled.shutdown.enable")
 	b.ControlledShutdownMaxRetries = int32(g.int("controlled.shutdown.max.retries"))
 	b.ControlledShutdownRetryBackoffMs = g.int("controlled.shutdown.retry.backoff.ms")
@@ -282,6 +289,7 @@ func (b *Broker) Validate() error {
 		atLeast("log.retention.check.interval.ms", b.LogRetentionCheckIntervalMs, 1),
 		atLeast("zookeeper.session.timeout.ms", int64(b.ZooKeeperSessionTimeoutMs), 1),
 		atLeast("replica.lag.time.max.ms", b.ReplicaLagTimeMaxMs, 1),
+		atLeast("replica.high.watermark.checkpoint.interval.ms", b.ReplicaHighWatermarkCheckpointIntervalMs, 1),
 		atLeast("offsets.topic.num.partitions", int64(b.OffsetsTopicNumPartitions), 1),
 		atLeast("offsets.topic.replication.factor", int64(b.OffsetsTopicReplicationFactor), 1),
 		atLeast("remote.log.manager.task.interval.ms", b.RemoteLogManagerTaskIntervalMs, 1),
@@ -296,6 +304,9 @@ func (b *Broker) Validate() error {
 	}
 	if len(b.Listeners) == 0 {
 		return errors.New("listeners: must list at least one NAME://HOST:PORT")
+	}
+	if err := oneOf(ReplicaSelectorClasses...)(b.ReplicaSelectorClass); err != nil {
+		return fmt.Errorf("replica.selector.class: %w", err)
 	}
 	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
 		return fmt.Errorf("group.min.session.timeout.ms: must be <= group.max.session.timeout.ms (%d), got %d",

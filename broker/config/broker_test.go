@@ -30,6 +30,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"offsets.topic.num.partitions", int64(b.OffsetsTopicNumPartitions), 50},
 		{"offsets.topic.replication.factor", int64(b.OffsetsTopicReplicationFactor), 3},
 		{"replica.lag.time.max.ms", b.ReplicaLagTimeMaxMs, 30000},
+		{"replica.high.watermark.checkpoint.interval.ms", b.ReplicaHighWatermarkCheckpointIntervalMs, 5000},
 		{"queued.max.requests", int64(b.QueuedMaxRequests), 500},
 	}
 	for _, c := range checks {
@@ -39,6 +40,9 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if !b.AutoCreateTopicsEnable || !b.DeleteTopicEnable || b.RemoteLogStorageSystemEnable {
 		t.Errorf("booleans: auto.create=%v delete.topic=%v remote=%v", b.AutoCreateTopicsEnable, b.DeleteTopicEnable, b.RemoteLogStorageSystemEnable)
+	}
+	if b.ReplicaSelectorClass != "" {
+		t.Errorf("replica.selector.class = %q, want unset (leader only)", b.ReplicaSelectorClass)
 	}
 	if got := b.OffsetsReplicationFactor(1); got != 1 {
 		t.Errorf("OffsetsReplicationFactor(1) = %d, want 1", got)
@@ -191,5 +195,22 @@ func TestDefsConsistent(t *testing.T) {
 		if d.Doc == "" {
 			t.Errorf("%s has no documentation", d.Name)
 		}
+	}
+}
+
+func TestLoadReplicaSelector(t *testing.T) {
+	for _, c := range []string{RackAwareReplicaSelector, LeaderSelector} {
+		b, err := Load(map[string]string{"replica.selector.class": c})
+		if err != nil || b.ReplicaSelectorClass != c {
+			t.Errorf("replica.selector.class=%s: %+v, %v", c, b, err)
+		}
+	}
+	_, err := Load(map[string]string{"replica.selector.class": "com.example.MySelector"})
+	if err == nil || !strings.Contains(err.Error(), "replica.selector.class") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("an unknown selector class: %v, want a one-line error naming the key", err)
+	}
+	_, err = Load(map[string]string{"replica.high.watermark.checkpoint.interval.ms": "0"})
+	if err == nil || !strings.Contains(err.Error(), "replica.high.watermark.checkpoint.interval.ms") {
+		t.Errorf("a zero checkpoint interval: %v, want refused", err)
 	}
 }

@@ -66,6 +66,10 @@ var brokerTable = newTable([]*Def{
 		Doc: "How long a broker waits before asking for controlled shutdown again."},
 	{Name: "replica.lag.time.max.ms", Type: Long, Default: str("30000"), Check: atLeast(1),
 		Doc: "A follower that has not caught up to the leader's log end within this time is removed from the ISR."},
+	{Name: "replica.high.watermark.checkpoint.interval.ms", Type: Long, Default: str("5000"), Check: atLeast(1),
+		Doc: "How often each partition's high watermark is saved to replication-offset-checkpoint in the log directory."},
+	{Name: "replica.selector.class", Type: String, Default: nil, Check: oneOf(ReplicaSelectorClasses...),
+		Doc: "The replica selector that lets consumers fetch from followers (KIP-392): unset or LeaderSelector serves from the leader only; RackAwareReplicaSelector sends consumers to an in-sync replica in their rack."},
 	{Name: "message.max.bytes", Type: Int, Default: str("1048588"), Check: atLeast(0), Dynamic: ClusterWide,
 		Doc: "The largest record batch size allowed, after compression (topic: max.message.bytes)."},
 	{Name: "fetch.max.bytes", Type: Int, Default: str("57671680"), Check: atLeast(1024),
@@ -185,6 +189,16 @@ var brokerTable = newTable([]*Def{
 	{Name: "producer.id.expiration.ms", Type: Int, Default: str("86400000"), Check: atLeast(1), Dynamic: ClusterWide,
 		Doc: "The time a producer id's state is kept after its last write."},
 })
+
+// Replica selectors (replica.selector.class) Strata implements, by Kafka's
+// class names.
+const (
+	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
+	RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+)
+
+// ReplicaSelectorClasses are the accepted values of replica.selector.class.
+var ReplicaSelectorClasses = []string{"", LeaderSelector, RackAwareReplicaSelector}
 
 // ignoredKeys are Kafka broker keys Strata accepts in server.properties and
 // --set and ignores: a stock Kafka server.properties loads unchanged.
