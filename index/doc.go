@@ -1,4 +1,87 @@
-// Package index will hold the Badger index of remote segments: (topic id,
-// partition, base offset) → remote segment metadata, rebuildable from the
-// bucket. Nothing is here yet; see the tiered-storage issue.
+// Package index is the Badger index of remote (tiered) segments: for each
+// partition, by topic id, partition and base offset, Kafka's
+// RemoteLogSegmentMetadata of every segment copied (or being copied) to the
+// object store, with the lookups a broker needs: the segment holding an
+// offset, the segment of a leader epoch holding an offset (Kafka's
+// remoteLogSegmentMetadata(epoch, offset)), the highest offset of an
+// epoch, the first segment whose max timestamp reaches a time, listings,
+// and the remote log start and end. It also defines the manifest object
+// that sits beside each remote segment in the bucket, from which any
+// broker can rebuild its index (tier.RebuildIndex).
+//
+// # Segment states
+//
+// A segment moves through Kafka's RemoteLogSegmentState, with Kafka's
+// rules (ValidTransition): AddSegment records it in COPY_SEGMENT_STARTED;
+// UpdateSegment moves it to COPY_SEGMENT_FINISHED (now readable), to
+// DELETE_SEGMENT_STARTED (from either copy state: no longer readable) and
+// to DELETE_SEGMENT_FINISHED, at which the index forgets it and its base
+// offset is free again. Setting the current state again is allowed, so
+// retries are idempotent; anything else is ErrInvalidTransition. As in
+// Kafka's RemoteLogMetadataCache, lookups for reading (by offset, epoch,
+// timestamp, log start/end) see COPY_SEGMENT_FINISHED segments only, and
+// listings see every state, so that cleanups find abandoned uploads.
+// Segment ids are fresh for every upload attempt; a base offset held by
+// one id refuses another (ErrSegmentExists) until the first is deleted.
+//
+// # Database layout
+//
+// One Badger database (under the broker's data directory), written with
+// synced writes: a call that changed the index returns after the change
+// is on disk. All integers big-endian, so keys sort by offset.
+//
+//	'm' 'v'                                    → uint16 layout version (1)
+//	'm' 'r'                                    → empty: a rebuild began and has not ended
+//	's' topicId[16] partition[4] base[8]       → the segment's manifest bytes (below)
+//	'i' segmentId[16]                          → topicId[16] partition[4] base[8]
+//	'e' topicId[16] partition[4] epoch[4] start[8] → base[8]
+//
+// The 'e' keys map each leader epoch of a readable segment, at the
+// offset the epoch starts at in it, to the segment, for epoch lookups;
+// they exist from COPY_SEGMENT_FINISHED until DELETE_SEGMENT_STARTED.
+// Lookups by offset seek the greatest base at or below the offset;
+// lookups by timestamp scan the partition in offset order (max timestamps
+// are not monotonic across segments).
+//
+// NeedsRebuild is true for a database that Open created and while a
+// rebuild (BeginRebuild … EndRebuild) is unfinished, also across a crash.
+// Another layout version refuses to open: move the directory away and
+// rebuild from the bucket.
+//
+// # Manifest format, version 1
+//
+// The manifest object of a remote segment, also the value of its 's' key.
+// All integers big-endian:
+//
+//	magic          4 bytes "SRSM"
+//	version        int16 = 1
+//	crc            uint32: CRC-32C (Castagnoli) of every byte after this field
+//	topicId        16 bytes
+//	partition      int32
+//	segmentId      16 bytes
+//	state          int8: 0 COPY_SEGMENT_STARTED, 1 COPY_SEGMENT_FINISHED, 2 DELETE_SEGMENT_STARTED
+//	startOffset    int64: the segment's base offset
+//	endOffset      int64: its last offset, inclusive
+//	maxTimestamp   int64: ms; -1 when the segment has no timestamps
+//	eventTimestamp int64: ms, when the state was set
+//	brokerId       int32: the broker that set it
+//	segmentSize    int64: bytes of the .log object
+//	topic          int16 length, then that many bytes: the topic's name at upload (informational)
+//	epochs         int32 count, then count × (int32 leader epoch, int64 start offset),
+//	               ascending, the first at startOffset, all ≤ endOffset
+//	objects        int8 count, then count × (int8 kind, int64 size): the segment's
+//	               other objects: 0 .log, 1 .index, 2 .timeindex,
+//	               3 .leader-epoch-checkpoint, 4 .snapshot, 5 .txnindex
+//
+// DecodeManifest accepts exactly this: nothing after the last field, at
+// most MaxManifestSize bytes, and metadata that Validates; anything else
+// is an error wrapping ErrManifestCorrupt, ErrManifestVersion or
+// ErrInvalidMetadata, never a panic (FuzzDecodeManifest, seed corpus in
+// testdata/fuzz). Every value has one encoding.
+//
+// Versioning: a change of the format gets a new version number; readers
+// refuse versions they do not know (ErrManifestVersion), so brokers that
+// read version N+1 must be deployed before any writes it. New fields are
+// appended after the last field of the previous version, so a reader of
+// N+1 can read N.
 package index
