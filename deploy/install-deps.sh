@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the outside programs tests and the local cluster need, when they
 # are missing: kcat and zookeeper (Debian packages; zookeeper runs on the
-# machine's Java). Usage: install-deps.sh NAME...
+# machine's Java) and minio (built from source with `go install`, about two
+# minutes the first time). Usage: install-deps.sh NAME...
 set -euo pipefail
 
 need_apt_update=1
@@ -19,11 +20,39 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
 }
 
+# MinIO: the version internal/testenv runs (MinIOVersion there), installed
+# where testenv looks for it: $STRATA_MINIO, or
+# ${XDG_CACHE_HOME:-$HOME/.cache}/strata/minio-$MINIO_VERSION/minio.
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+minio_install() {
+  local bin="${STRATA_MINIO:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/minio-$MINIO_VERSION/minio}"
+  [ -x "$bin" ] && return 0
+  local go="${GO:-go}"
+  if ! command -v "$go" >/dev/null 2>&1; then
+    if [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; else
+      echo "install-deps: minio is built with go install, and go is not on PATH" >&2; exit 1
+    fi
+  fi
+  local dir tmp
+  dir="$(dirname "$bin")"
+  mkdir -p "$dir"
+  tmp="$(mktemp -d "$dir/.install-XXXXXX")"
+  echo "install-deps: building minio $MINIO_VERSION (go install; a few minutes the first time)" >&2
+  if ! (cd "$tmp" && GOBIN="$tmp" GOFLAGS=-buildvcs=false "$go" install "github.com/minio/minio@$MINIO_VERSION"); then
+    rm -rf "$tmp"
+    echo "install-deps: go install github.com/minio/minio@$MINIO_VERSION failed" >&2
+    exit 1
+  fi
+  mv "$tmp/minio" "$bin"
+  rm -rf "$tmp"
+}
+
 for dep in "$@"; do
   case "$dep" in
     kcat) command -v kcat >/dev/null 2>&1 || apt_install kcat ;;
     # internal/testenv runs QuorumPeerMain from this jar with the java on PATH.
     zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1 || apt_install zookeeper ;;
+    minio) minio_install ;;
     *) echo "install-deps: unknown dependency $dep" >&2; exit 2 ;;
   esac
 done

@@ -26,9 +26,10 @@ var build struct {
 }
 
 // Main runs the tests of a package and then removes what this package built
-// for them. Call it from TestMain.
+// for them and stops the shared MinIO ([SharedMinIO]). Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	stopSharedMinIO()
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}

@@ -4,12 +4,12 @@
 //
 // It builds and runs the strata binary itself ([BuildStrata],
 // [StartBroker], [RunStrata]), finds kcat ([RequireKcat]) and runs
-// ZooKeeper from Debian's zookeeper package ([StartZooKeeper]). MinIO comes
-// with tiered storage, in a file of its own, following the same shape: a Start function taking
-// testing.TB and an options struct, waiting for readiness with a timeout,
-// failing the test (never skipping) when a dependency is missing, keeping
-// the process's output in a file under t.TempDir() and printing its tail
-// when the test fails.
+// ZooKeeper from Debian's zookeeper package ([StartZooKeeper]), and MinIO
+// built from source by deploy/install-deps.sh minio ([StartMinIO], or one
+// server per test binary with [SharedMinIO]). Each starter takes
+// testing.TB, waits for readiness with a timeout, fails the test (never
+// skips) when a dependency is missing, keeps the process's output in a
+// file and prints its tail when the test fails.
 //
 // A package whose tests use this package should route its TestMain through
 // [Main], so that the binary built once per test binary is removed at the
