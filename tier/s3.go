@@ -1,0 +1,422 @@
+package tier
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// S3Config configures an S3Store. Zero values take the defaults noted.
+type S3Config struct {
+	Bucket string
+	Prefix string // key prefix inside the bucket, without leading or trailing '/'
+	// Endpoint is the S3 API's URL (MinIO, R2, …); empty means AWS's
+	// endpoint for Region. With an endpoint, requests use path-style
+	// addressing (http://host/bucket/key), which every S3-compatible
+	// server accepts.
+	Endpoint string
+	// Region signs requests; default us-east-1.
+	Region string
+	// Credentials; nil: from the standard AWS environment variables
+	// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN).
+	Credentials aws.CredentialsProvider
+
+	// PartSize: objects larger than this are uploaded in parts of this
+	// size (multipart upload, at least 5 MiB; default 8 MiB).
+	PartSize int64
+	// Concurrency is the number of parts of one object uploaded at once
+	// (default 4).
+	Concurrency int
+	// MaxAttempts per request, the first included (default 5); retries of
+	// throttling, 5xx and connection errors back off exponentially with
+	// jitter up to MaxBackoff (default 5 s).
+	MaxAttempts int
+	MaxBackoff  time.Duration
+	// Timeout bounds each call (all its attempts) (default 30 s); calls
+	// that move an object's bytes get, in addition, the time the bytes
+	// take at MinThroughput bytes/s (default 1 MiB/s).
+	Timeout       time.Duration
+	MinThroughput int64
+	// ListPageSize is the number of keys per ListObjectsV2 request
+	// (default and maximum 1000); DeleteBatch the keys per DeleteObjects
+	// request (default and maximum 1000).
+	ListPageSize int32
+	DeleteBatch  int
+	// HTTPClient; nil: the SDK's default client.
+	HTTPClient *http.Client
+}
+
+const minPartSize = 5 << 20
+
+func (c *S3Config) setDefaults() {
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	if c.PartSize == 0 {
+		c.PartSize = 8 << 20
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 5 * time.Second
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.MinThroughput <= 0 {
+		c.MinThroughput = 1 << 20
+	}
+	if c.ListPageSize <= 0 || c.ListPageSize > 1000 {
+		c.ListPageSize = 1000
+	}
+	if c.DeleteBatch <= 0 || c.DeleteBatch > 1000 {
+		c.DeleteBatch = 1000
+	}
+}
+
+// S3Store is an ObjectStore in an S3 bucket, through aws-sdk-go-v2.
+type S3Store struct {
+	cfg    S3Config
+	client *s3.Client
+	tm     *transfermanager.Client
+}
+
+// EnvCredentials returns the credentials of the standard AWS environment
+// variables, or an error naming what is missing.
+func EnvCredentials() (aws.CredentialsProvider, error) {
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if id == "" || secret == "" {
+		return nil, errors.New("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	}
+	return credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")), nil
+}
+
+// NewS3Store returns a store for the bucket. It sends no request.
+func NewS3Store(cfg S3Config) (*S3Store, error) {
+	cfg.setDefaults()
+	if err := validateBucket(cfg.Bucket); err != nil {
+		return nil, err
+	}
+	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
+	if cfg.Prefix != "" {
+		if err := ValidateKey(cfg.Prefix); err != nil {
+			return nil, fmt.Errorf("s3 prefix: %w", err)
+		}
+	}
+	if cfg.Endpoint != "" {
+		if err := validateEndpoint(cfg.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.PartSize < minPartSize {
+		return nil, fmt.Errorf("s3 part size %d: below S3's minimum of 5 MiB", cfg.PartSize)
+	}
+	if cfg.Credentials == nil {
+		creds, err := EnvCredentials()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Credentials = creds
+	}
+	opts := s3.Options{
+		Region:      cfg.Region,
+		Credentials: cfg.Credentials,
+		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = cfg.MaxAttempts
+			o.MaxBackoff = cfg.MaxBackoff
+			// Retry every failed attempt, however many fail: the per-call
+			// timeout bounds them, not a process-wide quota.
+			o.RateLimiter = ratelimit.None
+		}),
+	}
+	if cfg.Endpoint != "" {
+		opts.BaseEndpoint = aws.String(cfg.Endpoint)
+		opts.UsePathStyle = true
+	}
+	if cfg.HTTPClient != nil {
+		opts.HTTPClient = cfg.HTTPClient
+	} else {
+		opts.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = 64
+		})
+	}
+	client := s3.New(opts)
+	tm := transfermanager.New(client, func(o *transfermanager.Options) {
+		o.PartSizeBytes = cfg.PartSize
+		o.MultipartUploadThreshold = cfg.PartSize
+		o.Concurrency = cfg.Concurrency
+		o.FailTimeout = cfg.Timeout
+	})
+	return &S3Store{cfg: cfg, client: client, tm: tm}, nil
+}
+
+func (s *S3Store) String() string {
+	if s.cfg.Prefix == "" {
+		return "s3://" + s.cfg.Bucket
+	}
+	return "s3://" + s.cfg.Bucket + "/" + s.cfg.Prefix
+}
+
+// Bucket and Prefix locate the store's keys (for lifecycle rules).
+func (s *S3Store) Bucket() string { return s.cfg.Bucket }
+func (s *S3Store) Prefix() string { return s.cfg.Prefix }
+
+// Client is the underlying S3 client, for bucket administration
+// (lifecycle rules) with the same configuration.
+func (s *S3Store) Client() *s3.Client { return s.client }
+
+func (s *S3Store) fullKey(key string) string {
+	if s.cfg.Prefix == "" {
+		return key
+	}
+	return s.cfg.Prefix + "/" + key
+}
+
+func (s *S3Store) timeout(bytes int64) time.Duration {
+	return s.cfg.Timeout + time.Duration(bytes/s.cfg.MinThroughput)*time.Second
+}
+
+func (s *S3Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if size < 0 {
+		return fmt.Errorf("put %s: negative size %d", key, size)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout(size))
+	defer cancel()
+	body := &exactReader{r: r, left: size}
+	if size <= s.cfg.PartSize {
+		// One PutObject from a buffer: retries can resend it, and a short
+		// body fails before anything is sent.
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: %d of %d bytes", ErrShortBody, len(buf), size)
+			}
+			return fmt.Errorf("put %s: %w", key, err)
+		}
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        aws.String(s.cfg.Bucket),
+			Key:           aws.String(s.fullKey(key)),
+			Body:          bytes.NewReader(buf),
+			ContentLength: aws.Int64(size),
+		})
+		return s.mapErr("put", key, err)
+	}
+	// Multipart: the transfer manager buffers parts (so each can be
+	// retried), uploads Concurrency at once and aborts the upload if a
+	// part fails, our short-body error included. S3 allows 10,000 parts.
+	partSize := max(s.cfg.PartSize, (size+9999)/10000)
+	out, err := s.tm.UploadObject(ctx, &transfermanager.UploadObjectInput{
+		Bucket:        aws.String(s.cfg.Bucket),
+		Key:           aws.String(s.fullKey(key)),
+		Body:          body,
+		ContentLength: aws.Int64(size),
+	}, func(o *transfermanager.Options) { o.PartSizeBytes = partSize })
+	if err != nil {
+		if errors.Is(err, ErrShortBody) {
+			return fmt.Errorf("put %s: %w", key, ErrShortBody)
+		}
+		return s.mapErr("put", key, err)
+	}
+	if body.left != 0 {
+		// Cannot happen when the manager read to EOF; refuse to report
+		// success for an object of the wrong size.
+		return fmt.Errorf("put %s: %w: uploader stopped %d bytes early (upload %v)", key, ErrShortBody, body.left, aws.ToString(out.UploadID))
+	}
+	return nil
+}
+
+func (s *S3Store) Get(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("%w: %s: offset %d", ErrInvalidRange, key, off)
+	}
+	if length == 0 {
+		info, err := s.Head(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := checkRange(key, info.Size, off, 0); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(bytes.NewReader(nil)), nil
+	}
+	in := &s3.GetObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(s.fullKey(key))}
+	budget := int64(1 << 30) // unknown size: allow for a large object
+	switch {
+	case length > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+length-1))
+		budget = length
+	case off > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout(budget))
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		cancel()
+		err = s.mapErr("get", key, err)
+		if errors.Is(err, ErrInvalidRange) {
+			// S3 refuses a range starting at the end; we serve it empty.
+			info, herr := s.Head(context.WithoutCancel(ctx), key)
+			if herr != nil {
+				return nil, herr
+			}
+			if _, rerr := checkRange(key, info.Size, off, length); rerr != nil {
+				return nil, rerr
+			}
+			return io.NopCloser(bytes.NewReader(nil)), nil
+		}
+		return nil, err
+	}
+	return &cancelBody{ReadCloser: out.Body, cancel: cancel}, nil
+}
+
+// cancelBody ends the call's context when the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+func (s *S3Store) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := ValidateKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(s.fullKey(key))})
+	if err != nil {
+		return ObjectInfo{}, s.mapErr("head", key, err)
+	}
+	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+func (s *S3Store) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, error] {
+	return func(yield func(ObjectInfo, error) bool) {
+		if err := validatePrefix(prefix); err != nil {
+			yield(ObjectInfo{}, err)
+			return
+		}
+		root := ""
+		if s.cfg.Prefix != "" {
+			root = s.cfg.Prefix + "/"
+		}
+		p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+			Bucket:  aws.String(s.cfg.Bucket),
+			Prefix:  aws.String(root + prefix),
+			MaxKeys: aws.Int32(s.cfg.ListPageSize),
+		})
+		for p.HasMorePages() {
+			pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+			page, err := p.NextPage(pctx)
+			cancel()
+			if err != nil {
+				yield(ObjectInfo{}, s.mapErr("list", prefix, err))
+				return
+			}
+			for _, o := range page.Contents {
+				k := strings.TrimPrefix(aws.ToString(o.Key), root)
+				if !yield(ObjectInfo{Key: k, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *S3Store) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(s.fullKey(key))})
+	if err = s.mapErr("delete", key, err); errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (s *S3Store) DeleteMany(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if err := ValidateKey(k); err != nil {
+			return err
+		}
+	}
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), s.cfg.DeleteBatch)]
+		keys = keys[len(batch):]
+		ids := make([]types.ObjectIdentifier, len(batch))
+		for i, k := range batch {
+			ids[i] = types.ObjectIdentifier{Key: aws.String(s.fullKey(k))}
+		}
+		bctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		out, err := s.client.DeleteObjects(bctx, &s3.DeleteObjectsInput{
+			Bucket: aws.String(s.cfg.Bucket),
+			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
+		})
+		cancel()
+		if err != nil {
+			return s.mapErr("delete", fmt.Sprintf("%d keys from %s", len(batch), batch[0]), err)
+		}
+		for _, e := range out.Errors {
+			if code := aws.ToString(e.Code); code != "NoSuchKey" {
+				return fmt.Errorf("delete %s: %s: %s", aws.ToString(e.Key), code, aws.ToString(e.Message))
+			}
+		}
+	}
+	return nil
+}
+
+// mapErr turns S3's "no such key" and "invalid range" into the sentinels
+// and adds the operation and key.
+func (s *S3Store) mapErr(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	if errors.As(err, &nsk) || errors.As(err, &nf) {
+		return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
+		case "InvalidRange":
+			return fmt.Errorf("%s %s: %w", op, key, ErrInvalidRange)
+		}
+	}
+	return fmt.Errorf("%s %s in %s: %w", op, key, s, err)
+}
