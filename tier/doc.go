@@ -1,5 +1,111 @@
-// Package tier will hold object storage: the ObjectStore interface (S3 and
-// a local directory), the segment uploader, the remote reader and its
-// cache, and remote retention. Nothing is here yet; see the tiered-storage
-// issue.
+// Package tier is tiered storage's object store: the ObjectStore
+// interface and its implementations, the --tier URL, the key layout of
+// remote segments in the bucket, and the rebuild of the remote segment
+// index (package index) from the bucket alone. The uploader, the remote
+// reader and its cache, and remote retention will build on these.
+//
+// # Stores
+//
+//	--tier file:///abs/dir     FileStore: one file per object under dir (the embedded default)
+//	--tier s3://bucket/prefix  S3Store: aws-sdk-go-v2, with --s3-endpoint URL and --s3-region R
+//	(tests)                    MemStore: in memory, fails on demand (SetFault), counts calls
+//
+// Config holds the three flags; Config.Validate checks their form (one-line
+// errors naming the flag) and Open builds the store. ParseURL parses the
+// URL alone.
+//
+// The contract, checked by one conformance suite run against all three
+// stores (conformance_test.go; S3 against a real MinIO):
+//
+//   - Put stores exactly size bytes from the reader; the object appears
+//     whole or not at all. A reader that ends early fails with
+//     ErrShortBody, one that fails with its error; either way the old
+//     object, if any, is left as it was. Bytes past size are not read.
+//   - Get reads a range: offset in [0, size] (beyond: ErrInvalidRange),
+//     length < 0 to the end, a range past the end cut at the end, and an
+//     offset at the end gives an empty body (S3 refuses such a range; the
+//     S3 store answers it itself).
+//   - Missing keys are ErrNotFound for Get and Head; Delete and
+//     DeleteMany of missing keys succeed.
+//   - List yields keys with the prefix in ascending byte order, across
+//     as many S3 pages as it takes, and stops when the caller stops.
+//   - Keys are '/'-separated, non-empty components not starting with '.'
+//     (ValidateKey; ErrInvalidKey otherwise), at most MaxKeyLen bytes. In a
+//     FileStore no key may also be a '/'-prefix of another ("a" beside
+//     "a/b"); the layout below never does that.
+//   - Concurrent Puts of one key leave one of the versions whole, and
+//     readers meanwhile see a whole version.
+//
+// FileStore writes each object to a temporary file in <dir>/.tmp, fsyncs
+// it, renames it over the key's path and fsyncs the directory (new
+// directories too), so that a crash leaves the old object or the new one.
+// Temporary files of dead processes are removed at open; directories
+// left empty by Delete are removed.
+//
+// S3Store uses path-style addressing whenever an endpoint is given (MinIO
+// and other S3-compatible servers), signs for the region (default
+// us-east-1) and takes credentials from AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN unless S3Config.Credentials
+// is set (it never asks instance metadata). Objects up to PartSize (8 MiB)
+// go in one PutObject from a buffer; larger ones through the SDK's
+// transfer manager as a multipart upload of PartSize parts, Concurrency at
+// a time, aborted if any part fails. Requests that fail with throttling,
+// 5xx or connection errors are retried MaxAttempts times with jittered
+// exponential backoff up to MaxBackoff, without the SDK's process-wide
+// retry quota; each call (all its attempts) is bounded by Timeout plus
+// the time its bytes take at MinThroughput. DeleteMany sends
+// DeleteObjects of up to 1000 keys.
+//
+// # Key layout
+//
+// Keys are relative to the store's root (the s3:// prefix, or the
+// directory). Every object of a remote segment sits under its topic id
+// and partition, so that bucket lifecycle rules (and people) can target a
+// topic by prefix, and a deleted topic's objects are one prefix:
+//
+//	<topic id>/                                  TopicPrefix
+//	<topic id>/<partition>/                      PartitionPrefix
+//	<topic id>/<partition>/<base>-<segment id>.log
+//	                                       .index
+//	                                       .timeindex
+//	                                       .leader-epoch-checkpoint
+//	                                       .snapshot
+//	                                       .txnindex
+//	                                       .manifest
+//
+// <topic id> and <segment id> are Kafka Uuids in Kafka's string form (22
+// characters of unpadded URL-safe base64, as kafka-topics.sh shows topic
+// ids); <partition> is decimal without padding; <base> is the segment's
+// base offset as 20 zero-padded digits, as in the local file names, so a
+// partition's keys list in offset order. The segment id is fresh for each
+// upload attempt, so a retried or concurrent upload never overwrites
+// another attempt's objects. The .log, .index and .timeindex objects are
+// the local files byte for byte (Kafka's formats, readable by
+// kafka-dump-log.sh once downloaded); the leader-epoch checkpoint is cut
+// to the segment's epochs; the producer snapshot is the one at the
+// segment's end. The manifest (format in package index) lists which of
+// these exist and their sizes and carries the segment's metadata; it is
+// written last, after the objects it lists, so a manifest in
+// COPY_SEGMENT_FINISHED means the segment is whole in the bucket.
+// Deleting a segment rewrites its manifest in DELETE_SEGMENT_STARTED,
+// deletes the other objects, then the manifest.
+//
+// # Rebuilding the index
+//
+// RebuildIndex lists every *.manifest, reads them (eight at a time),
+// checks each against its key and makes the index hold exactly what they
+// say, partition by partition; RebuildPartition does one partition. When
+// two manifests claim one base offset, the most advanced state wins, then
+// the later event time; the loser is reported (Superseded) for cleanup.
+// Undecodable manifests, or ones at another segment's key, are reported
+// (Corrupt) and not loaded: a cleanup must leave their objects alone. The
+// index is marked as rebuilding until the end, so an interrupted rebuild
+// is redone (index.Index.NeedsRebuild).
+//
+// # Versioning
+//
+// The layout has no version of its own: a change that cannot coexist with
+// it goes under a new top-level prefix that no topic id can equal (topic
+// ids are 22 characters of base64url; for example "v2/"). The manifest
+// format is versioned in its header (package index).
 package tier

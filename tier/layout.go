@@ -1,0 +1,84 @@
+package tier
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"strata/index"
+)
+
+// ManifestSuffix ends the key of a segment's manifest object.
+const ManifestSuffix = ".manifest"
+
+// TopicPrefix is the key prefix of every object of a topic:
+// "<topic id>/", the id in Kafka's base64url form. Bucket lifecycle rules
+// for a topic target the store's prefix followed by this.
+func TopicPrefix(topicID index.UUID) string { return topicID.String() + "/" }
+
+// PartitionPrefix is the key prefix of a partition's objects:
+// "<topic id>/<partition>/".
+func PartitionPrefix(tp index.TopicIDPartition) string {
+	return TopicPrefix(tp.TopicID) + strconv.Itoa(int(tp.Partition)) + "/"
+}
+
+// segmentStem is "<topic id>/<partition>/<20-digit base offset>-<segment id>".
+func segmentStem(tp index.TopicIDPartition, base int64, id index.UUID) string {
+	return fmt.Sprintf("%s%020d-%s", PartitionPrefix(tp), base, id)
+}
+
+// ObjectKey is the key of one of a segment's objects.
+func ObjectKey(m *index.SegmentMetadata, kind index.ObjectKind) string {
+	return segmentStem(m.Partition, m.StartOffset, m.SegmentID) + kind.Suffix()
+}
+
+// ManifestKey is the key of a segment's manifest.
+func ManifestKey(m *index.SegmentMetadata) string {
+	return segmentStem(m.Partition, m.StartOffset, m.SegmentID) + ManifestSuffix
+}
+
+// SegmentKey is a parsed object key of the layout.
+type SegmentKey struct {
+	Partition  index.TopicIDPartition
+	BaseOffset int64
+	SegmentID  index.UUID
+	Suffix     string // ".log", ".manifest", …
+}
+
+// ParseSegmentKey parses a key of the layout (relative to the store).
+func ParseSegmentKey(key string) (SegmentKey, error) {
+	bad := func(why string) (SegmentKey, error) {
+		return SegmentKey{}, fmt.Errorf("object key %q: %s", key, why)
+	}
+	parts := strings.Split(key, "/")
+	if len(parts) != 3 {
+		return bad("want <topic id>/<partition>/<base>-<segment id>.<kind>")
+	}
+	var k SegmentKey
+	var err error
+	if k.Partition.TopicID, err = index.ParseUUID(parts[0]); err != nil || k.Partition.TopicID.IsZero() {
+		return bad("bad topic id")
+	}
+	p, err := strconv.ParseInt(parts[1], 10, 32)
+	if err != nil || p < 0 || strconv.Itoa(int(p)) != parts[1] {
+		return bad("bad partition")
+	}
+	k.Partition.Partition = int32(p)
+	name := parts[2]
+	if len(name) < 20+1+22+1 || name[20] != '-' {
+		return bad("bad segment name")
+	}
+	base, err := strconv.ParseInt(name[:20], 10, 64)
+	if err != nil || base < 0 {
+		return bad("bad base offset")
+	}
+	k.BaseOffset = base
+	if k.SegmentID, err = index.ParseUUID(name[21:43]); err != nil || k.SegmentID.IsZero() {
+		return bad("bad segment id")
+	}
+	k.Suffix = name[43:]
+	if !strings.HasPrefix(k.Suffix, ".") {
+		return bad("no suffix")
+	}
+	return k, nil
+}

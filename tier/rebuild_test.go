@@ -1,0 +1,220 @@
+package tier
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"strata/index"
+)
+
+var (
+	topicX = index.UUID{0xfb, 0xff, 3, 4, 5, 6, 0x40, 8, 0x80, 10, 11, 12, 13, 14, 15, 16}
+	topicY = index.UUID{9, 9, 9, 9, 9, 9, 0x40, 9, 0x80, 9, 9, 9, 9, 9, 9, 1}
+)
+
+func TestLayoutKeys(t *testing.T) {
+	tp := index.TopicIDPartition{TopicID: topicX, Partition: 12}
+	m := &index.SegmentMetadata{Partition: tp, SegmentID: topicY, StartOffset: 42}
+	if got := TopicPrefix(topicX); got != "-_8DBAUGQAiACgsMDQ4PEA/" {
+		t.Fatalf("TopicPrefix = %s", got)
+	}
+	want := "-_8DBAUGQAiACgsMDQ4PEA/12/00000000000000000042-CQkJCQkJQAmACQkJCQkJAQ"
+	if got := ObjectKey(m, index.ObjectLog); got != want+".log" {
+		t.Fatalf("ObjectKey = %s", got)
+	}
+	if got := ManifestKey(m); got != want+".manifest" {
+		t.Fatalf("ManifestKey = %s", got)
+	}
+	for kind := index.ObjectKind(0); kind.Valid(); kind++ {
+		key := ObjectKey(m, kind)
+		if err := ValidateKey(key); err != nil {
+			t.Errorf("%s: %v", key, err)
+		}
+		k, err := ParseSegmentKey(key)
+		if err != nil || k.Partition != tp || k.BaseOffset != 42 || k.SegmentID != topicY || k.Suffix != kind.Suffix() {
+			t.Errorf("ParseSegmentKey(%s) = %+v, %v", key, k, err)
+		}
+		if !strings.HasPrefix(key, PartitionPrefix(tp)) || !strings.HasPrefix(key, TopicPrefix(topicX)) {
+			t.Errorf("%s outside its prefixes", key)
+		}
+	}
+	for _, bad := range []string{
+		"x", want, "AAAAAAAAAAAAAAAAAAAAAA/12/00000000000000000042-CQkJCQkJQAmACQkJCQkJAQ.log",
+		"-_8DBAUGQAiACgsMDQ4PEA/012/00000000000000000042-CQkJCQkJQAmACQkJCQkJAQ.log",
+		"-_8DBAUGQAiACgsMDQ4PEA/-1/00000000000000000042-CQkJCQkJQAmACQkJCQkJAQ.log",
+		"-_8DBAUGQAiACgsMDQ4PEA/12/0000000000000000004x-CQkJCQkJQAmACQkJCQkJAQ.log",
+		"-_8DBAUGQAiACgsMDQ4PEA/12/00000000000000000042_CQkJCQkJQAmACQkJCQkJAQ.log",
+		"-_8DBAUGQAiACgsMDQ4PEA/12/a/00000000000000000042-CQkJCQkJQAmACQkJCQkJAQ.log",
+	} {
+		if _, err := ParseSegmentKey(bad); err == nil {
+			t.Errorf("ParseSegmentKey(%q) accepted", bad)
+		}
+	}
+}
+
+// uploaded writes a segment's objects and manifest the way an uploader
+// will, and returns its metadata.
+func uploaded(t *testing.T, s ObjectStore, tp index.TopicIDPartition, start, end int64, state index.State, eventTS int64) index.SegmentMetadata {
+	t.Helper()
+	m := index.SegmentMetadata{
+		Partition: tp, SegmentID: index.NewUUID(), Topic: "orders",
+		StartOffset: start, EndOffset: end, MaxTimestamp: 1000 + end, EventTimestamp: eventTS, BrokerID: 1,
+		SegmentSize: 10, LeaderEpochs: []index.EpochEntry{{Epoch: 1, StartOffset: start}}, State: state,
+		Objects: []index.ObjectEntry{{Kind: index.ObjectLog, Size: 10}},
+	}
+	put(t, s, ObjectKey(&m, index.ObjectLog), bytes.Repeat([]byte{1}, 10))
+	b, err := index.EncodeManifest(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, ManifestKey(&m), b)
+	return m
+}
+
+func TestRebuildIndex(t *testing.T) {
+	stores := map[string]func(t *testing.T) ObjectStore{
+		"mem": func(t *testing.T) ObjectStore { return NewMemStore() },
+		"s3": func(t *testing.T) ObjectStore {
+			s, _ := newMinIOStore(t, nil)
+			return s
+		},
+	}
+	for name, newStore := range stores {
+		t.Run(name, func(t *testing.T) { testRebuild(t, newStore(t)) })
+	}
+}
+
+func testRebuild(t *testing.T, s ObjectStore) {
+	ctx := ctxT(t)
+	x0 := index.TopicIDPartition{TopicID: topicX, Partition: 0}
+	x1 := index.TopicIDPartition{TopicID: topicX, Partition: 1}
+	y0 := index.TopicIDPartition{TopicID: topicY, Partition: 0}
+	stale := index.TopicIDPartition{TopicID: topicY, Partition: 5}
+
+	a := uploaded(t, s, x0, 0, 99, index.CopySegmentFinished, 10)
+	b := uploaded(t, s, x0, 100, 199, index.CopySegmentFinished, 10)
+	// A retried upload of base 100 that never finished loses to b.
+	lost := uploaded(t, s, x0, 100, 199, index.CopySegmentStarted, 20)
+	c := uploaded(t, s, x0, 200, 299, index.DeleteSegmentStarted, 30)
+	d := uploaded(t, s, x1, 0, 9, index.CopySegmentStarted, 40)
+	e := uploaded(t, s, y0, 5, 50, index.CopySegmentFinished, 50)
+	// A corrupt manifest and one at another segment's key.
+	put(t, s, "-_8DBAUGQAiACgsMDQ4PEA/0/00000000000000000300-CQkJCQkJQAmACQkJCQkJAQ.manifest", []byte("SRSM garbage"))
+	moved, _ := index.EncodeManifest(&e)
+	wrongKey := ManifestKey(&index.SegmentMetadata{Partition: y0, StartOffset: 999, SegmentID: e.SegmentID})
+	put(t, s, wrongKey, moved)
+
+	idx, err := index.Open(index.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	// Something the bucket does not know, to be dropped.
+	old := index.SegmentMetadata{Partition: stale, SegmentID: index.NewUUID(), StartOffset: 0, EndOffset: 1,
+		MaxTimestamp: -1, LeaderEpochs: []index.EpochEntry{{Epoch: 0, StartOffset: 0}}}
+	if err := idx.AddSegment(old); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := RebuildIndex(ctx, s, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Manifests != 8 || st.Segments != 5 || st.Partitions != 4 {
+		t.Errorf("stats %+v; want 8 manifests, 5 segments, 4 partitions", st)
+	}
+	if len(st.Corrupt) != 2 || !slices.Contains(st.Corrupt, wrongKey) {
+		t.Errorf("corrupt %v; want the garbage and %s", st.Corrupt, wrongKey)
+	}
+	if !slices.Equal(st.Superseded, []string{ManifestKey(&lost)}) {
+		t.Errorf("superseded %v; want %s", st.Superseded, ManifestKey(&lost))
+	}
+	for tp, want := range map[index.TopicIDPartition][]index.SegmentMetadata{
+		x0: {a, b, c}, x1: {d}, y0: {e}, stale: nil,
+	} {
+		got, err := idx.Segments(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s after rebuild:\n got %+v\nwant %+v", tp, got, want)
+		}
+	}
+	if need, _ := idx.NeedsRebuild(); need {
+		t.Error("index still asks for a rebuild")
+	}
+	if got, err := idx.SegmentForOffset(x0, 150); err != nil || got.SegmentID != b.SegmentID {
+		t.Errorf("offset 150 after rebuild: %+v, %v", got, err)
+	}
+	if end, ok, _ := idx.LogEnd(x0); !ok || end != 199 {
+		t.Errorf("LogEnd after rebuild: %d %v", end, ok)
+	}
+
+	// One partition: a new manifest appears, others stay as they are.
+	f := uploaded(t, s, x1, 10, 19, index.CopySegmentFinished, 60)
+	if err := s.Delete(ctx, ManifestKey(&e)); err != nil {
+		t.Fatal(err)
+	}
+	st, err = RebuildPartition(ctx, s, idx, x1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Partitions != 1 || st.Segments != 2 {
+		t.Errorf("partition rebuild stats %+v", st)
+	}
+	if got, _ := idx.Segments(x1); !reflect.DeepEqual(got, []index.SegmentMetadata{d, f}) {
+		t.Errorf("x1 after partition rebuild: %+v", got)
+	}
+	if got, _ := idx.Segments(y0); !reflect.DeepEqual(got, []index.SegmentMetadata{e}) {
+		t.Errorf("y0 changed by a rebuild of x1: %+v", got)
+	}
+	// A full rebuild now empties y0, whose manifest is gone.
+	if _, err := RebuildIndex(ctx, s, idx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := idx.Segments(y0); len(got) != 0 {
+		t.Errorf("y0 after its manifest went: %+v", got)
+	}
+}
+
+// A bucket that fails mid-rebuild fails the rebuild and leaves the index
+// marked, so that the next start rebuilds again.
+func TestRebuildFailureLeavesMark(t *testing.T) {
+	s := NewMemStore()
+	tp := index.TopicIDPartition{TopicID: topicX, Partition: 0}
+	for i := range 5 {
+		uploaded(t, s, tp, int64(i*10), int64(i*10+9), index.CopySegmentFinished, 1)
+	}
+	idx, err := index.Open(index.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	if _, err := RebuildIndex(ctxT(t), s, idx); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("bucket unreachable")
+	s.SetFault(func(op Op, key string) error {
+		if op == OpGet && strings.Contains(key, "00000000000000000030") {
+			return boom
+		}
+		return nil
+	})
+	if _, err := RebuildIndex(ctxT(t), s, idx); !errors.Is(err, boom) {
+		t.Fatalf("rebuild with a failing bucket: %v", err)
+	}
+	if need, _ := idx.NeedsRebuild(); !need {
+		t.Fatal("failed rebuild does not leave the index marked")
+	}
+	s.SetFault(nil)
+	if st, err := RebuildIndex(ctxT(t), s, idx); err != nil || st.Segments != 5 {
+		t.Fatalf("rebuild after recovery: %+v, %v", st, err)
+	}
+	if need, _ := idx.NeedsRebuild(); need {
+		t.Fatal("still marked after a good rebuild")
+	}
+}
