@@ -375,13 +375,13 @@ func TestAddValidates(t *testing.T) {
 		"epochs descending": func(m *SegmentMetadata) {
 			m.LeaderEpochs = []EpochEntry{{3, m.StartOffset}, {2, m.StartOffset + 1}}
 		},
-		"epoch past end":     func(m *SegmentMetadata) { m.LeaderEpochs = append(m.LeaderEpochs, EpochEntry{9, m.EndOffset + 1}) },
-		"unknown object":     func(m *SegmentMetadata) { m.Objects = append(m.Objects, ObjectEntry{Kind: 40}) },
-		"object twice":       func(m *SegmentMetadata) { m.Objects = append(m.Objects, m.Objects[1]) },
-		"log size mismatch":  func(m *SegmentMetadata) { m.Objects[0].Size++ },
-		"long topic":         func(m *SegmentMetadata) { m.Topic = string(make([]byte, 250)) },
-		"bad max timestamp":  func(m *SegmentMetadata) { m.MaxTimestamp = -2 },
-		"negative segsize":   func(m *SegmentMetadata) { m.SegmentSize, m.Objects = -1, nil },
+		"epoch past end":    func(m *SegmentMetadata) { m.LeaderEpochs = append(m.LeaderEpochs, EpochEntry{9, m.EndOffset + 1}) },
+		"unknown object":    func(m *SegmentMetadata) { m.Objects = append(m.Objects, ObjectEntry{Kind: 40}) },
+		"object twice":      func(m *SegmentMetadata) { m.Objects = append(m.Objects, m.Objects[1]) },
+		"log size mismatch": func(m *SegmentMetadata) { m.Objects[0].Size++ },
+		"long topic":        func(m *SegmentMetadata) { m.Topic = string(make([]byte, 250)) },
+		"bad max timestamp": func(m *SegmentMetadata) { m.MaxTimestamp = -2 },
+		"negative segsize":  func(m *SegmentMetadata) { m.SegmentSize, m.Objects = -1, nil },
 	} {
 		m := seg(tpA0, 10, 20, 5)
 		mut(&m)
