@@ -29,9 +29,8 @@ minio_install() {
   [ -x "$bin" ] && return 0
   local go="${GO:-go}"
   if ! command -v "$go" >/dev/null 2>&1; then
-    if [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; else
-      echo "install-deps: minio is built with go install, and go is not on PATH" >&2; exit 1
-    fi
+    echo "install-deps: minio is built with go install, and $go is not on PATH (set GO=/path/to/go)" >&2
+    exit 1
   fi
   local dir tmp
   dir="$(dirname "$bin")"
