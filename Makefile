@@ -25,7 +25,7 @@ cluster-down:
 	./deploy/local/cluster.sh down
 
 test-deps:
-	./deploy/install-deps.sh kcat zookeeper minio
+	GO=$(GO) ./deploy/install-deps.sh kcat zookeeper minio
 
 vet:
 	$(GO) vet ./...
