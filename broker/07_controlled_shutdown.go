@@ -72,6 +72,10 @@ func (s *Server) controlledShutdown() {
 	if md := s.ctrl.Metadata(); len(md.Brokers) < 2 {
 		return // a single broker: nowhere to move leadership
 	}
+	// Stop following first, so that no leader takes this broker back into
+	// an ISR while its leadership moves away (Kafka's controller stops a
+	// shutting-down broker's followers with StopReplica for the same end).
+	s.pauseReplication(true)
 	backoff := time.Duration(s.cfg.ControlledShutdownRetryBackoffMs) * time.Millisecond
 	start := time.Now()
 	for attempt := int32(0); ; attempt++ {

@@ -112,7 +112,8 @@ func (s *Server) stopFetchers() {
 }
 
 // pauseReplication stops (true) or resumes (false) every fetcher of this
-// broker, as if the follower process were paused. For tests.
+// broker, as if the follower process were paused: for tests, and for
+// controlled shutdown.
 func (s *Server) pauseReplication(paused bool) {
 	s.replPaused.Store(paused)
 	s.fmu.Lock()

@@ -26,6 +26,19 @@ func (c *Controller) begin() (func(), error) {
 	return c.opMu.Unlock, nil
 }
 
+// eligible are the live brokers that may lead or join an ISR: those not
+// in controlled shutdown (Kafka's liveBrokerIds without
+// shuttingDownBrokerIds).
+func (c *Controller) eligible(md *controller.Metadata) map[int32]bool {
+	live := liveBrokers(md)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.shuttingDown {
+		delete(live, id)
+	}
+	return live
+}
+
 func liveBrokers(md *controller.Metadata) map[int32]bool {
 	live := map[int32]bool{}
 	for _, b := range md.Brokers {
@@ -51,7 +64,7 @@ func (c *Controller) CreateTopic(ctx context.Context, req controller.CreateTopic
 	} else if ok {
 		return nil, controller.ErrTopicExists // exists, or is being deleted
 	}
-	live := liveBrokers(md)
+	live := c.eligible(md)
 	assign := req.Assignments
 	if assign != nil {
 		if len(assign) == 0 {
@@ -222,7 +235,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, count in
 		return fmt.Errorf("create partitions of %s: topic changed concurrently", name)
 	}
 	assign = append(assign, added...)
-	live := liveBrokers(md)
+	live := c.eligible(md)
 	acl := zk.WorldACL(zk.PermAll)
 	ops := []any{&zk.SetDataRequest{Path: c.p(topicPath(name)), Data: encodeTopic(id, assign), Version: st.Version}}
 	for i, r := range added {

@@ -47,7 +47,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req controller.AlterPar
 	}
 	cur := t.Partitions[req.Partition]
 	cur.Leader, cur.LeaderEpoch, cur.ISR, cur.PartitionEpoch = s.Leader, s.LeaderEpoch, s.ISR, st.Version
-	live := liveBrokers(md)
+	live := c.eligible(md)
 	if err := controller.CheckAlterPartition(cur, req, func(id int32) bool { return live[id] }); err != nil {
 		return controller.Partition{}, err
 	}

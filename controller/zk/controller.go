@@ -370,7 +370,7 @@ func (c *Controller) Close() error {
 		close(c.done)
 		c.conn.Close()
 		c.wg.Wait()
-		c.senders.stop()
+		c.senders.close()
 		c.transport.Close()
 		c.publishNoController()
 	})

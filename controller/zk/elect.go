@@ -101,13 +101,8 @@ func (c *Controller) reconcile(v *view) error {
 	// live are the brokers that may lead or join an ISR; registered ones
 	// in controlled shutdown are not gone: ControlledShutdown moves their
 	// partitions (and leaves those that cannot move led by them).
-	live, registered := map[int32]bool{}, map[int32]bool{}
-	for _, b := range v.md.Brokers {
-		live[b.ID] = true
-	}
-	for _, b := range v.registered {
-		registered[b.ID] = true
-	}
+	registered := liveBrokers(v.md)
+	live := c.eligible(v.md)
 	epoch := c.epoch.Load()
 	for name, t := range v.md.Topics {
 		unclean := c.uncleanEnabled(v.md, t)

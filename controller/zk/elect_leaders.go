@@ -28,7 +28,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ controller.ElectionTy
 	if parts == nil {
 		parts = controller.AllPartitions(md)
 	}
-	live := liveBrokers(md)
+	live := c.eligible(md)
 	alive := func(id int32) bool { return live[id] }
 	epoch := c.epoch.Load()
 	out := make(map[controller.TopicPartition]error, len(parts))

@@ -30,11 +30,11 @@ import (
 // (STALE_CONTROLLER_EPOCH), one addressed to an older registration of this
 // broker too (STALE_BROKER_EPOCH).
 //
-// The first UpdateMetadata of a controller epoch, and the first after this
-// broker registered, carries the whole cluster (the sender makes it so) and
-// replaces the topics held; later ones change only the partitions they
-// name, and a partition named with leader -2 (Kafka's LeaderDuringDelete)
-// is gone.
+// The first UpdateMetadata for a (controller epoch, broker epoch) pair
+// carries the whole cluster (the sender makes it so: it starts every
+// broker over in a new term and at a new registration) and replaces the
+// topics held; later ones change only the partitions they name, and a
+// partition named with leader -2 (Kafka's LeaderDuringDelete) is gone.
 
 // Kafka's sentinel leader and leader epoch of a partition being deleted.
 const (
@@ -45,8 +45,10 @@ const (
 type pushed struct {
 	mu        sync.Mutex
 	ctrlEpoch int32 // the highest controller epoch seen
-	umEpoch   int32 // the controller epoch of the last UpdateMetadata applied
-	synced    bool  // an UpdateMetadata arrived since this broker registered
+	// The controller and broker epochs of the last UpdateMetadata applied.
+	umEpoch       int32
+	umBrokerEpoch int64
+	synced        bool // an UpdateMetadata arrived since this broker registered
 	brokers   []controller.Broker
 	topics    map[string]*pushedTopic
 	version   int64 // grows with every change
@@ -80,9 +82,9 @@ func (ps *pushed) upsert(topic string, id [16]byte, p controller.Partition) bool
 	return true
 }
 
-func (ps *pushed) remove(topic string, part int32) {
+func (ps *pushed) remove(topic string, id [16]byte, part int32) {
 	t := ps.topics[topic]
-	if t == nil {
+	if t == nil || t.id != id {
 		return
 	}
 	delete(t.parts, part)
@@ -92,11 +94,16 @@ func (ps *pushed) remove(topic string, part int32) {
 }
 
 // seed replaces the pushed state with a snapshot (taken when this broker
-// stops being the controller, so it serves what it last knew until the
-// next controller's first UpdateMetadata).
-func (ps *pushed) seed(md *controller.Metadata) {
+// stops being the controller of epoch term, so it serves what it last knew
+// until the next controller's first UpdateMetadata), unless a later
+// controller has already told it the cluster.
+func (ps *pushed) seed(md *controller.Metadata, term int32) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	ps.ctrlEpoch = max(ps.ctrlEpoch, term)
+	if ps.umEpoch > term {
+		return
+	}
 	ps.brokers = slices.Clone(md.Brokers)
 	ps.topics = map[string]*pushedTopic{}
 	for name, t := range md.Topics {
@@ -106,7 +113,6 @@ func (ps *pushed) seed(md *controller.Metadata) {
 		}
 		ps.topics[name] = pt
 	}
-	ps.synced = false
 	ps.version++
 }
 
@@ -163,8 +169,9 @@ func (c *Controller) checkEpochs(ctrlEpoch int32, brokerEpoch int64) *kerr.Error
 
 // applied bumps the pushed version, kicks the run goroutine and waits
 // (briefly) until the published snapshot includes the change, so that the
-// answer to the controller means the broker acts on it.
-func (c *Controller) applied(ctx context.Context) {
+// answer to the controller means the broker acts on it. It reports whether
+// it does; if not the controller is answered with an error and retries.
+func (c *Controller) applied(ctx context.Context) bool {
 	c.pushed.mu.Lock()
 	c.pushed.version++
 	v := c.pushed.version
@@ -177,14 +184,14 @@ func (c *Controller) applied(ctx context.Context) {
 		done, ch := c.pushedPublished >= v, c.pushedCh
 		c.mu.Unlock()
 		if done {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
+			return false
 		case <-c.done:
-			return
+			return false
 		}
 	}
 }
@@ -227,7 +234,9 @@ func (c *Controller) HandleLeaderAndISR(ctx context.Context, req *kmsg.LeaderAnd
 		resp.Topics = append(resp.Topics, rt)
 	}
 	ps.mu.Unlock()
-	c.applied(ctx)
+	if !c.applied(ctx) {
+		resp.ErrorCode = kerr.RequestTimedOut.Code
+	}
 	return resp
 }
 
@@ -255,10 +264,10 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 		resp.ErrorCode = err.Code
 		return resp
 	}
-	if !ps.synced || req.ControllerEpoch > ps.umEpoch {
+	if req.ControllerEpoch != ps.umEpoch || req.BrokerEpoch != ps.umBrokerEpoch {
 		ps.topics = map[string]*pushedTopic{} // the whole cluster follows
 	}
-	ps.synced, ps.umEpoch = true, req.ControllerEpoch
+	ps.synced, ps.umEpoch, ps.umBrokerEpoch = true, req.ControllerEpoch, req.BrokerEpoch
 	ps.brokers = ps.brokers[:0]
 	for _, lb := range req.LiveBrokers {
 		b := controller.Broker{ID: lb.ID, Host: lb.Host, Port: lb.Port, Rack: lb.Rack}
@@ -271,7 +280,7 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 		for i := range ts.PartitionStates {
 			p := &ts.PartitionStates[i]
 			if p.Leader == leaderDuringDelete {
-				ps.remove(ts.Topic, p.Partition)
+				ps.remove(ts.Topic, ts.TopicID, p.Partition)
 				continue
 			}
 			ps.upsert(ts.Topic, ts.TopicID, controller.Partition{Index: p.Partition, Leader: p.Leader,
@@ -280,7 +289,9 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 		}
 	}
 	ps.mu.Unlock()
-	c.applied(ctx)
+	if !c.applied(ctx) {
+		resp.ErrorCode = kerr.RequestTimedOut.Code
+	}
 	return resp
 }
 
@@ -318,7 +329,7 @@ func (c *Controller) HandleStopReplica(ctx context.Context, req *kmsg.StopReplic
 			switch {
 			case !ok:
 			case st.LeaderEpoch == epochDuringDelete:
-				ps.remove(t.Topic, st.Partition)
+				ps.remove(t.Topic, pt.id, st.Partition)
 			case st.LeaderEpoch >= 0 && st.LeaderEpoch < cur.LeaderEpoch:
 				resp.Partitions[len(resp.Partitions)-1].ErrorCode = kerr.FencedLeaderEpoch.Code
 			default:
@@ -329,7 +340,9 @@ func (c *Controller) HandleStopReplica(ctx context.Context, req *kmsg.StopReplic
 		}
 	}
 	ps.mu.Unlock()
-	c.applied(ctx)
+	if !c.applied(ctx) {
+		resp.ErrorCode = kerr.RequestTimedOut.Code
+	}
 	return resp
 }
 

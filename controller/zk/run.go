@@ -65,9 +65,6 @@ type view struct {
 	full          bool
 	pushedVersion int64
 	synced        bool // the pushed state holds the whole cluster
-	// registered are all registered brokers, those in controlled shutdown
-	// too (md.Brokers leaves them out); full views only.
-	registered []controller.Broker
 }
 
 type stateInfo struct {
@@ -78,8 +75,11 @@ type stateInfo struct {
 
 func (c *Controller) step() error {
 	if c.conn.State() != zk.StateHasSession {
+		// Without ZooKeeper the broker still acts on what the controller
+		// tells it, as Kafka's brokers do.
 		c.active.Store(-1)
-		c.publishNoController()
+		c.stepDown()
+		c.publishOffline()
 		return nil // the next session event kicks us
 	}
 	sid := c.conn.SessionID()
@@ -111,12 +111,8 @@ func (c *Controller) step() error {
 	if err != nil {
 		return err
 	}
-	if c.wasActive && (owner != sid || !c.IsActive()) {
-		// Stepping down: serve what we knew until the next controller
-		// tells us more.
-		c.wasActive = false
-		c.senders.stop()
-		c.pushed.seed(c.Metadata())
+	if owner != sid || !c.IsActive() {
+		c.stepDown()
 	}
 	v, err := c.build(owner == sid)
 	if err != nil {
@@ -144,10 +140,37 @@ func (c *Controller) step() error {
 	if c.IsActive() {
 		c.wasActive = true
 		md := c.Metadata()
-		c.senders.update(md, v.registered, v.epochs, c.epoch.Load())
+		c.senders.update(md, v.epochs, c.epoch.Load())
 		return c.reconcile(v)
 	}
 	return nil
+}
+
+// stepDown ends this broker's term as controller, if it had one: its
+// senders stop, and it serves what it knew until the next controller tells
+// it more.
+func (c *Controller) stepDown() {
+	if !c.wasActive {
+		return
+	}
+	c.wasActive = false
+	c.senders.stop()
+	c.pushed.seed(c.Metadata(), c.epoch.Load())
+}
+
+// publishOffline publishes the pushed state while ZooKeeper cannot be
+// read: configs and the rest are kept from the last snapshot.
+func (c *Controller) publishOffline() {
+	cur := c.Metadata()
+	v := &view{md: emptyMetadata(), epochs: map[int32]int64{c.opts.Broker.ID: c.ownEpoch.Load()}}
+	v.md.ClusterID, v.md.BrokerConfigs, v.md.NextProducerID = cur.ClusterID, cur.BrokerConfigs, cur.NextProducerID
+	v.pushedVersion, v.synced = c.pushed.fill(v.md, c.opts.Broker)
+	for name, t := range v.md.Topics {
+		if old := cur.Topics[name]; old != nil && old.ID == t.ID {
+			t.Configs = old.Configs
+		}
+	}
+	c.publish(v)
 }
 
 // controllerOwner returns the session that holds /controller, 0 if none.
@@ -274,8 +297,7 @@ func (c *Controller) build(full bool) (*view, error) {
 }
 
 // buildBrokersAndTopics reads the registered brokers and every topic with
-// its partition states from ZooKeeper. Brokers in controlled shutdown are
-// left out of the live brokers (their epochs stay known).
+// its partition states from ZooKeeper.
 func (c *Controller) buildBrokersAndTopics(v *view) error {
 	md := v.md
 	ids, err := c.children(brokerIDsPath)
@@ -302,17 +324,12 @@ func (c *Controller) buildBrokersAndTopics(v *view) error {
 		md.Brokers = append(md.Brokers, b)
 		v.epochs[b.ID] = e.stat.Czxid
 	}
-	v.registered = slices.Clone(md.Brokers)
 	c.mu.Lock()
 	for id, epoch := range c.shuttingDown {
 		if v.epochs[id] != epoch {
 			delete(c.shuttingDown, id) // gone, or back with a new registration
 		}
 	}
-	md.Brokers = slices.DeleteFunc(md.Brokers, func(b controller.Broker) bool {
-		_, leaving := c.shuttingDown[b.ID]
-		return leaving
-	})
 	c.mu.Unlock()
 	slices.SortFunc(md.Brokers, func(a, b controller.Broker) int { return int(a.ID - b.ID) })
 

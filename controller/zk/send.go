@@ -85,11 +85,10 @@ func newSenders(c *Controller, t Transport) *senders {
 	return &senders{c: c, transport: t, peers: map[int32]*peer{}, acked: make(chan struct{})}
 }
 
-// update publishes a new snapshot to every registered broker but self
-// (those in controlled shutdown too: they must learn that they lead no
-// more). md.Brokers are the live brokers others are told of, epochs the
-// broker epochs of the registered ones.
-func (s *senders) update(md *controller.Metadata, registered []controller.Broker, epochs map[int32]int64, ctrlEpoch int32) {
+// update publishes a new snapshot to every live broker but self (those in
+// controlled shutdown too, as Kafka's liveOrShuttingDownBrokers); epochs
+// are their broker epochs.
+func (s *senders) update(md *controller.Metadata, epochs map[int32]int64, ctrlEpoch int32) {
 	snap := &snapshot{version: md.Version, ctrlID: md.ControllerID, ctrlEpoch: ctrlEpoch,
 		brokers: md.Brokers, parts: map[topicPart]partRec{}}
 	for name, t := range md.Topics {
@@ -105,7 +104,7 @@ func (s *senders) update(md *controller.Metadata, registered []controller.Broker
 	}
 	s.latest = snap
 	want := map[int32]controller.Broker{}
-	for _, b := range registered {
+	for _, b := range md.Brokers {
 		if b.ID != self {
 			want[b.ID] = b
 		}
@@ -135,6 +134,21 @@ func (s *senders) stop() {
 	defer s.mu.Unlock()
 	s.stopAllLocked()
 	s.latest = nil
+}
+
+// close stops every peer and waits for their goroutines.
+func (s *senders) close() {
+	s.mu.Lock()
+	var done []chan struct{}
+	for _, p := range s.peers {
+		done = append(done, p.done)
+	}
+	s.stopAllLocked()
+	s.latest = nil
+	s.mu.Unlock()
+	for _, d := range done {
+		<-d
+	}
 }
 
 func (s *senders) stopAllLocked() {
@@ -240,11 +254,18 @@ func (p *peer) sync(snap *snapshot) error {
 			stop = append(stop, k)
 		}
 	}
+	names := map[string]bool{}
+	for k := range snap.parts {
+		names[k.topic] = true
+	}
 	var gone []topicPart
 	for k, o := range old {
 		if _, ok := snap.parts[k]; !ok {
 			gone = append(gone, k)
-			if slices.Contains(o.p.Replicas, id) {
+			// A topic created again under the same name replaces the old
+			// one whole on the receiver (new topic id): a StopReplica,
+			// which names no topic id, would hit the new one.
+			if slices.Contains(o.p.Replicas, id) && !names[k.topic] {
 				stop = append(stop, k)
 			}
 		}
@@ -335,7 +356,7 @@ func (p *peer) leaderAndISR(snap *snapshot, keys []topicPart, full bool) *kmsg.L
 		ts.Topic = t
 		for _, i := range parts[t] {
 			r := snap.parts[topicPart{t, i}]
-			ts.TopicID = r.topicID
+			ts.TopicID = r.topicID // one id per name in a snapshot
 			ps := kmsg.NewLeaderAndISRRequestTopicPartition()
 			ps.Partition, ps.ControllerEpoch = i, snap.ctrlEpoch
 			ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion = r.p.Leader, r.p.LeaderEpoch, r.p.ISR, r.p.PartitionEpoch
@@ -393,6 +414,17 @@ func (p *peer) updateMetadata(snap *snapshot, changed []topicPart, old map[topic
 		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
 		req.LiveBrokers = append(req.LiveBrokers, lb)
 	}
+	// Partitions of a topic that was deleted and created again under the
+	// same name are not sent as deleted: the new topic id replaces the
+	// old topic whole on the receiver.
+	ids := map[string][16]byte{}
+	for k, r := range snap.parts {
+		ids[k.topic] = r.topicID
+	}
+	gone = slices.DeleteFunc(slices.Clone(gone), func(k topicPart) bool {
+		_, recreated := ids[k.topic]
+		return recreated
+	})
 	topics, parts := byTopic(append(slices.Clone(changed), gone...))
 	for _, t := range topics {
 		ts := kmsg.NewUpdateMetadataRequestTopicState()
@@ -402,17 +434,20 @@ func (p *peer) updateMetadata(snap *snapshot, changed []topicPart, old map[topic
 			ps := kmsg.NewUpdateMetadataRequestTopicPartition()
 			ps.Partition, ps.ControllerEpoch = i, snap.ctrlEpoch
 			if r, ok := snap.parts[k]; ok {
-				ts.TopicID = r.topicID
 				ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion = r.p.Leader, r.p.LeaderEpoch, r.p.ISR, r.p.PartitionEpoch
 				ps.Replicas = r.p.Replicas
 				ps.OfflineReplicas = offline(r.p.Replicas, snap.brokers)
 			} else {
 				o := old[k]
-				ts.TopicID = o.topicID
 				ps.Leader, ps.LeaderEpoch = leaderDuringDelete, epochDuringDelete
 				ps.ISR, ps.Replicas, ps.ZKVersion = o.p.ISR, o.p.Replicas, o.p.PartitionEpoch
 			}
 			ts.PartitionStates = append(ts.PartitionStates, ps)
+		}
+		if id, ok := ids[t]; ok {
+			ts.TopicID = id
+		} else {
+			ts.TopicID = old[topicPart{t, parts[t][0]}].topicID
 		}
 		req.TopicStates = append(req.TopicStates, ts)
 	}

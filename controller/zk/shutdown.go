@@ -29,15 +29,14 @@ func (c *Controller) ControlledShutdown(ctx context.Context, brokerID int32, bro
 			return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", controller.ErrStaleBrokerEpoch, brokerID, brokerEpoch, cur)
 		}
 	}
-	// From now until it registers again the broker leads nothing, joins
-	// no ISR and is not offered to clients (Kafka's shuttingDownBrokerIds).
+	// From now until it registers again the broker is elected leader of
+	// nothing and joins no ISR (Kafka's shuttingDownBrokerIds); it stops
+	// fetching itself, as Kafka's brokers do on StopReplica.
 	c.mu.Lock()
 	c.shuttingDown[brokerID] = c.epochs[brokerID]
 	c.mu.Unlock()
-	c.kickRun()
 	md := c.Metadata()
-	live := liveBrokers(md)
-	delete(live, brokerID)
+	live := c.eligible(md)
 	alive := func(id int32) bool { return live[id] }
 	epoch := c.epoch.Load()
 	var remaining []controller.TopicPartition

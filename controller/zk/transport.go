@@ -2,6 +2,7 @@ package zk
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -21,6 +22,7 @@ type netTransport struct {
 
 	mu      sync.Mutex
 	clients map[int32]*netClient
+	closed  bool
 }
 
 type netClient struct {
@@ -36,6 +38,9 @@ func (t *netTransport) client(to controller.Broker) (*kgo.Client, error) {
 	addr := net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errors.New("transport closed")
+	}
 	if c := t.clients[to.ID]; c != nil {
 		if c.addr == addr {
 			return c.cl, nil
@@ -63,6 +68,7 @@ func (t *netTransport) Send(ctx context.Context, to controller.Broker, req kmsg.
 func (t *netTransport) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.closed = true
 	for id, c := range t.clients {
 		c.cl.Close()
 		delete(t.clients, id)
