@@ -37,9 +37,27 @@
 //  4. Drain: the consumers read up to the partitions' end offsets. With a
 //     backlog, the catch-up time is from the consumers' start until they
 //     had read every partition up to where the backlog ended.
-//  5. Read-back (when ReadBack): fresh consumers (readBackClients, sharing the partitions) read every partition
-//     again from offset 0; on a disk broker this is served from the page
-//     cache.
+//  5. Read-back (when ReadBack): fresh franz-go consumers
+//     (readBackClients of them, sharing the partitions) read every
+//     partition again from offset 0; on a disk broker this is served from
+//     the page cache. This is what an application gets, and on a small
+//     machine it measures the client as much as the broker: franz-go
+//     decodes every record (varints, allocations, garbage collection) in
+//     the bench process, which shares the CPUs with the broker.
+//  6. Raw read-back (when RawReadBack): the same reads, rawReadPasses
+//     times, without a client library: readBackClients TCP connections
+//     per partition leader each send Fetch v11 requests (kmsg-encoded, no
+//     session, fetch.max.bytes and max.partition.fetch.bytes at the Java
+//     consumer's defaults, one request in flight per connection) for a
+//     share of the leader's partitions, and walk the record batches of
+//     each response by their headers: the CRC32C of every batch is
+//     checked, records are counted from recordsCount, and the next fetch
+//     offset is the batch's baseOffset+lastOffsetDelta+1; no record is
+//     decoded. Every pass must count every record. The figure is the
+//     fastest pass (other work on the machine only ever slows a pass);
+//     the median pass is reported beside it. Its MB/s are record-batch
+//     bytes, not record values. Issue 2's page-cache goal compares these
+//     records/s between targets; the franz-go read-back is reported too.
 //
 // In group mode the harness records, per member, the time from creating
 // its client (joining) to its first record. With Rebalances, a driver

@@ -132,8 +132,19 @@ func count(f func(Result) int64) func(Result) (float64, bool) {
 	return func(r Result) (float64, bool) { return float64(f(r)), true }
 }
 
+// rawReadRow is a figure of the raw read-back.
+func rawReadRow(name string, f func(*RawReadBack) float64) row {
+	return row{"raw read-back " + name, func(r Result) (float64, bool) {
+		if r.RawReadBack == nil || r.RawReadBack.Records == 0 {
+			return 0, false
+		}
+		return f(r.RawReadBack), true
+	}}
+}
+
+// readBackRow is a figure of the franz-go read-back.
 func readBackRow(name string, f func(*ReadBack) float64) row {
-	return row{"read-back " + name, func(r Result) (float64, bool) {
+	return row{"read-back (franz-go) " + name, func(r Result) (float64, bool) {
 		if r.ReadBack == nil || r.ReadBack.Records == 0 {
 			return 0, false
 		}
@@ -181,6 +192,11 @@ var tableRows = slices.Concat(
 		readBackRow("MB/s", func(b *ReadBack) float64 { return b.MBPerSec }),
 		readBackRow("records/s", func(b *ReadBack) float64 { return b.RecordsPerSec }),
 		readBackRow("first record after ms", func(b *ReadBack) float64 { return b.FirstRecordMs }),
+		rawReadRow("records/s (fastest pass)", func(b *RawReadBack) float64 { return b.RecordsPerSec }),
+		rawReadRow("records/s (median pass)", func(b *RawReadBack) float64 { return b.MedianRecordsPerSec }),
+		rawReadRow("batch MB/s (fastest pass)", func(b *RawReadBack) float64 { return b.MBPerSec }),
+		rawReadRow("first batch after ms", func(b *RawReadBack) float64 { return b.FirstBatchMs }),
+		rawReadRow("Fetch requests per pass", func(b *RawReadBack) float64 { return float64(b.Requests) }),
 		{"records sent (all)", count(func(r Result) int64 { return r.Sent })},
 		{"records acknowledged (all)", count(func(r Result) int64 { return r.Acked })},
 		{"records in topics", count(func(r Result) int64 { return r.TopicRecords })},
@@ -194,6 +210,7 @@ var tableRows = slices.Concat(
 		phaseCPURow(phaseRun),
 		phaseCPURow(phaseDrain),
 		phaseCPURow(phaseReadBack),
+		phaseCPURow(phaseRawRead),
 		brokerRow("disk writes MB", func(b *Resources) (float64, bool) { return float64(b.WrittenBytes) / 1e6, b.WrittenBytes >= 0 }),
 		brokerRow("bucket writes MB", func(b *Resources) (float64, bool) {
 			return float64(b.BucketWrittenBytes) / 1e6, b.BucketWrittenBytes > 0
@@ -288,8 +305,8 @@ func (r *Report) Markdown(plotDir string) string {
 // per workload and target a Produce line (iterations: measured records), an
 // EndToEnd line when consumers ran, a Group line in group mode (iterations:
 // members; ns/op: median join to first record; rebalance figures when
-// measured) and a ReadBack line when the
-// workload reads back.
+// measured), a ReadBack line when the workload reads back with franz-go and
+// a RawReadBack line (MB/s of record batches) when it reads back raw.
 func (s *Suite) Benchstat() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "goos: %s\ngoarch: %s\npkg: strata/bench\n", s.Machine.OS, s.Machine.Arch)
@@ -332,6 +349,10 @@ func (s *Suite) Benchstat() string {
 			if rb := res.ReadBack; rb != nil && rb.Records > 0 {
 				fmt.Fprintf(&b, "BenchmarkReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s\n",
 					name, rb.Records, rb.Seconds*1e9/float64(rb.Records), rb.MBPerSec, rb.RecordsPerSec)
+			}
+			if rb := res.RawReadBack; rb != nil && rb.Records > 0 {
+				fmt.Fprintf(&b, "BenchmarkRawReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s %d fetches\n",
+					name, rb.Records, rb.Seconds*1e9/float64(rb.Records), rb.MBPerSec, rb.RecordsPerSec, rb.Requests)
 			}
 		}
 	}

@@ -71,7 +71,8 @@ type Result struct {
 	CatchUpSeconds float64 `json:"catch_up_s,omitempty"`
 	MaxLagRecords  int64   `json:"max_lag_records"`
 
-	ReadBack *ReadBack `json:"read_back,omitempty"`
+	ReadBack    *ReadBack    `json:"read_back,omitempty"`
+	RawReadBack *RawReadBack `json:"raw_read_back,omitempty"`
 	// Group holds the consumer-group figures in consume mode group.
 	Group *GroupStats `json:"group,omitempty"`
 

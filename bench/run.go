@@ -244,6 +244,16 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 			return fmt.Errorf("read back %d records, topics hold %d", rb.records.Load(), res.TopicRecords)
 		}
 	}
+	// Raw read-back: the same again with raw Fetch requests.
+	if cfg.RawReadBack {
+		var rb counters
+		tr.mon.setPhase(phaseRawRead, &rb, rawReadPasses*res.TopicRecords)
+		raw, err := rawReadBack(dctx, tr.seeds, ends, &rb)
+		res.RawReadBack = &raw
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

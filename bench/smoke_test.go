@@ -52,6 +52,9 @@ func checkConsistent(t *testing.T, res Result, w Workload) {
 	if w.ReadBack && (res.ReadBack == nil || res.ReadBack.Records != res.TopicRecords || res.ReadBack.FirstRecordMs < 0 || res.ReadBack.Seconds <= 0) {
 		t.Errorf("%s: read-back %+v of %d records", res.Target, res.ReadBack, res.TopicRecords)
 	}
+	if rb := res.RawReadBack; w.RawReadBack && (rb == nil || rb.Records != res.TopicRecords || rb.Batches <= 0 || rb.Requests < int64(rb.Connections) || rb.Bytes <= 0 || rb.Seconds <= 0 || rb.FirstBatchMs < 0) {
+		t.Errorf("%s: raw read-back %+v of %d records", res.Target, rb, res.TopicRecords)
+	}
 	if res.MeasureEndS < res.MeasureStartS {
 		t.Errorf("%s: measured window %g..%g", res.Target, res.MeasureStartS, res.MeasureEndS)
 	}
@@ -152,7 +155,7 @@ func TestSmokeKfake(t *testing.T) {
 	defer cancel()
 	for _, c := range []Config{
 		{Workload: Workload{Name: "max", Topics: 2, Records: 2000, RecordSize: 256, Partitions: 3, Producers: 2,
-			Compression: "lz4", KeyDistribution: KeysZipf, Consumers: 2, ReadBack: true,
+			Compression: "lz4", KeyDistribution: KeysZipf, Consumers: 2, ReadBack: true, RawReadBack: true,
 			SampleInterval: Duration(50 * time.Millisecond)},
 			Targets: []string{TargetKfake, peer.ListenAddrs()[0]}},
 		{Workload: Workload{Name: "group", RecordSize: 128, Partitions: 4, Rate: 2000, Duration: Duration(500 * time.Millisecond),

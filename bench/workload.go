@@ -80,8 +80,13 @@ type Workload struct {
 	// start (the catch-up preset); they then read from offset 0 while the
 	// producers continue at Rate.
 	Backlog int64 `json:"backlog"`
-	// ReadBack reads every partition again from offset 0 after the run.
+	// ReadBack reads every partition again from offset 0 after the run
+	// with franz-go consumers (what a client application gets).
 	ReadBack bool `json:"read_back"`
+	// RawReadBack then reads every partition from offset 0 once more with
+	// raw Fetch requests whose record batches are walked by their headers,
+	// not decoded (what the broker serves).
+	RawReadBack bool `json:"raw_read_back"`
 
 	// SampleInterval is the period of the timelines and resource samples.
 	SampleInterval Duration `json:"sample_interval"`
@@ -157,12 +162,12 @@ func LoadWorkload(path string) (Workload, error) {
 var Presets = map[string]Workload{
 	// throughput: as fast as possible, 1 KB records, 6 partitions, acks=-1,
 	// one consumer alongside; then every record is read back from the page
-	// cache.
+	// cache, by franz-go consumers and by raw Fetch requests.
 	"throughput": {
 		Name: "throughput", Partitions: 6, RecordSize: 1024, Acks: "all",
 		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1,
 		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 500_000,
-		ReadBack: true,
+		ReadBack: true, RawReadBack: true,
 	},
 	// latency: open loop at 2,000 records/s with linger 0; produce and
 	// end-to-end latency.
@@ -343,8 +348,13 @@ func (w Workload) Describe() string {
 	if w.Rebalances > 0 {
 		s += fmt.Sprintf(", %d rebalance(s) measured (a member joins each group, then leaves; the run ends after them)", w.Rebalances)
 	}
-	if w.ReadBack {
-		s += ", then read back from offset 0"
+	switch {
+	case w.ReadBack && w.RawReadBack:
+		s += ", then read back from offset 0 by franz-go consumers and by raw Fetch requests"
+	case w.ReadBack:
+		s += ", then read back from offset 0 by franz-go consumers"
+	case w.RawReadBack:
+		s += ", then read back from offset 0 by raw Fetch requests"
 	}
 	return s
 }

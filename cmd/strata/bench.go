@@ -50,7 +50,8 @@ func runBench(args []string) int {
 		duration    = fs.Duration("duration", 0, "measured length of the run (clears a preset's record limit unless --records is given)")
 		warmup      = fs.Duration("warmup", 0, "start of the run excluded from the figures")
 		backlog     = fs.Int64("backlog", 0, "records produced before the consumers start (catch-up)")
-		readBack    = fs.Bool("read-back", false, "read every record again from offset 0 after the run")
+		readBack    = fs.Bool("read-back", false, "read every record again from offset 0 after the run (franz-go consumers)")
+		rawReadBack = fs.Bool("raw-read-back", false, "then read every record from offset 0 with raw Fetch requests, batches counted by their headers")
 		sample      = fs.Duration("sample-interval", 0, "period of the timelines")
 		noIdem      = fs.Bool("no-idempotence", false, "disable the idempotent producer")
 		strataBin   = fs.String("strata-bin", "", "strata binary to start (default: this executable)")
@@ -133,6 +134,7 @@ func runBench(args []string) int {
 			"warmup":             func() { w.Warmup = bench.Duration(*warmup) },
 			"backlog":            func() { w.Backlog = *backlog },
 			"read-back":          func() { w.ReadBack = *readBack },
+			"raw-read-back":      func() { w.RawReadBack = *rawReadBack },
 			"sample-interval":    func() { w.SampleInterval = bench.Duration(*sample) },
 			"no-idempotence":     func() { w.NoIdempotence = *noIdem },
 		}
