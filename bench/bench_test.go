@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func fakeSuite() *Suite {
 			ReadBack:       &ReadBack{Throughput: throughput(1001, 1001*1024, 10*time.Millisecond), FirstRecordMs: 3},
 			RawReadBack: &RawReadBack{RawPass: RawPass{Throughput: throughput(1001, 1001*1100, time.Duration(float64(time.Second)/mbps)),
 				Batches: 10, Requests: 4, Connections: 3, FirstBatchMs: 1}, MedianRecordsPerSec: 900 * mbps},
-			Sent:           1001, Acked: 1001, TopicRecords: 1001, Consumed: 1001, MaxLagRecords: 40,
+			Sent: 1001, Acked: 1001, TopicRecords: 1001, Consumed: 1001, MaxLagRecords: 40,
 			Timeline: []TimelinePoint{
 				{T: 0.5, Phase: phaseRun, ProduceMBPerSec: mbps, ConsumeMBPerSec: mbps, LagRecords: 40},
 				{T: 1, Phase: phaseRun, ProduceMBPerSec: mbps, ConsumeMBPerSec: mbps, LagRecords: 10},
@@ -182,7 +183,7 @@ func TestReportWriter(t *testing.T) {
 		t.Fatalf("report.json: %v", err)
 	}
 	if len(back.Reports) != 2 || back.Reports[0].Results[0].Produce.Records != 1000 || len(back.Goals) != 5 || back.Reports[0].Results[0].RawReadBack.Batches != 10 ||
-		back.Reports[1].Workload != s.Reports[1].Workload || back.Reports[0].Results[0].Broker.PhaseCPU[phaseRun] != 1.5 ||
+		!reflect.DeepEqual(back.Reports[1].Workload, s.Reports[1].Workload) || back.Reports[0].Results[0].Broker.PhaseCPU[phaseRun] != 1.5 ||
 		len(back.Reports[0].Results[0].Timeline) != 3 {
 		t.Fatalf("report.json round trip: %+v", back)
 	}

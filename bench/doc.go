@@ -5,12 +5,19 @@
 // Benchmark: topics, partitions, replication factor, record size and key
 // distribution (none, random, round-robin, zipf), producers and their
 // target rate (or as fast as possible), acks, compression, linger,
-// consumers, warm-up and duration, an optional backlog and read-back.
-// Workloads come from [Presets] (throughput, latency, catch-up, groups), from JSON
-// files ([ParseWorkload]; examples in bench/workloads) or from flags. A
-// [Config] adds where to run it: Strata started as a separate process by
-// the harness, franz-go's in-process kfake cluster, or any Kafka-protocol
-// cluster at HOST:PORT. [Run] runs the workload against each target in
+// consumers, warm-up and duration, an optional backlog and read-back, and
+// faults. Workloads come from [Presets] (throughput, latency, catch-up,
+// groups, replication, failover), from JSON files ([ParseWorkload];
+// examples in bench/workloads) or from flags. A [Config] adds where to run
+// it: Strata started as a separate process by the harness, franz-go's
+// in-process kfake cluster, a local cluster of three Strata brokers on
+// ZooKeeper started by deploy/local/cluster.sh (the script `make cluster`
+// and the end-to-end tests use; min.insync.replicas=2, the brokers'
+// default zookeeper.session.timeout.ms), or any Kafka-protocol cluster at
+// HOST:PORT ([DefaultTargets] picks per workload when none are given).
+// Topics get the workload's replication factor, except on the one-broker
+// targets (strata, kfake), where it is 1: the replication preset compares
+// RF=3 on the cluster with RF=1 on one broker in the same run. [Run] runs the workload against each target in
 // turn and returns a [Report]; [RunSuite] runs several workloads and
 // evaluates goals over them; [Suite.Write] writes report.json, report.md,
 // benchstat lines (bench.txt) and PNG plots into a directory.
@@ -58,6 +65,27 @@
 //     the median pass is reported beside it. Its MB/s are record-batch
 //     bytes, not record values. Issue 2's page-cache goal compares these
 //     records/s between targets; the franz-go read-back is reported too.
+//
+// With Faults (cluster target only), a driver waits out the warm-up, then
+// for each fault picks the broker leading the most partitions of the
+// run's topics, notes whether it is the controller, and sends it SIGKILL
+// (kill) or SIGTERM (shutdown: Kafka's controlled shutdown moves its
+// leadership away first), waiting for the process to exit. Producers run
+// open loop with round-robin keys, so every partition keeps getting its
+// share of records, and the harness logs the time of every
+// acknowledgement by partition. Once metadata shows every partition the
+// broker led with another leader and each has acknowledged a record since,
+// the fault's window is the longest time between consecutive
+// acknowledgements on one of those partitions, counted from one second
+// before the signal (the same over every partition is reported beside
+// it). The broker is then started again with its original command line
+// (its PID file updated, so that cluster.sh down stops it), the harness
+// waits for every ISR to be full, asks for preferred-leader elections
+// (ElectLeaders) until every partition is led by its first replica, and
+// goes on with the next fault. zookeeper.session.timeout.ms is read from
+// a broker (DescribeConfigs) and reported beside the windows. The
+// producers stop once the faults are done; records retry for up to two
+// minutes, so a fault shows as latency, never as a failed record.
 //
 // In group mode the harness records, per member, the time from creating
 // its client (joining) to its first record. With Rebalances, a driver

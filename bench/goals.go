@@ -71,6 +71,38 @@ var Issue2Goals = []Goal{
 	{Name: "broker peak RSS (all presets)", Numerator: TargetStrata, AtLeast: false, Want: 256, Unit: "MB", metric: peakRSSMB},
 }
 
+// faultWindow is the unavailability window of the first fault of kind;
+// with minusSession, less zookeeper.session.timeout.ms (which must be
+// known).
+func faultWindow(kind string, minusSession bool) func(Result) (float64, bool) {
+	return func(r Result) (float64, bool) {
+		if r.Failover == nil || minusSession && r.Failover.SessionTimeoutMs < 0 {
+			return 0, false
+		}
+		for _, f := range r.Failover.Faults {
+			if f.Kind == kind {
+				if minusSession {
+					return f.WindowMs - float64(r.Failover.SessionTimeoutMs), true
+				}
+				return f.WindowMs, true
+			}
+		}
+		return 0, false
+	}
+}
+
+// Issue5Goals are the cluster's targets: replication costs at most half
+// the throughput, and failover is bounded by the session timeout (kill
+// -9) or quick (controlled shutdown).
+var Issue5Goals = []Goal{
+	{Name: "RF=3 acks=-1 produce throughput on 3 brokers vs RF=1 on one (replication preset)", Workload: "replication", Numerator: TargetCluster, Denominator: TargetStrata, AtLeast: true, Want: 0.5, Unit: "x", metric: produceMBps},
+	{Name: "unavailability after kill -9 of a leader, beyond zookeeper.session.timeout.ms (failover preset)", Workload: "failover", Numerator: TargetCluster, AtLeast: false, Want: 1000, Unit: "ms", metric: faultWindow(FaultKill, true)},
+	{Name: "unavailability after controlled shutdown of a leader (failover preset)", Workload: "failover", Numerator: TargetCluster, AtLeast: false, Want: 1000, Unit: "ms", metric: faultWindow(FaultShutdown, false)},
+}
+
+// Goals are every issue's goals, as `strata bench` evaluates them.
+var Goals = slices.Concat(Issue2Goals, Issue5Goals)
+
 // Evaluate checks g against the reports.
 func (g Goal) Evaluate(reports []*Report) GoalResult {
 	op := "≤"

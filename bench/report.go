@@ -166,8 +166,41 @@ func groupRows(what string, get func(*GroupStats) Spread) []row {
 	return []row{q("p50", func(s Spread) float64 { return s.P50Ms }), q("max", func(s Spread) float64 { return s.MaxMs })}
 }
 
+// faultRows are the figures of the first fault of kind (the failover
+// preset injects each kind once).
+func faultRows(kind string) []row {
+	get := func(r Result) (Fault, bool) {
+		if r.Failover == nil {
+			return Fault{}, false
+		}
+		for _, f := range r.Failover.Faults {
+			if f.Kind == kind {
+				return f, true
+			}
+		}
+		return Fault{}, false
+	}
+	q := func(name string, v func(Fault) float64) row {
+		return row{kind + ": " + name, func(r Result) (float64, bool) { f, ok := get(r); return v(f), ok }}
+	}
+	return []row{
+		q("unavailability window ms (partitions it led)", func(f Fault) float64 { return f.WindowMs }),
+		q("longest gap on any partition ms", func(f Fault) float64 { return f.AnyPartitionMs }),
+		q("leaders moved after ms", func(f Fault) float64 { return f.LeadersMovedMs }),
+		q("partitions it led", func(f Fault) float64 { return float64(f.Partitions) }),
+		q("it was the controller (1 = yes)", func(f Fault) float64 {
+			if f.WasController {
+				return 1
+			}
+			return 0
+		}),
+		q("healed after restart ms", func(f Fault) float64 { return f.HealedMs }),
+	}
+}
+
 var tableRows = slices.Concat(
 	[]row{
+		{"replication factor", func(r Result) (float64, bool) { return float64(r.ReplicationFactor), r.ReplicationFactor > 0 }},
 		{"produce MB/s", func(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }},
 		{"produce records/s", func(r Result) (float64, bool) { return r.Produce.RecordsPerSec, r.Produce.Records > 0 }},
 	},
@@ -178,6 +211,14 @@ var tableRows = slices.Concat(
 		{"catch-up s", func(r Result) (float64, bool) { return r.CatchUpSeconds, r.CatchUpSeconds != 0 }},
 		{"max consumer lag records", func(r Result) (float64, bool) { return float64(r.MaxLagRecords), r.MaxLagRecords > 0 }},
 	},
+	[]row{{"zookeeper.session.timeout.ms", func(r Result) (float64, bool) {
+		if r.Failover == nil {
+			return 0, false
+		}
+		return float64(r.Failover.SessionTimeoutMs), true
+	}}},
+	faultRows(FaultKill),
+	faultRows(FaultShutdown),
 	groupRows("group join to first record", func(g *GroupStats) Spread { return g.JoinToFirstRecord }),
 	groupRows("rebalance pause (no record to any member)", func(g *GroupStats) Spread { return g.Pause }),
 	groupRows("rebalance longest gap on a partition", func(g *GroupStats) Spread { return g.PartitionPause }),
@@ -349,6 +390,12 @@ func (s *Suite) Benchstat() string {
 			if rb := res.ReadBack; rb != nil && rb.Records > 0 {
 				fmt.Fprintf(&b, "BenchmarkReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s\n",
 					name, rb.Records, rb.Seconds*1e9/float64(rb.Records), rb.MBPerSec, rb.RecordsPerSec)
+			}
+			if fo := res.Failover; fo != nil {
+				for _, f := range fo.Faults {
+					fmt.Fprintf(&b, "BenchmarkFailover/%s/fault=%s 1 %.0f ns/op %.4g window-ms %.4g any-partition-ms %.4g leaders-moved-ms %d session-timeout-ms\n",
+						name, f.Kind, f.WindowMs*1e6, f.WindowMs, f.AnyPartitionMs, f.LeadersMovedMs, fo.SessionTimeoutMs)
+				}
 			}
 			if rb := res.RawReadBack; rb != nil && rb.Records > 0 {
 				fmt.Fprintf(&b, "BenchmarkRawReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s %d fetches\n",
