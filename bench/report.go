@@ -90,9 +90,48 @@ func (s *Suite) Markdown(plotDir string) string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.Want, measured, result)
 		}
 	}
+	b.WriteString(s.notes())
 	for _, rep := range s.Reports {
 		b.WriteString("\n")
 		b.WriteString(rep.Markdown(plotDir))
+	}
+	return b.String()
+}
+
+// notes explains the figures that need it, for the workloads in the suite.
+func (s *Suite) notes() string {
+	var raw, fault, repl bool
+	for _, rep := range s.Reports {
+		raw = raw || rep.Workload.RawReadBack
+		fault = fault || len(rep.Workload.Faults) > 0
+		repl = repl || rep.Workload.ReplicationFactor > 1 && len(rep.Workload.Faults) == 0
+	}
+	if !raw && !fault && !repl {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## What the figures measure\n\n")
+	if raw {
+		b.WriteString("- **read-back (franz-go)**: after the run, three fresh franz-go consumers sharing the partitions read everything again from offset 0 " +
+			"(from the page cache on Strata, from memory on kfake). This is what an application gets; on a small machine it is bounded by the client, " +
+			"which decodes every record in the bench process on the CPUs the broker uses too. MB/s are record values.\n")
+		b.WriteString("- **raw read-back**: then the same reads three more times without a client library: per partition leader three TCP connections, " +
+			"each with one Fetch v11 request in flight (fetch.max.bytes 52428800, max.partition.fetch.bytes 1048576, no fetch session) for its share of the " +
+			"partitions; each returned batch has its CRC32C checked and its records counted from the batch header; no record is decoded. " +
+			"Every pass must count every record. The figure is the fastest of the three passes (other work on the machine only ever slows a pass); " +
+			"the median pass is beside it. MB/s are record-batch bytes. The page-cache goal compares these records/s: what each broker serves.\n")
+	}
+	if repl {
+		b.WriteString("- **replication**: the cluster target is ZooKeeper and three Strata brokers on this machine, started by deploy/local/cluster.sh " +
+			"(min.insync.replicas=2); its topics have RF=3, those of the single broker RF=1; both take acks=-1 as fast as the producer sends. " +
+			"The three brokers and the bench share the same CPUs.\n")
+	}
+	if fault {
+		b.WriteString("- **failover**: producers send 2,000 records/s open loop (round-robin keys: every partition gets its share) with acks=-1 on RF=3; " +
+			"the broker leading the most partitions gets SIGKILL (kill) or SIGTERM (shutdown: controlled shutdown). The unavailability window is the " +
+			"longest time between consecutive acknowledgements on one of the partitions it led, from 1 s before the signal until acks resumed on all of them; " +
+			"\"longest gap on any partition\" is the same over every partition. After each fault the broker is restarted, the ISRs fill and preferred " +
+			"leaders are elected again before the next. zookeeper.session.timeout.ms is read from a broker.\n")
 	}
 	return b.String()
 }
