@@ -141,16 +141,26 @@ func smokeWorkload(t *testing.T, name string) Workload {
 	return w
 }
 
-// TestPresetsSmoke runs every preset, shrunk, against a Strata broker
-// process started by the harness, and checks that the report is complete
-// and consistent.
-func TestPresetsSmoke(t *testing.T) {
+// TestPresetsSmoke runs every single-broker preset, shrunk, against a
+// Strata broker process started by the harness, and checks that the
+// report is complete and consistent.
+func TestPresetsSmoke(t *testing.T) { smokePresets(t, false) }
+
+// TestClusterPresetsSmoke does the same for the presets with replicated
+// topics, on the three-broker cluster of deploy/local/cluster.sh (and one
+// broker beside it where the preset compares them).
+func TestClusterPresetsSmoke(t *testing.T) { smokePresets(t, true) }
+
+func smokePresets(t *testing.T, cluster bool) {
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}
 	bin := testenv.BuildStrata(t)
 	var reports []*Report
 	for _, name := range PresetNames() {
+		if p, _ := Preset(name); (p.ReplicationFactor > 1) != cluster {
+			continue // the other test's
+		}
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
