@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,9 @@ func fakeSuite() *Suite {
 			ProduceLatency: lat,
 			EndToEnd:       lat,
 			ReadBack:       &ReadBack{Throughput: throughput(1001, 1001*1024, 10*time.Millisecond), FirstRecordMs: 3},
-			Sent:           1001, Acked: 1001, TopicRecords: 1001, Consumed: 1001, MaxLagRecords: 40,
+			RawReadBack: &RawReadBack{RawPass: RawPass{Throughput: throughput(1001, 1001*1100, time.Duration(float64(time.Second)/mbps)),
+				Batches: 10, Requests: 4, Connections: 3, FirstBatchMs: 1}, MedianRecordsPerSec: 900 * mbps},
+			Sent: 1001, Acked: 1001, TopicRecords: 1001, Consumed: 1001, MaxLagRecords: 40,
 			Timeline: []TimelinePoint{
 				{T: 0.5, Phase: phaseRun, ProduceMBPerSec: mbps, ConsumeMBPerSec: mbps, LagRecords: 40},
 				{T: 1, Phase: phaseRun, ProduceMBPerSec: mbps, ConsumeMBPerSec: mbps, LagRecords: 10},
@@ -127,9 +130,10 @@ func TestGoals(t *testing.T) {
 		pass     bool
 	}{
 		Issue2Goals[0].Name: {2, true},    // produce 200/100
-		Issue2Goals[1].Name: {1, false},   // consume 2x/2x: equal throughput ratio
-		Issue2Goals[2].Name: {2, false},   // p99 4/2
-		Issue2Goals[3].Name: {300, false}, // worst RSS over both presets
+		Issue2Goals[1].Name: {2, true},    // raw read-back records/s, 200/100
+		Issue2Goals[2].Name: {1, false},   // franz-go read-back 2x/2x: equal throughput ratio
+		Issue2Goals[3].Name: {2, false},   // p99 4/2
+		Issue2Goals[4].Name: {300, false}, // worst RSS over both presets
 	}
 	for _, g := range s.Goals {
 		w := want[g.Name]
@@ -150,7 +154,7 @@ func TestGoals(t *testing.T) {
 	}
 	// Missing results are reported as not evaluated, not as a pass.
 	gs := EvaluateGoals(Issue2Goals, s.Reports[:1])
-	if gs[2].Evaluated || gs[2].Pass {
+	if gs[3].Evaluated || gs[3].Pass {
 		t.Errorf("latency goal without latency report: %+v", gs[2])
 	}
 }
@@ -178,8 +182,8 @@ func TestReportWriter(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("report.json: %v", err)
 	}
-	if len(back.Reports) != 2 || back.Reports[0].Results[0].Produce.Records != 1000 || len(back.Goals) != 4 ||
-		back.Reports[1].Workload != s.Reports[1].Workload || back.Reports[0].Results[0].Broker.PhaseCPU[phaseRun] != 1.5 ||
+	if len(back.Reports) != 2 || back.Reports[0].Results[0].Produce.Records != 1000 || len(back.Goals) != 5 || back.Reports[0].Results[0].RawReadBack.Batches != 10 ||
+		!reflect.DeepEqual(back.Reports[1].Workload, s.Reports[1].Workload) || back.Reports[0].Results[0].Broker.PhaseCPU[phaseRun] != 1.5 ||
 		len(back.Reports[0].Results[0].Timeline) != 3 {
 		t.Fatalf("report.json round trip: %+v", back)
 	}
@@ -192,7 +196,9 @@ func TestReportWriter(t *testing.T) {
 		"| produce MB/s | 200.0 | 100.0 | 2.00x |",
 		"| produce latency p99 ms | 5 | 10 | 0.50x |",
 		"| end-to-end latency p99.9 ms | 10 | 20 | 0.50x |",
-		"| read-back first record after ms | 3 | 3 | 1.00x |",
+		"| read-back (franz-go) first record after ms | 3 | 3 | 1.00x |",
+		"| raw read-back records/s (fastest pass) | 200200 | 100100 | 2.00x |",
+		"| raw read-back records/s (median pass) | 180000 | 90000 | 2.00x |",
 		"| broker peak RSS MB | 100 | — | — |",
 		"| broker CPU s (run) | 1.50 | — | — |",
 		"| max consumer lag records | 40 | 40 | 1.00x |",
@@ -219,8 +225,8 @@ func TestReportWriter(t *testing.T) {
 			t.Errorf("not a benchstat line: %q", line)
 		}
 	}
-	if lines != 14 || !strings.Contains(string(bs), "BenchmarkGroup/workload=latency/target=kfake 3 200000000 ns/op 200 join-p50-ms 300 join-max-ms 1 rebalances 10 pause-p50-ms") {
-		t.Errorf("%d benchmark lines, want 14 with group lines:\n%s", lines, bs)
+	if lines != 18 || !strings.Contains(string(bs), "BenchmarkGroup/workload=latency/target=kfake 3 200000000 ns/op 200 join-p50-ms 300 join-max-ms 1 rebalances 10 pause-p50-ms") {
+		t.Errorf("%d benchmark lines, want 18 with group and raw read-back lines:\n%s", lines, bs)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "throughput-rebalance.png")); err == nil {
 		t.Errorf("rebalance plot for a workload without rebalances")

@@ -35,8 +35,14 @@ func producerOpts(cfg Config, seeds []string, topic string) []kgo.Opt {
 		kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(cfg.Linger.D()),
 		kgo.ProducerBatchCompression(codec),
-		kgo.RecordRetries(5),
 		kgo.ProduceRequestTimeout(30 * time.Second),
+	}
+	if len(cfg.Faults) > 0 {
+		// Ride out a broker's death (noticed after the ZooKeeper session
+		// timeout) instead of failing records after a few retries.
+		opts = append(opts, kgo.RecordDeliveryTimeout(2*time.Minute))
+	} else {
+		opts = append(opts, kgo.RecordRetries(5))
 	}
 	switch cfg.Acks {
 	case "all":

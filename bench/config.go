@@ -12,20 +12,44 @@ import (
 const (
 	TargetStrata = "strata"
 	TargetKfake  = "kfake"
+	// TargetCluster is three Strata brokers on ZooKeeper started by
+	// deploy/local/cluster.sh (min.insync.replicas=2).
+	TargetCluster = "cluster"
 )
+
+// DefaultTargets are the targets a workload runs against when none are
+// given: the cluster alone for faults; the cluster and a single Strata
+// broker (whose topics have replication factor 1) for a replicated
+// workload; otherwise Strata and kfake.
+func DefaultTargets(w Workload) []string {
+	switch {
+	case len(w.Faults) > 0:
+		return []string{TargetCluster}
+	case w.ReplicationFactor > 1:
+		return []string{TargetCluster, TargetStrata}
+	}
+	return []string{TargetStrata, TargetKfake}
+}
+
+// singleBroker reports whether target is a one-broker target the harness
+// starts; its topics get replication factor 1 whatever the workload says.
+func singleBroker(target string) bool { return target == TargetStrata || target == TargetKfake }
 
 // Config is one workload and where and how to run it.
 type Config struct {
 	Workload
 
-	// Targets: TargetStrata, TargetKfake or HOST:PORT (a seed broker).
-	// Empty means Strata and kfake.
+	// Targets: TargetStrata, TargetKfake, TargetCluster or HOST:PORT (a
+	// seed broker). Empty means DefaultTargets.
 	Targets []string
 	// StrataBin is the strata binary to start; empty means this executable
 	// (set it when the caller is not the strata binary, e.g. a test).
 	StrataBin string
 	// StrataArgs are extra arguments to `strata serve`.
 	StrataArgs []string
+	// ClusterScript is deploy/local/cluster.sh for TargetCluster; empty
+	// means found above the working directory or the executable.
+	ClusterScript string
 	// BrokerLog receives the Strata process's stdout and stderr (optional).
 	BrokerLog io.Writer
 	// PhaseTimeout bounds each phase beyond its planned length (setup,
@@ -45,7 +69,7 @@ func (c Config) withDefaults() Config {
 		c.PhaseTimeout = 5 * time.Minute
 	}
 	if len(c.Targets) == 0 {
-		c.Targets = []string{TargetStrata, TargetKfake}
+		c.Targets = DefaultTargets(c.Workload)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -59,8 +83,11 @@ func (c Config) Validate() error {
 		return err
 	}
 	for _, t := range c.Targets {
-		if t != TargetStrata && t != TargetKfake && !strings.Contains(t, ":") {
-			return fmt.Errorf("target %q: want strata, kfake or HOST:PORT", t)
+		if t != TargetStrata && t != TargetKfake && t != TargetCluster && !strings.Contains(t, ":") {
+			return fmt.Errorf("target %q: want strata, kfake, cluster or HOST:PORT", t)
+		}
+		if len(c.Faults) > 0 && t != TargetCluster {
+			return fmt.Errorf("target %q: faults need the cluster target, whose brokers the harness can stop", t)
 		}
 	}
 	return nil

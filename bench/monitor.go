@@ -34,6 +34,7 @@ const (
 	phaseRun      = "run"
 	phaseDrain    = "drain"
 	phaseReadBack = "read-back"
+	phaseRawRead  = "raw-read-back"
 )
 
 // monitor samples the live counters and the broker's resources every

@@ -57,6 +57,8 @@ type producers struct {
 
 	// stopEarly, when closed, ends run before its end time.
 	stopEarly chan struct{}
+	// acks, when set, logs every acknowledgement by partition (faults).
+	acks *ackLog
 }
 
 type producer struct {
@@ -138,6 +140,9 @@ func (ps *producers) produce(ctx context.Context, p *producer, rec *kgo.Record, 
 		}
 		ps.all.records.Add(1)
 		ps.all.bytes.Add(int64(len(r.Value)))
+		if ps.acks != nil {
+			ps.acks.add(tp{r.Topic, r.Partition}, now)
+		}
 		if !measured {
 			return
 		}

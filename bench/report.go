@@ -90,9 +90,48 @@ func (s *Suite) Markdown(plotDir string) string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.Want, measured, result)
 		}
 	}
+	b.WriteString(s.notes())
 	for _, rep := range s.Reports {
 		b.WriteString("\n")
 		b.WriteString(rep.Markdown(plotDir))
+	}
+	return b.String()
+}
+
+// notes explains the figures that need it, for the workloads in the suite.
+func (s *Suite) notes() string {
+	var raw, fault, repl bool
+	for _, rep := range s.Reports {
+		raw = raw || rep.Workload.RawReadBack
+		fault = fault || len(rep.Workload.Faults) > 0
+		repl = repl || rep.Workload.ReplicationFactor > 1 && len(rep.Workload.Faults) == 0
+	}
+	if !raw && !fault && !repl {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## What the figures measure\n\n")
+	if raw {
+		b.WriteString("- **read-back (franz-go)**: after the run, three fresh franz-go consumers sharing the partitions read everything again from offset 0 " +
+			"(from the page cache on Strata, from memory on kfake). This is what an application gets; on a small machine it is bounded by the client, " +
+			"which decodes every record in the bench process on the CPUs the broker uses too. MB/s are record values.\n")
+		b.WriteString("- **raw read-back**: then the same reads three more times without a client library: per partition leader three TCP connections, " +
+			"each with one Fetch v11 request in flight (fetch.max.bytes 52428800, max.partition.fetch.bytes 1048576, no fetch session) for its share of the " +
+			"partitions; each returned batch has its CRC32C checked and its records counted from the batch header; no record is decoded. " +
+			"Every pass must count every record. The figure is the fastest of the three passes (other work on the machine only ever slows a pass); " +
+			"the median pass is beside it. MB/s are record-batch bytes. The page-cache goal compares these records/s: what each broker serves.\n")
+	}
+	if repl {
+		b.WriteString("- **replication**: the cluster target is ZooKeeper and three Strata brokers on this machine, started by deploy/local/cluster.sh " +
+			"(min.insync.replicas=2); its topics have RF=3, those of the single broker RF=1; both take acks=-1 as fast as the producer sends. " +
+			"The three brokers and the bench share the same CPUs.\n")
+	}
+	if fault {
+		b.WriteString("- **failover**: producers send 2,000 records/s open loop (round-robin keys: every partition gets its share) with acks=-1 on RF=3; " +
+			"the broker leading the most partitions gets SIGKILL (kill) or SIGTERM (shutdown: controlled shutdown). The unavailability window is the " +
+			"longest time between consecutive acknowledgements on one of the partitions it led, from 1 s before the signal until acks resumed on all of them; " +
+			"\"longest gap on any partition\" is the same over every partition. After each fault the broker is restarted, the ISRs fill and preferred " +
+			"leaders are elected again before the next. zookeeper.session.timeout.ms is read from a broker.\n")
 	}
 	return b.String()
 }
@@ -132,8 +171,19 @@ func count(f func(Result) int64) func(Result) (float64, bool) {
 	return func(r Result) (float64, bool) { return float64(f(r)), true }
 }
 
+// rawReadRow is a figure of the raw read-back.
+func rawReadRow(name string, f func(*RawReadBack) float64) row {
+	return row{"raw read-back " + name, func(r Result) (float64, bool) {
+		if r.RawReadBack == nil || r.RawReadBack.Records == 0 {
+			return 0, false
+		}
+		return f(r.RawReadBack), true
+	}}
+}
+
+// readBackRow is a figure of the franz-go read-back.
 func readBackRow(name string, f func(*ReadBack) float64) row {
-	return row{"read-back " + name, func(r Result) (float64, bool) {
+	return row{"read-back (franz-go) " + name, func(r Result) (float64, bool) {
 		if r.ReadBack == nil || r.ReadBack.Records == 0 {
 			return 0, false
 		}
@@ -155,8 +205,41 @@ func groupRows(what string, get func(*GroupStats) Spread) []row {
 	return []row{q("p50", func(s Spread) float64 { return s.P50Ms }), q("max", func(s Spread) float64 { return s.MaxMs })}
 }
 
+// faultRows are the figures of the first fault of kind (the failover
+// preset injects each kind once).
+func faultRows(kind string) []row {
+	get := func(r Result) (Fault, bool) {
+		if r.Failover == nil {
+			return Fault{}, false
+		}
+		for _, f := range r.Failover.Faults {
+			if f.Kind == kind {
+				return f, true
+			}
+		}
+		return Fault{}, false
+	}
+	q := func(name string, v func(Fault) float64) row {
+		return row{kind + ": " + name, func(r Result) (float64, bool) { f, ok := get(r); return v(f), ok }}
+	}
+	return []row{
+		q("unavailability window ms (partitions it led)", func(f Fault) float64 { return f.WindowMs }),
+		q("longest gap on any partition ms", func(f Fault) float64 { return f.AnyPartitionMs }),
+		q("leaders moved after ms", func(f Fault) float64 { return f.LeadersMovedMs }),
+		q("partitions it led", func(f Fault) float64 { return float64(f.Partitions) }),
+		q("it was the controller (1 = yes)", func(f Fault) float64 {
+			if f.WasController {
+				return 1
+			}
+			return 0
+		}),
+		q("healed after restart ms", func(f Fault) float64 { return f.HealedMs }),
+	}
+}
+
 var tableRows = slices.Concat(
 	[]row{
+		{"replication factor", func(r Result) (float64, bool) { return float64(r.ReplicationFactor), r.ReplicationFactor > 0 }},
 		{"produce MB/s", func(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }},
 		{"produce records/s", func(r Result) (float64, bool) { return r.Produce.RecordsPerSec, r.Produce.Records > 0 }},
 	},
@@ -167,6 +250,14 @@ var tableRows = slices.Concat(
 		{"catch-up s", func(r Result) (float64, bool) { return r.CatchUpSeconds, r.CatchUpSeconds != 0 }},
 		{"max consumer lag records", func(r Result) (float64, bool) { return float64(r.MaxLagRecords), r.MaxLagRecords > 0 }},
 	},
+	[]row{{"zookeeper.session.timeout.ms", func(r Result) (float64, bool) {
+		if r.Failover == nil {
+			return 0, false
+		}
+		return float64(r.Failover.SessionTimeoutMs), true
+	}}},
+	faultRows(FaultKill),
+	faultRows(FaultShutdown),
 	groupRows("group join to first record", func(g *GroupStats) Spread { return g.JoinToFirstRecord }),
 	groupRows("rebalance pause (no record to any member)", func(g *GroupStats) Spread { return g.Pause }),
 	groupRows("rebalance longest gap on a partition", func(g *GroupStats) Spread { return g.PartitionPause }),
@@ -181,6 +272,11 @@ var tableRows = slices.Concat(
 		readBackRow("MB/s", func(b *ReadBack) float64 { return b.MBPerSec }),
 		readBackRow("records/s", func(b *ReadBack) float64 { return b.RecordsPerSec }),
 		readBackRow("first record after ms", func(b *ReadBack) float64 { return b.FirstRecordMs }),
+		rawReadRow("records/s (fastest pass)", func(b *RawReadBack) float64 { return b.RecordsPerSec }),
+		rawReadRow("records/s (median pass)", func(b *RawReadBack) float64 { return b.MedianRecordsPerSec }),
+		rawReadRow("batch MB/s (fastest pass)", func(b *RawReadBack) float64 { return b.MBPerSec }),
+		rawReadRow("first batch after ms", func(b *RawReadBack) float64 { return b.FirstBatchMs }),
+		rawReadRow("Fetch requests per pass", func(b *RawReadBack) float64 { return float64(b.Requests) }),
 		{"records sent (all)", count(func(r Result) int64 { return r.Sent })},
 		{"records acknowledged (all)", count(func(r Result) int64 { return r.Acked })},
 		{"records in topics", count(func(r Result) int64 { return r.TopicRecords })},
@@ -194,6 +290,7 @@ var tableRows = slices.Concat(
 		phaseCPURow(phaseRun),
 		phaseCPURow(phaseDrain),
 		phaseCPURow(phaseReadBack),
+		phaseCPURow(phaseRawRead),
 		brokerRow("disk writes MB", func(b *Resources) (float64, bool) { return float64(b.WrittenBytes) / 1e6, b.WrittenBytes >= 0 }),
 		brokerRow("bucket writes MB", func(b *Resources) (float64, bool) {
 			return float64(b.BucketWrittenBytes) / 1e6, b.BucketWrittenBytes > 0
@@ -288,8 +385,8 @@ func (r *Report) Markdown(plotDir string) string {
 // per workload and target a Produce line (iterations: measured records), an
 // EndToEnd line when consumers ran, a Group line in group mode (iterations:
 // members; ns/op: median join to first record; rebalance figures when
-// measured) and a ReadBack line when the
-// workload reads back.
+// measured), a ReadBack line when the workload reads back with franz-go and
+// a RawReadBack line (MB/s of record batches) when it reads back raw.
 func (s *Suite) Benchstat() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "goos: %s\ngoarch: %s\npkg: strata/bench\n", s.Machine.OS, s.Machine.Arch)
@@ -332,6 +429,16 @@ func (s *Suite) Benchstat() string {
 			if rb := res.ReadBack; rb != nil && rb.Records > 0 {
 				fmt.Fprintf(&b, "BenchmarkReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s\n",
 					name, rb.Records, rb.Seconds*1e9/float64(rb.Records), rb.MBPerSec, rb.RecordsPerSec)
+			}
+			if fo := res.Failover; fo != nil {
+				for _, f := range fo.Faults {
+					fmt.Fprintf(&b, "BenchmarkFailover/%s/fault=%s 1 %.0f ns/op %.4g window-ms %.4g any-partition-ms %.4g leaders-moved-ms %d session-timeout-ms\n",
+						name, f.Kind, f.WindowMs*1e6, f.WindowMs, f.AnyPartitionMs, f.LeadersMovedMs, fo.SessionTimeoutMs)
+				}
+			}
+			if rb := res.RawReadBack; rb != nil && rb.Records > 0 {
+				fmt.Fprintf(&b, "BenchmarkRawReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s %d fetches\n",
+					name, rb.Records, rb.Seconds*1e9/float64(rb.Records), rb.MBPerSec, rb.RecordsPerSec, rb.Requests)
 			}
 		}
 	}

@@ -49,7 +49,9 @@ type ReadBack struct {
 type Result struct {
 	Target string   `json:"target"`
 	Topics []string `json:"topics"`
-	Error  string   `json:"error,omitempty"`
+	// ReplicationFactor of the topics (1 on single-broker targets).
+	ReplicationFactor int16  `json:"replication_factor"`
+	Error             string `json:"error,omitempty"`
 
 	Sent          int64 `json:"sent"`           // all records handed to the clients
 	Acked         int64 `json:"acked"`          // all records acknowledged
@@ -71,9 +73,12 @@ type Result struct {
 	CatchUpSeconds float64 `json:"catch_up_s,omitempty"`
 	MaxLagRecords  int64   `json:"max_lag_records"`
 
-	ReadBack *ReadBack `json:"read_back,omitempty"`
+	ReadBack    *ReadBack    `json:"read_back,omitempty"`
+	RawReadBack *RawReadBack `json:"raw_read_back,omitempty"`
 	// Group holds the consumer-group figures in consume mode group.
 	Group *GroupStats `json:"group,omitempty"`
+	// Failover holds the figures of the faults, when injected.
+	Failover *FailoverStats `json:"failover,omitempty"`
 
 	// Timeline covers every phase; MeasureStart and MeasureEnd (seconds on
 	// its clock) bound the measured part of the run.

@@ -36,6 +36,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 type targetRun struct {
 	cfg   Config
 	name  string
+	tg    target
 	res   *Result
 	seeds []string
 	mon   *monitor
@@ -57,7 +58,7 @@ func runTarget(ctx context.Context, cfg Config, name string) (res Result) {
 		res.Error = err.Error()
 		return res
 	}
-	tr := &targetRun{cfg: cfg, name: name, res: &res, seeds: tg.Seeds(), prodHist: newLatencyHist(), e2eHist: newLatencyHist()}
+	tr := &targetRun{cfg: cfg, name: name, res: &res, tg: tg, seeds: tg.Seeds(), prodHist: newLatencyHist(), e2eHist: newLatencyHist()}
 	tr.mon = newMonitor(cfg, tg, fmt.Sprintf("[%s %s]", name, cfg.Name), &tr.prodAll, tr.prodHist)
 	err = tr.phases(ctx)
 	res.Timeline, res.Broker = tr.mon.finish()
@@ -82,12 +83,16 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 	defer cancel()
+	res.ReplicationFactor = cfg.ReplicationFactor
+	if singleBroker(tr.name) {
+		res.ReplicationFactor = 1
+	}
 	for _, topic := range res.Topics {
-		if err := createTopic(setupCtx, tr.seeds, topic, cfg.Partitions, cfg.ReplicationFactor); err != nil {
+		if err := createTopic(setupCtx, tr.seeds, topic, cfg.Partitions, res.ReplicationFactor); err != nil {
 			return err
 		}
 	}
-	if tr.name != TargetKfake && tr.name != TargetStrata { // those are thrown away whole
+	if tr.name != TargetKfake && tr.name != TargetStrata && tr.name != TargetCluster { // those are thrown away whole
 		defer func() {
 			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			for _, topic := range res.Topics {
@@ -171,6 +176,23 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 			}
 		}()
 	}
+	var fDone chan struct{}
+	var fErr error
+	if len(cfg.Faults) > 0 {
+		c, ok := tr.tg.(*clusterTarget)
+		if !ok {
+			return errors.New("faults need the cluster target")
+		}
+		ps.acks = newAckLog()
+		ps.stopEarly, fDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(fDone)
+			defer close(ps.stopEarly)
+			if sleepCtx(gctx, cfg.Warmup.D()) {
+				res.Failover, fErr = tr.faults(gctx, c, ps.acks)
+			}
+		}()
+	}
 	rctx, cancel := context.WithDeadline(ctx, end.Add(cfg.PhaseTimeout))
 	err = ps.run(rctx, start, end, win)
 	cancel()
@@ -178,6 +200,14 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		gcancel()
 		<-rbDone
 		err = errors.Join(err, rbErr)
+	}
+	if fDone != nil {
+		gcancel()
+		<-fDone
+		err = errors.Join(err, fErr)
+		if f := res.Failover; fErr == nil && (f == nil || len(f.Faults) != len(cfg.Faults)) {
+			err = errors.Join(err, fmt.Errorf("run ended (duration %s) before every fault was measured", cfg.Duration))
+		}
 	}
 	runEnd := time.Now()
 	res.MeasureStartS = win.start.Sub(tr.mon.origin).Seconds()
@@ -242,6 +272,16 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		}
 		if rb.records.Load() != res.TopicRecords {
 			return fmt.Errorf("read back %d records, topics hold %d", rb.records.Load(), res.TopicRecords)
+		}
+	}
+	// Raw read-back: the same again with raw Fetch requests.
+	if cfg.RawReadBack {
+		var rb counters
+		tr.mon.setPhase(phaseRawRead, &rb, rawReadPasses*res.TopicRecords)
+		raw, err := rawReadBack(dctx, tr.seeds, ends, &rb)
+		res.RawReadBack = &raw
+		if err != nil {
+			return err
 		}
 	}
 	return nil

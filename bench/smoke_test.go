@@ -52,8 +52,32 @@ func checkConsistent(t *testing.T, res Result, w Workload) {
 	if w.ReadBack && (res.ReadBack == nil || res.ReadBack.Records != res.TopicRecords || res.ReadBack.FirstRecordMs < 0 || res.ReadBack.Seconds <= 0) {
 		t.Errorf("%s: read-back %+v of %d records", res.Target, res.ReadBack, res.TopicRecords)
 	}
+	if rb := res.RawReadBack; w.RawReadBack && (rb == nil || rb.Records != res.TopicRecords || rb.Batches <= 0 || rb.Requests < int64(rb.Connections) || rb.Bytes <= 0 || rb.Seconds <= 0 || rb.FirstBatchMs < 0) {
+		t.Errorf("%s: raw read-back %+v of %d records", res.Target, rb, res.TopicRecords)
+	}
+	if len(w.Faults) > 0 {
+		checkFailover(t, res, w)
+	}
 	if res.MeasureEndS < res.MeasureStartS {
 		t.Errorf("%s: measured window %g..%g", res.Target, res.MeasureStartS, res.MeasureEndS)
+	}
+}
+
+// checkFailover asserts the fault figures: one per fault, each on a
+// broker that led partitions, with a window that is positive and no longer
+// than the whole time until its leaders moved and acks resumed allows.
+func checkFailover(t *testing.T, res Result, w Workload) {
+	t.Helper()
+	fo := res.Failover
+	if fo == nil || len(fo.Faults) != len(w.Faults) || fo.SessionTimeoutMs <= 0 {
+		t.Errorf("%s: failover %+v, want %d faults and the session timeout", res.Target, fo, len(w.Faults))
+		return
+	}
+	for i, f := range fo.Faults {
+		if f.Kind != w.Faults[i] || f.Broker < 1 || f.Partitions < 1 || f.WindowMs <= 0 || f.AnyPartitionMs < f.WindowMs ||
+			f.LeadersMovedMs <= 0 || f.HealedMs <= 0 || f.AtS <= 0 {
+			t.Errorf("%s: fault %+v", res.Target, f)
+		}
 	}
 }
 
@@ -102,34 +126,69 @@ func smokeWorkload(t *testing.T, name string) Workload {
 	case "groups":
 		w.Partitions, w.Consumers, w.Rebalances, w.Rate = 6, 3, 1, 1000
 		w.Warmup, w.Duration = Duration(200*time.Millisecond), Duration(40*time.Second)
+	case "replication":
+		w.Records, w.Warmup = 3000, Duration(100*time.Millisecond)
+	case "failover":
+		// A kill waits out zookeeper.session.timeout.ms (18 s): too long
+		// for a smoke run. The controlled shutdown exercises the same
+		// machinery (pick the leader, stop, measure, restart, heal);
+		// TestLongestGap and TestFailoverGoals cover the figures.
+		w.Faults, w.Rate = []string{FaultShutdown}, 1000
+		w.Warmup, w.Duration = Duration(500*time.Millisecond), Duration(50*time.Second)
 	default:
 		t.Fatalf("preset %s has no smoke workload: add one to smokeWorkload", name)
 	}
 	return w
 }
 
-// TestPresetsSmoke runs every preset, shrunk, against a Strata broker
-// process started by the harness, and checks that the report is complete
-// and consistent.
-func TestPresetsSmoke(t *testing.T) {
+// TestPresetsSmoke runs every single-broker preset, shrunk, against a
+// Strata broker process started by the harness, and checks that the
+// report is complete and consistent.
+func TestPresetsSmoke(t *testing.T) { smokePresets(t, false) }
+
+// TestClusterPresetsSmoke does the same for the presets with replicated
+// topics, on the three-broker cluster of deploy/local/cluster.sh (and one
+// broker beside it where the preset compares them).
+func TestClusterPresetsSmoke(t *testing.T) { smokePresets(t, true) }
+
+func smokePresets(t *testing.T, cluster bool) {
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}
 	bin := testenv.BuildStrata(t)
 	var reports []*Report
 	for _, name := range PresetNames() {
+		if p, _ := Preset(name); (p.ReplicationFactor > 1) != cluster {
+			continue // the other test's
+		}
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			w := smokeWorkload(t, name)
-			rep, err := Run(ctx, Config{Workload: w, Targets: []string{TargetStrata}, StrataBin: bin})
+			// Replicated workloads run on the cluster (and, without
+			// faults, on one broker too); the rest on one broker.
+			targets := []string{TargetStrata}
+			if w.ReplicationFactor > 1 {
+				targets = DefaultTargets(w)
+			}
+			rep, err := Run(ctx, Config{Workload: w, Targets: targets, StrataBin: bin})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := rep.Results[0]
-			checkConsistent(t, res, rep.Workload)
-			if b := res.Broker; b == nil || b.PeakRSSBytes <= 0 || b.CPUSeconds <= 0 || len(b.Samples) == 0 || b.PhaseCPU[phaseRun] <= 0 {
-				t.Errorf("broker resources %+v", b)
+			for _, res := range rep.Results {
+				checkConsistent(t, res, rep.Workload)
+				if res.Target == TargetCluster {
+					if res.ReplicationFactor != w.ReplicationFactor {
+						t.Errorf("cluster: replication factor %d, want %d", res.ReplicationFactor, w.ReplicationFactor)
+					}
+					continue // several processes: no broker figures
+				}
+				if res.ReplicationFactor != 1 {
+					t.Errorf("%s: replication factor %d on one broker", res.Target, res.ReplicationFactor)
+				}
+				if b := res.Broker; b == nil || b.PeakRSSBytes <= 0 || b.CPUSeconds <= 0 || len(b.Samples) == 0 || b.PhaseCPU[phaseRun] <= 0 {
+					t.Errorf("broker resources %+v", b)
+				}
 			}
 			reports = append(reports, rep)
 		})
@@ -152,7 +211,7 @@ func TestSmokeKfake(t *testing.T) {
 	defer cancel()
 	for _, c := range []Config{
 		{Workload: Workload{Name: "max", Topics: 2, Records: 2000, RecordSize: 256, Partitions: 3, Producers: 2,
-			Compression: "lz4", KeyDistribution: KeysZipf, Consumers: 2, ReadBack: true,
+			Compression: "lz4", KeyDistribution: KeysZipf, Consumers: 2, ReadBack: true, RawReadBack: true,
 			SampleInterval: Duration(50 * time.Millisecond)},
 			Targets: []string{TargetKfake, peer.ListenAddrs()[0]}},
 		{Workload: Workload{Name: "group", RecordSize: 128, Partitions: 4, Rate: 2000, Duration: Duration(500 * time.Millisecond),

@@ -25,6 +25,8 @@ func startTarget(ctx context.Context, cfg Config, name string) (target, error) {
 		return startKfake()
 	case TargetStrata:
 		return startStrata(ctx, cfg)
+	case TargetCluster:
+		return startCluster(ctx, cfg)
 	default:
 		return addrTarget{addr: name}, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -80,8 +81,21 @@ type Workload struct {
 	// start (the catch-up preset); they then read from offset 0 while the
 	// producers continue at Rate.
 	Backlog int64 `json:"backlog"`
-	// ReadBack reads every partition again from offset 0 after the run.
+	// ReadBack reads every partition again from offset 0 after the run
+	// with franz-go consumers (what a client application gets).
 	ReadBack bool `json:"read_back"`
+	// RawReadBack then reads every partition from offset 0 once more with
+	// raw Fetch requests whose record batches are walked by their headers,
+	// not decoded (what the broker serves).
+	RawReadBack bool `json:"raw_read_back"`
+
+	// Faults, injected one after the other during the run (cluster target
+	// only): FaultKill or FaultShutdown of the broker leading the most
+	// partitions, measuring how long its partitions went without an
+	// acknowledgement; the broker is restarted and the preferred leaders
+	// restored before the next. The run then ends early (Duration bounds
+	// it).
+	Faults []string `json:"faults"`
 
 	// SampleInterval is the period of the timelines and resource samples.
 	SampleInterval Duration `json:"sample_interval"`
@@ -153,16 +167,16 @@ func LoadWorkload(path string) (Workload, error) {
 }
 
 // Presets are the named workloads. Issue 2's goals use throughput and
-// latency.
+// latency; issue 5's use replication and failover.
 var Presets = map[string]Workload{
 	// throughput: as fast as possible, 1 KB records, 6 partitions, acks=-1,
 	// one consumer alongside; then every record is read back from the page
-	// cache.
+	// cache, by franz-go consumers and by raw Fetch requests.
 	"throughput": {
 		Name: "throughput", Partitions: 6, RecordSize: 1024, Acks: "all",
 		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1,
 		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 500_000,
-		ReadBack: true,
+		ReadBack: true, RawReadBack: true,
 	},
 	// latency: open loop at 2,000 records/s with linger 0; produce and
 	// end-to-end latency.
@@ -179,6 +193,25 @@ var Presets = map[string]Workload{
 		Linger: Duration(time.Millisecond), Producers: 1, Consumers: 1, Rate: 5000,
 		Backlog: 200_000, Duration: Duration(15 * time.Second),
 		SampleInterval: Duration(100 * time.Millisecond),
+	},
+	// replication: as fast as possible with acks=-1 on topics with
+	// replication factor 3 on the three-broker cluster, against a single
+	// broker with replication factor 1 in the same run.
+	"replication": {
+		Name: "replication", Partitions: 6, ReplicationFactor: 3, RecordSize: 1024, Acks: "all",
+		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1,
+		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 300_000,
+	},
+	// failover: 2,000 records/s open loop (round-robin keys, so each
+	// partition gets its share whatever happens) with acks=-1 and RF 3 on
+	// the cluster; the leader of the most partitions is killed (-9), then
+	// after healing another is stopped with SIGTERM (controlled shutdown).
+	"failover": {
+		Name: "failover", Partitions: 6, ReplicationFactor: 3, RecordSize: 1024, Acks: "all",
+		KeyDistribution: KeysRoundRobin, KeySpace: 600,
+		Linger: Duration(time.Millisecond), Producers: 1, Consumers: 1, Rate: 2000,
+		Warmup: Duration(2 * time.Second), Duration: Duration(5 * time.Minute),
+		Faults: []string{FaultKill, FaultShutdown},
 	},
 	// groups: 6 members of one consumer group (eager range balancer) on
 	// 12 partitions while records flow at 2,000 records/s; reports each
@@ -310,6 +343,17 @@ func (w Workload) Validate() error {
 		return errors.New("rebalances must be 0..100")
 	case w.Rebalances > 0 && w.Consumers == 0:
 		return errors.New("rebalances need consumers")
+	case len(w.Faults) > 10:
+		return errors.New("at most 10 faults")
+	case len(w.Faults) > 0 && (w.Rate <= 0 || w.ReplicationFactor < 2):
+		return errors.New("faults need a rate (open loop) and a replication factor of at least 2")
+	case len(w.Faults) > 0 && w.Rebalances > 0:
+		return errors.New("faults and rebalances cannot be measured in one run")
+	}
+	for _, f := range w.Faults {
+		if f != FaultKill && f != FaultShutdown {
+			return fmt.Errorf("fault %q: want kill or shutdown", f)
+		}
 	}
 	if w.Balancer != "" {
 		if _, err := groupBalancer(w.Balancer); err != nil {
@@ -328,8 +372,12 @@ func (w Workload) Describe() string {
 	if w.Rate > 0 {
 		rate = fmt.Sprintf("%g records/s open loop", w.Rate)
 	}
-	s := fmt.Sprintf("%d topic(s) × %d partitions (RF %d), %d B records, keys %s, %d producer(s)/topic at %s, acks=%s, compression %s, linger %s, %d consumer(s)/topic (%s), warm-up %s, duration %s",
-		w.Topics, w.Partitions, w.ReplicationFactor, w.RecordSize, w.KeyDistribution, w.Producers, rate,
+	rf := strconv.Itoa(int(w.ReplicationFactor))
+	if w.ReplicationFactor > 1 {
+		rf += ", 1 on single-broker targets"
+	}
+	s := fmt.Sprintf("%d topic(s) × %d partitions (RF %s), %d B records, keys %s, %d producer(s)/topic at %s, acks=%s, compression %s, linger %s, %d consumer(s)/topic (%s), warm-up %s, duration %s",
+		w.Topics, w.Partitions, rf, w.RecordSize, w.KeyDistribution, w.Producers, rate,
 		w.Acks, w.Compression, w.Linger, w.Consumers, w.ConsumeMode, w.Warmup, w.Duration)
 	if w.Records > 0 {
 		s += fmt.Sprintf(", at most %d measured records", w.Records)
@@ -340,11 +388,19 @@ func (w Workload) Describe() string {
 	if w.ConsumeMode == ConsumeGroup {
 		s += ", balancer " + w.Balancer
 	}
+	if len(w.Faults) > 0 {
+		s += fmt.Sprintf(", faults %s (each to the leader of the most partitions, healed before the next; the run ends after them)", strings.Join(w.Faults, ", "))
+	}
 	if w.Rebalances > 0 {
 		s += fmt.Sprintf(", %d rebalance(s) measured (a member joins each group, then leaves; the run ends after them)", w.Rebalances)
 	}
-	if w.ReadBack {
-		s += ", then read back from offset 0"
+	switch {
+	case w.ReadBack && w.RawReadBack:
+		s += ", then read back from offset 0 by franz-go consumers and by raw Fetch requests"
+	case w.ReadBack:
+		s += ", then read back from offset 0 by franz-go consumers"
+	case w.RawReadBack:
+		s += ", then read back from offset 0 by raw Fetch requests"
 	}
 	return s
 }

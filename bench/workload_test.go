@@ -25,7 +25,7 @@ func TestParseWorkload(t *testing.T) {
 		Producers: 2, Rate: 1500.5, Acks: "1", Compression: "zstd", Linger: Duration(2 * time.Millisecond),
 		Consumers: 1, ConsumeMode: ConsumeGroup, Warmup: Duration(time.Second), Duration: Duration(90 * time.Second),
 		Backlog: 7, ReadBack: true}
-	if w != want {
+	if !reflect.DeepEqual(w, want) {
 		t.Fatalf("parsed %+v\nwant   %+v", w, want)
 	}
 	d := w.WithDefaults()
@@ -40,7 +40,7 @@ func TestParseWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back, err := ParseWorkload(b); err != nil || back != d {
+	if back, err := ParseWorkload(b); err != nil || !reflect.DeepEqual(back, d) {
 		t.Fatalf("round trip %s: %+v %v", b, back, err)
 	}
 	for name, bad := range map[string]string{

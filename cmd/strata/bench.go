@@ -26,7 +26,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func runBench(args []string) int {
 	fs := flag.NewFlagSet("strata bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: strata bench [--preset NAME[,NAME…]] [--workload FILE]… [--duration D] [--target strata|kfake|HOST:PORT]… --out DIR\n\npresets: %s (default: all)\n\n", strings.Join(bench.PresetNames(), ", "))
+		fmt.Fprintf(fs.Output(), "usage: strata bench [--preset NAME[,NAME…]] [--workload FILE]… [--duration D] [--target strata|kfake|cluster|HOST:PORT]… --out DIR\n\npresets: %s (default: all)\n\n", strings.Join(bench.PresetNames(), ", "))
 		fs.PrintDefaults()
 	}
 	var (
@@ -50,10 +50,12 @@ func runBench(args []string) int {
 		duration    = fs.Duration("duration", 0, "measured length of the run (clears a preset's record limit unless --records is given)")
 		warmup      = fs.Duration("warmup", 0, "start of the run excluded from the figures")
 		backlog     = fs.Int64("backlog", 0, "records produced before the consumers start (catch-up)")
-		readBack    = fs.Bool("read-back", false, "read every record again from offset 0 after the run")
+		readBack    = fs.Bool("read-back", false, "read every record again from offset 0 after the run (franz-go consumers)")
+		rawReadBack = fs.Bool("raw-read-back", false, "then read every record from offset 0 with raw Fetch requests, batches counted by their headers")
 		sample      = fs.Duration("sample-interval", 0, "period of the timelines")
 		noIdem      = fs.Bool("no-idempotence", false, "disable the idempotent producer")
 		strataBin   = fs.String("strata-bin", "", "strata binary to start (default: this executable)")
+		clusterSh   = fs.String("cluster-script", "", "deploy/local/cluster.sh for the cluster target (default: found above the working directory or this executable)")
 		out         = fs.String("out", "", "directory for report.json, report.md, bench.txt and plots (required)")
 		results     = fs.String("results", "", "also write the markdown report to this file (e.g. bench/RESULTS.md)")
 		count       = fs.Int("count", 1, "run the workloads this many times (goals take the median ratio)")
@@ -62,7 +64,7 @@ func runBench(args []string) int {
 		workloads   listFlag
 		strataArgs  listFlag
 	)
-	fs.Var(&targets, "target", "strata, kfake or HOST:PORT (repeatable; default strata and kfake)")
+	fs.Var(&targets, "target", "strata, kfake, cluster (three brokers on ZooKeeper, deploy/local/cluster.sh) or HOST:PORT (repeatable; default per workload: cluster for faults, cluster and strata when replicated, else strata and kfake)")
 	fs.Var(&workloads, "workload", "JSON workload file (repeatable; see bench/workloads)")
 	fs.Var(&strataArgs, "strata-arg", "extra argument to `strata serve` (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +135,7 @@ func runBench(args []string) int {
 			"warmup":             func() { w.Warmup = bench.Duration(*warmup) },
 			"backlog":            func() { w.Backlog = *backlog },
 			"read-back":          func() { w.ReadBack = *readBack },
+			"raw-read-back":      func() { w.RawReadBack = *rawReadBack },
 			"sample-interval":    func() { w.SampleInterval = bench.Duration(*sample) },
 			"no-idempotence":     func() { w.NoIdempotence = *noIdem },
 		}
@@ -142,11 +145,12 @@ func runBench(args []string) int {
 			}
 		}
 		c := bench.Config{
-			Workload:   w,
-			Targets:    targets,
-			StrataBin:  *strataBin,
-			StrataArgs: strataArgs,
-			BrokerLog:  brokerLog,
+			Workload:      w,
+			Targets:       targets,
+			StrataBin:     *strataBin,
+			ClusterScript: *clusterSh,
+			StrataArgs:    strataArgs,
+			BrokerLog:     brokerLog,
 		}
 		if !*quiet {
 			c.Progress = os.Stderr
@@ -162,7 +166,7 @@ func runBench(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
-	suite, runErr := bench.RunSuite(ctx, runs, bench.Issue2Goals)
+	suite, runErr := bench.RunSuite(ctx, runs, bench.Goals)
 	suite.Command = "strata bench " + strings.Join(args, " ")
 	if err := suite.Write(*out); err != nil {
 		fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
