@@ -49,9 +49,9 @@ type pushed struct {
 	umEpoch       int32
 	umBrokerEpoch int64
 	synced        bool // an UpdateMetadata arrived since this broker registered
-	brokers   []controller.Broker
-	topics    map[string]*pushedTopic
-	version   int64 // grows with every change
+	brokers       []controller.Broker
+	topics        map[string]*pushedTopic
+	version       int64 // grows with every change
 }
 
 type pushedTopic struct {
