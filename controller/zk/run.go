@@ -304,6 +304,13 @@ func (c *Controller) buildBrokersAndTopics(v *view) error {
 	if err != nil {
 		return err
 	}
+	var paths []string
+	for _, s := range ids {
+		if n, err := strconv.ParseInt(s, 10, 32); err == nil {
+			paths = append(paths, brokerPath(int32(n)))
+		}
+	}
+	c.prefetch(paths)
 	for _, s := range ids {
 		n, err := strconv.ParseInt(s, 10, 32)
 		if err != nil {
@@ -340,6 +347,7 @@ func (c *Controller) buildBrokersAndTopics(v *view) error {
 	if err != nil {
 		return err
 	}
+	c.prefetchTopics(names)
 	for _, name := range names {
 		if slices.Contains(v.deleting, name) {
 			continue
@@ -355,6 +363,29 @@ func (c *Controller) buildBrokersAndTopics(v *view) error {
 		}
 	}
 	return nil
+}
+
+// prefetchTopics warms the cache with the topic znodes, then with their
+// partition states and configs.
+func (c *Controller) prefetchTopics(names []string) {
+	var paths []string
+	for _, name := range names {
+		paths = append(paths, topicPath(name), topicConfigPath(name))
+	}
+	c.prefetch(paths)
+	paths = paths[:0]
+	for _, name := range names {
+		e := c.cache[watchKey{watchData, topicPath(name)}]
+		if e == nil || !e.exists {
+			continue
+		}
+		if _, assign, err := decodeTopic(e.data); err == nil {
+			for p := range assign {
+				paths = append(paths, statePath(name, int32(p)))
+			}
+		}
+	}
+	c.prefetch(paths)
 }
 
 // buildTopic reads one topic; nil when it is missing or unreadable.

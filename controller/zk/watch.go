@@ -3,6 +3,7 @@ package zk
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -61,6 +62,51 @@ func (c *Controller) get(path string) (*cached, error) {
 		// Created in between; its creation fires the watch set above.
 	}
 	return nil, fmt.Errorf("read %s: changing too fast", path)
+}
+
+// prefetch reads the data znodes of paths that are not cached with
+// concurrent requests (go-zookeeper pipelines them on its connection), so
+// that a broker taking over as controller reads the cluster in a few
+// round trips instead of one per znode. Missing znodes and errors are left
+// to get, which reads them one by one.
+func (c *Controller) prefetch(paths []string) {
+	type result struct {
+		k    watchKey
+		data []byte
+		st   *zk.Stat
+		ch   <-chan zk.Event
+	}
+	var todo []watchKey
+	for _, p := range paths {
+		if _, ok := c.cache[watchKey{watchData, p}]; !ok {
+			todo = append(todo, watchKey{watchData, p})
+		}
+	}
+	if len(todo) < 2 {
+		return
+	}
+	results := make([]*result, len(todo))
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i, k := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			data, st, ch, err := c.conn.GetW(c.p(k.path))
+			if err == nil {
+				results[i] = &result{k, data, st, ch}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r != nil {
+			c.cache[r.k] = &cached{exists: true, data: r.data, stat: r.st}
+			c.watch(r.k, r.ch)
+		}
+	}
 }
 
 // children returns a znode's children; none when it is missing.
