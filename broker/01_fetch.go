@@ -325,7 +325,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		return r
 	}
 	limit := int(min(t.maxBytes, budget))
-	sl, err := p.log.Read(t.fetchOffset, upTo, max(limit, 0), first)
+	sl, err := p.log.ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
 	if err != nil {
 		r.code = errCode(err)
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.log.LogEndOffset() {

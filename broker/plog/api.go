@@ -110,7 +110,8 @@ type FileSlice struct {
 	File vfs.File
 	Pos  int64
 	Len  int64
-	// LastOffset is the offset of the last record in the slice (-1 if empty).
+	// LastOffset is the offset of the last record in the slice (-1 if empty,
+	// or if ReadForFetch cut it in a partial batch).
 	LastOffset int64
 }
 

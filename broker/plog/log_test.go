@@ -613,3 +613,52 @@ func TestDelete(t *testing.T) {
 		t.Fatal("directory still there")
 	}
 }
+
+// ReadForFetch cuts at maxBytes, ending in a partial batch, and otherwise
+// returns what Read returns.
+func TestReadForFetchPartialBatch(t *testing.T) {
+	forEachFS(t, func(t *testing.T, e *logEnv) {
+		e.cfg.IndexIntervalBytes = 256
+		l := e.open(t)
+		for i := 0; i < 20; i++ {
+			mustAppend(t, l, testBatch{records: 3, ts: e.clock.Ms(), valueSize: 40}.bytes())
+		}
+		one := int64(len(testBatch{records: 3, valueSize: 40}.bytes()))
+		whole, err := l.Read(0, 60, 1<<20, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same, err := l.ReadForFetch(0, 60, 1<<20, true)
+		if err != nil || same.Pos != whole.Pos || same.Len != whole.Len {
+			t.Fatalf("under the limit: %+v %v, want %+v", same, err, whole)
+		}
+		limit := int(3*one + 5)
+		fs, err := l.ReadForFetch(3, 60, limit, false)
+		if err != nil || fs.Len != int64(limit) || fs.Pos != one {
+			t.Fatalf("cut at maxBytes: %+v %v, want %d bytes from %d", fs, err, limit, one)
+		}
+		b := make([]byte, fs.Len)
+		if _, err := fs.File.ReadAt(b, fs.Pos); err != nil {
+			t.Fatal(err)
+		}
+		all := make([]byte, whole.Len)
+		if _, err := whole.File.ReadAt(all, whole.Pos); err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != string(all[one:one+int64(limit)]) {
+			t.Fatal("partial slice does not hold the log's bytes")
+		}
+		if fs, _ := l.ReadForFetch(0, 60, 10, false); fs.Len != 0 {
+			t.Fatal("maxBytes 10 without minOne returned data")
+		}
+		if fs, _ := l.ReadForFetch(0, 60, 10, true); fs.Len != one {
+			t.Fatalf("minOne returned %d bytes, want the whole first batch (%d)", fs.Len, one)
+		}
+		// Below a maxOffset inside the segment, whole batches as Read.
+		a, _ := l.Read(0, 10, limit, false)
+		c, _ := l.ReadForFetch(0, 10, limit, false)
+		if a != c {
+			t.Fatalf("maxOffset 10: %+v, Read gives %+v", c, a)
+		}
+	})
+}

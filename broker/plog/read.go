@@ -53,6 +53,19 @@ func (v *segView) findBatch(from, target int64) (h batchHeader, pos int64, found
 // first batch alone is longer (KIP-74). One segment per call. The slice's
 // file stays open for file.delete.delay.ms after its segment is deleted.
 func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlice, error) {
+	return l.read(offset, maxOffset, maxBytes, minOne, false)
+}
+
+// ReadForFetch is Read for Fetch responses, which may end in a partial
+// batch (clients and followers drop it, as they do with Kafka's): a slice
+// longer than maxBytes is cut at maxBytes without reading batch headers to
+// find the last whole batch, and LastOffset is then -1. The first batch is
+// still returned whole when minOne (KIP-74).
+func (l *Log) ReadForFetch(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlice, error) {
+	return l.read(offset, maxOffset, maxBytes, minOne, true)
+}
+
+func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) (FileSlice, error) {
 	empty := FileSlice{LastOffset: -1}
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
@@ -106,6 +119,16 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlic
 	}
 	// End: before the first batch reaching maxOffset, or the segment end.
 	end, lastOff := v.size, v.next-1
+	if limit := start + int64(max(maxBytes, 0)); partial && maxOffset >= v.next && end > limit {
+		// A partial batch may end the slice: no header needs reading.
+		if limit < start+first.size() {
+			if !minOne {
+				return empty, nil
+			}
+			limit = start + first.size()
+		}
+		return FileSlice{File: v.f, Pos: start, Len: limit - start, LastOffset: -1}, nil
+	}
 	if maxOffset >= v.next && v.sealed {
 		// The last batch's offset: scan from the last index entry.
 		sc := newScanner(v.f, max(start, v.idx.lookup(v.next-1)), v.size, false)
