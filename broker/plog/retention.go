@@ -14,6 +14,35 @@ import (
 // remaining segment.
 func (l *Log) EnforceRetention() (int, error) {
 	cfg := l.cfg.Load()
+	return l.enforceRetention(cfg.RetentionMs, cfg.RetentionBytes, -1, false)
+}
+
+// TieredRetention is local retention of a partition whose segments are
+// copied to remote storage (remote.storage.enable).
+type TieredRetention struct {
+	// LocalRetentionMs and LocalRetentionBytes are local.retention.ms and
+	// local.retention.bytes with -2 resolved to retention.ms/bytes; -1 is
+	// unlimited.
+	LocalRetentionMs    int64
+	LocalRetentionBytes int64
+	// RemoteEnd is the last offset held by COPY_SEGMENT_FINISHED remote
+	// segments (-1: none). Only segments whose last offset is at or below
+	// it may be deleted for retention.
+	RemoteEnd int64
+}
+
+// EnforceTieredRetention is EnforceRetention for a tiered partition:
+// segments go by local.retention.ms/bytes (when cleanup.policy has
+// delete), and never before they are wholly uploaded (last offset at or
+// below RemoteEnd), except those wholly below the log start offset
+// (DeleteRecords), as in Kafka. The log start offset moves to the first
+// remaining local segment.
+func (l *Log) EnforceTieredRetention(t TieredRetention) (int, error) {
+	return l.enforceRetention(t.LocalRetentionMs, t.LocalRetentionBytes, t.RemoteEnd, true)
+}
+
+func (l *Log) enforceRetention(retentionMs, retentionBytes, remoteEnd int64, tiered bool) (int, error) {
+	cfg := l.cfg.Load()
 	nowMs := l.nowMs()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -30,17 +59,20 @@ func (l *Log) EnforceRetention() (int, error) {
 	for ; n < len(l.segs)-1; n++ {
 		s := l.segs[n]
 		breached := l.segs[n+1].base <= l.logStart
-		if !breached && cfg.Delete && cfg.RetentionMs >= 0 {
+		if !breached && tiered && s.next-1 > remoteEnd {
+			break // not uploaded yet
+		}
+		if !breached && cfg.Delete && retentionMs >= 0 {
 			ts := s.maxTs
 			if ts < 0 {
 				if fi, err := l.fs.Stat(segmentPath(l.dir, s.base, logSuffix)); err == nil {
 					ts = fi.ModTime().UnixMilli()
 				}
 			}
-			breached = ts >= 0 && nowMs-ts > cfg.RetentionMs
+			breached = ts >= 0 && nowMs-ts > retentionMs
 		}
-		if !breached && cfg.Delete && cfg.RetentionBytes >= 0 {
-			breached = total-s.size >= cfg.RetentionBytes
+		if !breached && cfg.Delete && retentionBytes >= 0 {
+			breached = total-s.size >= retentionBytes
 		}
 		if !breached {
 			break
