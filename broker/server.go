@@ -22,6 +22,7 @@ import (
 	"strata/broker/plog"
 	"strata/controller"
 	"strata/internal/vfs"
+	"strata/tier"
 )
 
 // Options configure a Server. cmd/strata fills them from flags.
@@ -41,6 +42,10 @@ type Options struct {
 	// once the listener is bound and this broker's address is known (the
 	// ZooKeeper controller registers that address).
 	NewController func(self controller.Broker) (controller.Controller, error)
+	// TierStore is the object store of tiered storage (--tier); nil means
+	// none. It is used when remote.log.storage.system.enable is true
+	// (broker/tier.go).
+	TierStore tier.ObjectStore
 	// FS is the filesystem for partition logs; nil means the OS.
 	FS     vfs.FS
 	Logger *slog.Logger
@@ -88,6 +93,8 @@ type Server struct {
 	replPaused atomic.Bool        // tests: replication paused
 
 	hwck hwCheckpoints // replication-offset-checkpoint (hw_checkpoint.go)
+
+	tier *tierState // tiered storage (tier.go); nil when off
 }
 
 // brokerRegistrar is implemented by controllers that learn a broker's
@@ -125,6 +132,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := s.openTier(); err != nil {
+		return nil, err
 	}
 	s.groups = newGroupsHost(s)
 	return s, nil
@@ -191,6 +201,10 @@ func (s *Server) Start() error {
 	go s.watchMetadata(changes)
 	go s.housekeeping()
 	go s.cleanerLoop()
+	if s.tier != nil {
+		s.wg.Add(1)
+		go s.tierLoop()
+	}
 	s.waitReady()          // partitions open as the controller says
 	s.startHWCheckpoints() // after they opened with their checkpointed HW
 	return nil
@@ -253,6 +267,7 @@ func (s *Server) Close() error {
 	if s.ctrl != nil {
 		errs = append(errs, s.ctrl.Close())
 	}
+	errs = append(errs, s.closeTier())
 	return errors.Join(errs...)
 }
 
@@ -331,7 +346,7 @@ func (s *Server) housekeeping() {
 				if err := p.log.MaybeRoll(); err != nil {
 					s.log.Warn("roll", "topic", p.topic, "partition", p.index, "err", err)
 				}
-				if n, err := p.log.EnforceRetention(); err != nil {
+				if n, err := s.enforceRetention(p); err != nil {
 					s.log.Warn("retention", "topic", p.topic, "partition", p.index, "err", err)
 				} else if n > 0 {
 					s.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
@@ -378,6 +393,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 			if p, ok := s.partitions[k]; ok {
 				if p.topicID == t.ID {
 					p.log.SetConfig(lc)
+					s.setTierSettings(p, ts)
 					p.minISR.Store(ts.MinInsyncReplicas)
 					p.leaderEpoch.Store(pm.LeaderEpoch)
 					s.applyRole(p, pm)
@@ -385,6 +401,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 				}
 				// Same name, new topic: the old one is gone.
 				s.unfollow(k)
+				s.dropTierSettings(p)
 				p.log.Delete()
 				delete(s.partitions, k)
 			}
@@ -394,6 +411,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 				continue
 			}
 			p.minISR.Store(ts.MinInsyncReplicas)
+			s.setTierSettings(p, ts)
 			s.partitions[k] = p
 			s.applyRole(p, pm)
 		}
@@ -404,6 +422,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 		}
 		delete(s.partitions, k)
 		s.unfollow(k)
+		s.dropTierSettings(p)
 		p.applyFollower(s.cfg.ID, controller.Partition{Leader: -1})
 		if err := p.log.Delete(); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s-%d: %w", k.topic, k.part, err))

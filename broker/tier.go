@@ -1,0 +1,213 @@
+package broker
+
+// Tiered storage on the broker: the remote segment index under the data
+// directory, the uploader loop of partition leaders, and local retention of
+// tiered partitions.
+//
+// With Options.TierStore set and remote.log.storage.system.enable=true, the
+// broker opens <data-dir>/remote-index and, every
+// remote.log.manager.task.interval.ms, in one goroutine of its own, copies
+// the sealed segments of every partition it leads whose topic has
+// remote.storage.enable=true and remote.log.copy.disable=false (see
+// tier.Uploader). A failing bucket fails that pass only; produce and fetch
+// never wait for it. When the index is new or a rebuild was interrupted,
+// it is first rebuilt from the bucket (tier.RebuildIndex), retried every
+// pass; nothing is uploaded before that has succeeded.
+//
+// Local retention of such a partition on its leader follows
+// local.retention.ms/bytes (-2: retention.ms/bytes) and deletes a segment
+// only once it is wholly uploaded (plog.EnforceTieredRetention); the log
+// start offset moves up with the local segments, and offsets below it are
+// OFFSET_OUT_OF_RANGE (and ListOffsets earliest is the local start) until
+// the remote reader exists. Remote segments are not expired yet. Followers,
+// whose index does not learn the leader's uploads, and topics with
+// remote.log.copy.disable=true keep plain retention.ms/bytes locally.
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"strata/broker/config"
+	"strata/broker/plog"
+	"strata/index"
+	"strata/tier"
+)
+
+// tierState is the broker's tiered storage; nil when it is off.
+type tierState struct {
+	store    tier.ObjectStore
+	idx      *index.Index
+	uploader *tier.Uploader
+	interval time.Duration
+
+	mu       sync.Mutex
+	settings map[*partition]tierTopic
+	ready    bool // the index was rebuilt (or did not need it)
+}
+
+// tierTopic is what tiering needs of a partition's topic settings.
+type tierTopic struct {
+	remote              bool // remote.storage.enable
+	copyDisable         bool // remote.log.copy.disable
+	localRetentionMs    int64
+	localRetentionBytes int64
+}
+
+// openTier opens the remote index when tiered storage is on.
+func (s *Server) openTier() error {
+	if !s.cfg.RemoteLogStorageSystemEnable {
+		if s.opts.TierStore != nil {
+			s.log.Info("tiered storage off: remote.log.storage.system.enable=false", "tier", s.opts.TierStore.String())
+		}
+		return nil
+	}
+	if s.opts.TierStore == nil {
+		return errors.New("remote.log.storage.system.enable=true needs a tier (--tier)")
+	}
+	idx, err := index.Open(index.Options{Dir: filepath.Join(s.cfg.DataDir, "remote-index"), Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("remote index: %w", err)
+	}
+	need, err := idx.NeedsRebuild()
+	if err != nil {
+		idx.Close()
+		return fmt.Errorf("remote index: %w", err)
+	}
+	interval := time.Duration(s.cfg.RemoteLogManagerTaskIntervalMs) * time.Millisecond
+	if interval <= 0 {
+		interval = 30 * time.Second
+	}
+	s.tier = &tierState{
+		store:    s.opts.TierStore,
+		idx:      idx,
+		uploader: &tier.Uploader{Store: s.opts.TierStore, Index: idx, BrokerID: s.cfg.ID, Logger: s.log},
+		interval: interval,
+		settings: map[*partition]tierTopic{},
+		ready:    !need,
+	}
+	return nil
+}
+
+// setTierSettings records a partition's topic settings (reconcile).
+func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
+	if s.tier == nil {
+		return
+	}
+	s.tier.mu.Lock()
+	s.tier.settings[p] = tierTopic{
+		remote:              ts.RemoteStorageEnable,
+		copyDisable:         ts.RemoteLogCopyDisable,
+		localRetentionMs:    ts.LocalRetentionMs,
+		localRetentionBytes: ts.LocalRetentionBytes,
+	}
+	s.tier.mu.Unlock()
+}
+
+// dropTierSettings forgets a partition that is closed or deleted.
+func (s *Server) dropTierSettings(p *partition) {
+	if s.tier == nil {
+		return
+	}
+	s.tier.mu.Lock()
+	delete(s.tier.settings, p)
+	s.tier.mu.Unlock()
+}
+
+// tiered returns the partition's settings when this broker copies its
+// segments: tiering on, the topic tiered and copying, and the leader.
+func (s *Server) tiered(p *partition) (tierTopic, bool) {
+	if s.tier == nil {
+		return tierTopic{}, false
+	}
+	s.tier.mu.Lock()
+	tt, ok := s.tier.settings[p]
+	s.tier.mu.Unlock()
+	return tt, ok && tt.remote && !tt.copyDisable && s.isLeader(p)
+}
+
+func tierPartition(p *partition) index.TopicIDPartition {
+	return index.TopicIDPartition{TopicID: index.UUID(p.topicID), Partition: p.index}
+}
+
+// enforceRetention applies local retention to a partition: tiered
+// partitions keep every segment not yet uploaded.
+func (s *Server) enforceRetention(p *partition) (int, error) {
+	tt, ok := s.tiered(p)
+	if !ok {
+		return p.log.EnforceRetention()
+	}
+	end, have, err := s.tier.idx.LogEnd(tierPartition(p))
+	if err != nil {
+		return 0, fmt.Errorf("remote index: %w", err)
+	}
+	if !have {
+		end = -1
+	}
+	return p.log.EnforceTieredRetention(plog.TieredRetention{
+		LocalRetentionMs: tt.localRetentionMs, LocalRetentionBytes: tt.localRetentionBytes, RemoteEnd: end,
+	})
+}
+
+// tierLoop runs the uploader every remote.log.manager.task.interval.ms.
+func (s *Server) tierLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.tier.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.tierPass()
+	}
+}
+
+// tierPass rebuilds the index if it must, then copies what every tiered
+// partition this broker leads has ready.
+func (s *Server) tierPass() {
+	ts := s.tier
+	ts.mu.Lock()
+	ready := ts.ready
+	ts.mu.Unlock()
+	if !ready {
+		st, err := tier.RebuildIndex(s.ctx, ts.store, ts.idx)
+		if err != nil {
+			s.log.Warn("rebuild remote index from the bucket; retrying next pass", "tier", ts.store.String(), "err", err)
+			return
+		}
+		s.log.Info("rebuilt remote index from the bucket", "tier", ts.store.String(), "stats", fmt.Sprintf("%+v", st))
+		ts.mu.Lock()
+		ts.ready = true
+		ts.mu.Unlock()
+	}
+	for _, p := range s.allPartitions() {
+		if s.ctx.Err() != nil {
+			return
+		}
+		if _, ok := s.tiered(p); !ok {
+			continue
+		}
+		st, err := ts.uploader.CopyPartition(s.ctx, tierPartition(p), p.topic, p.log, p.hw.Load())
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Warn("copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+			}
+		}
+		if st.Copied > 0 || st.Finished > 0 || st.Abandoned > 0 {
+			s.log.Info("copied segments to remote storage", "topic", p.topic, "partition", p.index,
+				"segments", st.Copied, "bytes", st.Bytes, "finished", st.Finished, "cleaned_up", st.Abandoned)
+		}
+	}
+}
+
+// closeTier closes the index once the loop has stopped.
+func (s *Server) closeTier() error {
+	if s.tier == nil {
+		return nil
+	}
+	return s.tier.idx.Close()
+}
