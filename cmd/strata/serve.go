@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -23,6 +21,7 @@ import (
 	"strata/broker/config"
 	"strata/controller"
 	zkctl "strata/controller/zk"
+	tierpkg "strata/tier"
 )
 
 type stringList []string
@@ -94,11 +93,16 @@ func runServe(args []string) int {
 	if *zk != "" {
 		props["zookeeper.connect"] = *zk
 	}
+	tierCfg := tierpkg.Config{URL: *tier, S3Endpoint: *s3Endpoint, S3Region: *s3Region}
+	if err := tierCfg.Validate(); err != nil {
+		return fail("%v", err)
+	}
+	if *tier != "" && props["remote.log.storage.system.enable"] == "" {
+		// --tier turns tiered storage on unless the config says otherwise.
+		props["remote.log.storage.system.enable"] = "true"
+	}
 	if err := config.ApplySets(props, sets); err != nil {
 		return fail("--set: %v", err)
-	}
-	if err := checkTier(*tier, *s3Endpoint, *s3Region); err != nil {
-		return fail("%v", err)
 	}
 	cfg, err := config.Load(props)
 	if err != nil {
@@ -113,6 +117,13 @@ func runServe(args []string) int {
 		adv = net.JoinHostPort(h, strconv.Itoa(int(p)))
 	}
 	opts := broker.Options{Config: cfg, Listen: cfg.ListenAddr(), Advertise: adv, Logger: logger}
+	if *tier != "" {
+		store, err := tierpkg.Open(tierCfg)
+		if err != nil {
+			return fail("--tier: %v", err)
+		}
+		opts.TierStore = store
+	}
 	if cfg.ZooKeeperConnect != "" {
 		opts.NewController = func(self controller.Broker) (controller.Controller, error) {
 			c, err := zkctl.New(context.Background(), zkctl.Options{
@@ -168,34 +179,6 @@ func runServe(args []string) int {
 	}
 	logger.Info("stopped")
 	return 0
-}
-
-// checkTier validates the tier flags; the tier itself is not built yet,
-// so only their form is checked.
-func checkTier(tier, endpoint, region string) error {
-	if tier == "" {
-		if endpoint != "" || region != "" {
-			return errors.New("--s3-endpoint/--s3-region need --tier s3://bucket/prefix")
-		}
-		return nil
-	}
-	u, err := url.Parse(tier)
-	if err != nil {
-		return fmt.Errorf("--tier %q: %v", tier, err)
-	}
-	switch u.Scheme {
-	case "file":
-		if !strings.HasPrefix(u.Path, "/") {
-			return fmt.Errorf("--tier %q: file URL needs an absolute path (file:///abs/dir)", tier)
-		}
-	case "s3":
-		if u.Host == "" {
-			return fmt.Errorf("--tier %q: s3 URL needs a bucket (s3://bucket/prefix)", tier)
-		}
-	default:
-		return fmt.Errorf("--tier %q: scheme must be file or s3", tier)
-	}
-	return nil
 }
 
 func fail(format string, args ...any) int {
