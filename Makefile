@@ -14,7 +14,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/strata
 
 run: build
-	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data
+	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data --tier file://$(CURDIR)/strata-data/tier
 
 # A local cluster: ZooKeeper and three brokers on free loopback ports
 # (deploy/local/cluster.sh; state and logs in ./cluster-data).

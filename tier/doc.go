@@ -1,8 +1,9 @@
 // Package tier is tiered storage's object store: the ObjectStore
 // interface and its implementations, the --tier URL, the key layout of
 // remote segments in the bucket, and the rebuild of the remote segment
-// index (package index) from the bucket alone. The uploader, the remote
-// reader and its cache, and remote retention will build on these.
+// index (package index) from the bucket alone, and the uploader of
+// sealed segments. The remote reader and its cache, and remote retention,
+// will build on these.
 //
 // # Stores
 //
@@ -89,6 +90,46 @@
 // COPY_SEGMENT_FINISHED means the segment is whole in the bucket.
 // Deleting a segment rewrites its manifest in DELETE_SEGMENT_STARTED,
 // deletes the other objects, then the manifest.
+//
+// # Uploads
+//
+// Uploader.CopyPartition is one pass of the partition leader's copy task
+// (the broker runs one every remote.log.manager.task.interval.ms, in a
+// goroutine of its own, for topics with remote.storage.enable=true and
+// remote.log.copy.disable=false). A pass first settles what earlier
+// passes, or a process that died, left unfinished in the index: an entry
+// in COPY_SEGMENT_STARTED whose manifest is in the bucket in
+// COPY_SEGMENT_FINISHED is moved to COPY_SEGMENT_FINISHED (the crash came
+// after the last write to the bucket); any other is deleted as below, as
+// are entries left in DELETE_SEGMENT_STARTED. Then, oldest first, it
+// copies every segment that is sealed, flushed (its index files final),
+// wholly below the high watermark and past the remote log end (the last
+// offset of the COPY_SEGMENT_FINISHED segments):
+//
+//  1. index: AddSegment in COPY_SEGMENT_STARTED, with a fresh segment id;
+//  2. the manifest in COPY_SEGMENT_STARTED (so that a rebuilt index knows
+//     the attempt and a later pass cleans it up);
+//  3. .log (the segment's whole batches), .index, .timeindex, the
+//     leader-epoch checkpoint of the segment's epochs (the first moved to
+//     its base offset), and the producer snapshot at its end offset + 1
+//     when the log still has it;
+//  4. the manifest in COPY_SEGMENT_FINISHED;
+//  5. index: COPY_SEGMENT_FINISHED.
+//
+// A failure stops the pass (the next one resumes); reads of the local
+// files use their own handles, so retention or the cleaner renaming them
+// meanwhile does not matter. A crash after step 1 leaves an entry that the
+// next pass finishes or cleans up; should the index be lost as well, a
+// rebuild finds the attempt by its step-2 manifest. (Only a crash between
+// steps 1 and 2 together with the loss of the index leaves objects no
+// manifest names, for the reconciliation pass to come.)
+// Deleting a segment: index DELETE_SEGMENT_STARTED, the manifest rewritten
+// in that state, the other objects deleted, then the manifest, then index
+// DELETE_SEGMENT_FINISHED.
+//
+// Local copies of a tiered partition are deleted by local.retention.ms
+// and local.retention.bytes only once wholly uploaded (the segment's last
+// offset at or below the remote log end; plog.EnforceTieredRetention).
 //
 // # Rebuilding the index
 //

@@ -157,6 +157,8 @@ var (
 //	(*Log).DeleteRecordsBefore(offset int64) (logStartOffset int64, err error) // DeleteRecords; persisted
 //	(*Log).Truncate(offset int64) error          // drop everything >= offset (followers)
 //	(*Log).EnforceRetention() (deletedSegments int, err error)  // retention.ms / retention.bytes (cleanup.policy delete); never deletes the active segment
+//	(*Log).EnforceTieredRetention(TieredRetention) (int, error) // local.retention.* of a tiered partition; only segments wholly uploaded
+//	(*Log).OpenSealedSegment(base int64) (*SealedSegment, error) // a sealed, flushed segment's files for the tier uploader (remote.go)
 //	(*Log).Clean() (CleanStats, error)            // one log-cleaner pass when cleanup.policy has compact and the dirty ratio / lag rules ask for it
 //	(*Log).CleanBelow(maxOffset int64) (CleanStats, error) // Clean, never cleaning at or above maxOffset (the high watermark)
 //	(*Log).MaybeRoll() error                      // roll by segment.ms even without appends
