@@ -22,6 +22,13 @@ package broker
 // the remote reader exists. Remote segments are not expired yet. Followers,
 // whose index does not learn the leader's uploads, and topics with
 // remote.log.copy.disable=true keep plain retention.ms/bytes locally.
+//
+// Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
+// remotecopyrequests_total (segments), remotecopyerrors_total (failed
+// partition passes), and the gauges remotecopylagbytes and
+// remotecopylagsegments (sealed segments below the high watermark not yet
+// copied, after the last pass), all prefixed
+// kafka_server_brokertopicmetrics_.
 
 import (
 	"errors"
@@ -29,6 +36,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"strata/broker/config"
 	"strata/broker/plog"
@@ -46,6 +55,10 @@ type tierState struct {
 	mu       sync.Mutex
 	settings map[*partition]tierTopic
 	ready    bool // the index was rebuilt (or did not need it)
+
+	// Kafka's BrokerTopicMetrics of the copy task.
+	copyBytes, copyRequests, copyErrors prometheus.Counter
+	copyLagBytes, copyLagSegments       prometheus.Gauge
 }
 
 // tierTopic is what tiering needs of a partition's topic settings.
@@ -87,7 +100,23 @@ func (s *Server) openTier() error {
 		interval: interval,
 		settings: map[*partition]tierTopic{},
 		ready:    !need,
+		copyBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotecopybytes_total", Help: "Bytes of segment objects copied to remote storage.",
+		}),
+		copyRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotecopyrequests_total", Help: "Segments copied to remote storage.",
+		}),
+		copyErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotecopyerrors_total", Help: "Copy passes of a partition that failed (retried at the next pass).",
+		}),
+		copyLagBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kafka_server_brokertopicmetrics_remotecopylagbytes", Help: "Bytes of sealed segments below the high watermark not yet copied, after the last pass.",
+		}),
+		copyLagSegments: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kafka_server_brokertopicmetrics_remotecopylagsegments", Help: "Sealed segments below the high watermark not yet copied, after the last pass.",
+		}),
 	}
+	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
 	return nil
 }
 
@@ -184,6 +213,11 @@ func (s *Server) tierPass() {
 		ts.ready = true
 		ts.mu.Unlock()
 	}
+	var lagBytes, lagSegments int64
+	defer func() {
+		ts.copyLagBytes.Set(float64(lagBytes))
+		ts.copyLagSegments.Set(float64(lagSegments))
+	}()
 	for _, p := range s.allPartitions() {
 		if s.ctx.Err() != nil {
 			return
@@ -191,10 +225,25 @@ func (s *Server) tierPass() {
 		if _, ok := s.tiered(p); !ok {
 			continue
 		}
-		st, err := ts.uploader.CopyPartition(s.ctx, tierPartition(p), p.topic, p.log, p.hw.Load())
+		hw := p.hw.Load()
+		st, err := ts.uploader.CopyPartition(s.ctx, tierPartition(p), p.topic, p.log, hw)
+		ts.copyBytes.Add(float64(st.Bytes))
+		ts.copyRequests.Add(float64(st.Copied))
 		if err != nil {
+			ts.copyErrors.Inc()
 			if s.ctx.Err() == nil {
 				s.log.Warn("copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+			}
+		}
+		if end, ok, err := ts.idx.LogEnd(tierPartition(p)); err == nil {
+			if !ok {
+				end = -1
+			}
+			for _, seg := range p.log.Segments() {
+				if seg.Sealed && seg.NextOffset <= hw && seg.NextOffset-1 > end {
+					lagBytes += seg.Size
+					lagSegments++
+				}
 			}
 		}
 		if st.Copied > 0 || st.Finished > 0 || st.Abandoned > 0 {

@@ -48,6 +48,27 @@ func (f *failCounter) Get(ctx context.Context, key string, off, length int64) (i
 	return r, err
 }
 
+// tierMetric reads a kafka_server_brokertopicmetrics_* metric from the
+// broker's registry.
+func tierMetric(t *testing.T, srv *Server, name string) float64 {
+	t.Helper()
+	fams, err := srv.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "kafka_server_brokertopicmetrics_"+name && len(f.GetMetric()) == 1 {
+			m := f.GetMetric()[0]
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
 const tierValueSize = 1000
 
 func tierValue(i int) []byte {
@@ -148,6 +169,12 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 
 	produce(200)
 	waitFor(t, "every sealed segment uploaded and local retention applied", 30*time.Second, settled)
+	waitFor(t, "no copy lag", 10*time.Second, func() bool {
+		return tierMetric(t, srv, "remotecopylagsegments") == 0 && tierMetric(t, srv, "remotecopylagbytes") == 0
+	})
+	if n := tierMetric(t, srv, "remotecopyrequests_total"); n == 0 || tierMetric(t, srv, "remotecopybytes_total") == 0 {
+		t.Fatalf("remotecopyrequests %v, remotecopybytes %v after uploads", n, tierMetric(t, srv, "remotecopybytes_total"))
+	}
 	start0 := p.log.LogStartOffset()
 	if start0 == 0 {
 		t.Fatalf("local log start still 0 after %d bytes produced", 200*tierValueSize)
@@ -160,6 +187,10 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 	fails := store.fails.Load()
 	produce(200)
 	waitFor(t, "upload passes failing against the stopped bucket", 60*time.Second, func() bool { return store.fails.Load() >= fails+3 })
+	waitFor(t, "copy lag while the bucket is down", 10*time.Second, func() bool { return tierMetric(t, srv, "remotecopylagsegments") > 0 })
+	if tierMetric(t, srv, "remotecopyerrors_total") == 0 {
+		t.Fatal("no remotecopyerrors counted with the bucket down")
+	}
 	// Segments uploaded before the stop may go; none after.
 	if got := p.log.LogStartOffset(); got > uploadedEnd+1 {
 		t.Fatalf("local log start %d while the bucket was down, past the uploaded end %d", got, uploadedEnd)
