@@ -94,9 +94,10 @@ func (s *Server) openTier() error {
 		interval = 30 * time.Second
 	}
 	s.tier = &tierState{
-		store:    s.opts.TierStore,
-		idx:      idx,
-		uploader: &tier.Uploader{Store: s.opts.TierStore, Index: idx, BrokerID: s.cfg.ID, Logger: s.log},
+		store: s.opts.TierStore,
+		idx:   idx,
+		uploader: &tier.Uploader{Store: s.opts.TierStore, Index: idx, BrokerID: s.cfg.ID, Logger: s.log,
+			Throttle: tier.NewThrottle(s.cfg.RemoteLogManagerCopyMaxBytesPerSecond)},
 		interval: interval,
 		settings: map[*partition]tierTopic{},
 		ready:    !need,

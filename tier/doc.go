@@ -116,6 +116,9 @@
 //  4. the manifest in COPY_SEGMENT_FINISHED;
 //  5. index: COPY_SEGMENT_FINISHED.
 //
+// Object bytes are read through Uploader.Throttle, which paces all
+// uploads of the broker together to
+// remote.log.manager.copy.max.bytes.per.second (with a second's burst).
 // A failure stops the pass (the next one resumes); reads of the local
 // files use their own handles, so retention or the cleaner renaming them
 // meanwhile does not matter. A crash after step 1 leaves an entry that the

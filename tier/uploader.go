@@ -28,6 +28,8 @@ type Uploader struct {
 	Store    ObjectStore
 	Index    *index.Index
 	BrokerID int32
+	// Throttle caps the upload rate (nil: none).
+	Throttle *Throttle
 	Logger   *slog.Logger     // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now
 }
@@ -241,7 +243,7 @@ func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, t
 		return 0, err
 	}
 	for _, o := range objs {
-		if err := u.Store.Put(ctx, ObjectKey(&m, o.kind), o.r, o.size); err != nil {
+		if err := u.Store.Put(ctx, ObjectKey(&m, o.kind), u.Throttle.Reader(ctx, o.r), o.size); err != nil {
 			return 0, fmt.Errorf("upload %s of segment %d of %s: %w", o.kind.Suffix(), base, tp, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -338,4 +339,25 @@ func TestUploaderCrashRecovery(t *testing.T) {
 		t.Fatalf("segment 0 is %s, want the crashed upload %s finished", got[0].SegmentID, crashed.SegmentID)
 	}
 	checkUploaded(t, u2, store, localFiles(t, dir), segs)
+}
+
+// TestUploaderThrottle: remote.log.manager.copy.max.bytes.per.second
+// paces the uploads (a lower bound only: a slow machine takes longer).
+func TestUploaderThrottle(t *testing.T) {
+	l, _ := testLog(t, 20)
+	u, _ := newTestUploader(t)
+	const rate = 8000
+	u.Throttle = NewThrottle(rate)
+	start := time.Now()
+	st, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset())
+	if err != nil || st.Copied == 0 {
+		t.Fatalf("CopyPartition = %+v, %v", st, err)
+	}
+	// One second of burst, then the rate.
+	if want := time.Duration(float64(st.Bytes-rate) / rate * float64(time.Second)); time.Since(start) < want-100*time.Millisecond {
+		t.Fatalf("%d bytes in %v at %d B/s; want at least %v", st.Bytes, time.Since(start), rate, want)
+	}
+	if NewThrottle(1<<63-1) != nil || NewThrottle(0) != nil {
+		t.Fatal("Kafka's default (Long.MAX_VALUE) and 0 must mean no limit")
+	}
 }
