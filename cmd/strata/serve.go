@@ -118,6 +118,11 @@ func runServe(args []string) int {
 	}
 	opts := broker.Options{Config: cfg, Listen: cfg.ListenAddr(), Advertise: adv, Logger: logger}
 	if *tier != "" {
+		if c := cfg.RemoteLogManagerCopyMaxBytesPerSecond; c < 1<<20 {
+			// Uploads paced below the S3 store's assumed minimum
+			// throughput must not time out.
+			tierCfg.S3.MinThroughput = max(c/2, 1)
+		}
 		store, err := tierpkg.Open(tierCfg)
 		if err != nil {
 			return fail("--tier: %v", err)
