@@ -196,6 +196,25 @@ func (c *Controller) applied(ctx context.Context) bool {
 	}
 }
 
+// receive applies a controller request to the pushed state: apply runs
+// with the state locked if the request's controller and broker epochs are
+// current, and the answer waits until the broker acts on the change. It
+// returns the request's error code.
+func (c *Controller) receive(ctx context.Context, ctrlEpoch int32, brokerEpoch int64, apply func(ps *pushed)) int16 {
+	ps := &c.pushed
+	ps.mu.Lock()
+	if err := c.checkEpochs(ctrlEpoch, brokerEpoch); err != nil {
+		ps.mu.Unlock()
+		return err.Code
+	}
+	apply(ps)
+	ps.mu.Unlock()
+	if !c.applied(ctx) {
+		return kerr.RequestTimedOut.Code
+	}
+	return 0
+}
+
 func partitionFromLeaderAndISR(p *kmsg.LeaderAndISRRequestTopicPartition) controller.Partition {
 	return controller.Partition{Index: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), PartitionEpoch: p.ZKVersion}
@@ -206,37 +225,28 @@ func partitionFromLeaderAndISR(p *kmsg.LeaderAndISRRequestTopicPartition) contro
 func (c *Controller) HandleLeaderAndISR(ctx context.Context, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
 	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
 	self := c.opts.Broker.ID
-	ps := &c.pushed
-	ps.mu.Lock()
-	if err := c.checkEpochs(req.ControllerEpoch, req.BrokerEpoch); err != nil {
-		ps.mu.Unlock()
-		resp.ErrorCode = err.Code
-		return resp
-	}
-	for _, lv := range req.LiveLeaders {
-		ps.addBroker(controller.Broker{ID: lv.BrokerID, Host: lv.Host, Port: lv.Port})
-	}
-	for _, ts := range req.TopicStates {
-		rt := kmsg.NewLeaderAndISRResponseTopic()
-		rt.TopicID = ts.TopicID
-		for i := range ts.PartitionStates {
-			p := &ts.PartitionStates[i]
-			rp := kmsg.NewLeaderAndISRResponseTopicPartition()
-			rp.Topic, rp.Partition = ts.Topic, p.Partition
-			switch {
-			case !slices.Contains(p.Replicas, self):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !ps.upsert(ts.Topic, ts.TopicID, partitionFromLeaderAndISR(p)):
-				rp.ErrorCode = kerr.StaleControllerEpoch.Code
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+	resp.ErrorCode = c.receive(ctx, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
+		for _, lv := range req.LiveLeaders {
+			ps.addBroker(controller.Broker{ID: lv.BrokerID, Host: lv.Host, Port: lv.Port})
 		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	ps.mu.Unlock()
-	if !c.applied(ctx) {
-		resp.ErrorCode = kerr.RequestTimedOut.Code
-	}
+		for _, ts := range req.TopicStates {
+			rt := kmsg.NewLeaderAndISRResponseTopic()
+			rt.TopicID = ts.TopicID
+			for i := range ts.PartitionStates {
+				p := &ts.PartitionStates[i]
+				rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+				rp.Topic, rp.Partition = ts.Topic, p.Partition
+				switch {
+				case !slices.Contains(p.Replicas, self):
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case !ps.upsert(ts.Topic, ts.TopicID, partitionFromLeaderAndISR(p)):
+					rp.ErrorCode = kerr.StaleControllerEpoch.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	})
 	return resp
 }
 
@@ -257,41 +267,32 @@ func (ps *pushed) addBroker(b controller.Broker) {
 // live brokers and the state of the partitions named.
 func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
 	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
-	ps := &c.pushed
-	ps.mu.Lock()
-	if err := c.checkEpochs(req.ControllerEpoch, req.BrokerEpoch); err != nil {
-		ps.mu.Unlock()
-		resp.ErrorCode = err.Code
-		return resp
-	}
-	if req.ControllerEpoch != ps.umEpoch || req.BrokerEpoch != ps.umBrokerEpoch {
-		ps.topics = map[string]*pushedTopic{} // the whole cluster follows
-	}
-	ps.synced, ps.umEpoch, ps.umBrokerEpoch = true, req.ControllerEpoch, req.BrokerEpoch
-	ps.brokers = ps.brokers[:0]
-	for _, lb := range req.LiveBrokers {
-		b := controller.Broker{ID: lb.ID, Host: lb.Host, Port: lb.Port, Rack: lb.Rack}
-		if len(lb.Endpoints) > 0 {
-			b.Host, b.Port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
+	resp.ErrorCode = c.receive(ctx, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
+		if req.ControllerEpoch != ps.umEpoch || req.BrokerEpoch != ps.umBrokerEpoch {
+			ps.topics = map[string]*pushedTopic{} // the whole cluster follows
 		}
-		ps.brokers = append(ps.brokers, b)
-	}
-	for _, ts := range req.TopicStates {
-		for i := range ts.PartitionStates {
-			p := &ts.PartitionStates[i]
-			if p.Leader == leaderDuringDelete {
-				ps.remove(ts.Topic, ts.TopicID, p.Partition)
-				continue
+		ps.synced, ps.umEpoch, ps.umBrokerEpoch = true, req.ControllerEpoch, req.BrokerEpoch
+		ps.brokers = ps.brokers[:0]
+		for _, lb := range req.LiveBrokers {
+			b := controller.Broker{ID: lb.ID, Host: lb.Host, Port: lb.Port, Rack: lb.Rack}
+			if len(lb.Endpoints) > 0 {
+				b.Host, b.Port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
 			}
-			ps.upsert(ts.Topic, ts.TopicID, controller.Partition{Index: p.Partition, Leader: p.Leader,
-				LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR),
-				PartitionEpoch: p.ZKVersion})
+			ps.brokers = append(ps.brokers, b)
 		}
-	}
-	ps.mu.Unlock()
-	if !c.applied(ctx) {
-		resp.ErrorCode = kerr.RequestTimedOut.Code
-	}
+		for _, ts := range req.TopicStates {
+			for i := range ts.PartitionStates {
+				p := &ts.PartitionStates[i]
+				if p.Leader == leaderDuringDelete {
+					ps.remove(ts.Topic, ts.TopicID, p.Partition)
+					continue
+				}
+				ps.upsert(ts.Topic, ts.TopicID, controller.Partition{Index: p.Partition, Leader: p.Leader,
+					LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR),
+					PartitionEpoch: p.ZKVersion})
+			}
+		}
+	})
 	return resp
 }
 
@@ -306,43 +307,34 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 func (c *Controller) HandleStopReplica(ctx context.Context, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 	self := c.opts.Broker.ID
-	ps := &c.pushed
-	ps.mu.Lock()
-	if err := c.checkEpochs(req.ControllerEpoch, req.BrokerEpoch); err != nil {
-		ps.mu.Unlock()
-		resp.ErrorCode = err.Code
-		return resp
-	}
-	for _, t := range req.Topics {
-		for _, st := range t.PartitionStates {
-			rp := kmsg.NewStopReplicaResponsePartition()
-			rp.Topic, rp.Partition = t.Topic, st.Partition
-			resp.Partitions = append(resp.Partitions, rp)
-			if !st.Delete {
-				continue
-			}
-			pt := ps.topics[t.Topic]
-			cur, ok := controller.Partition{}, false
-			if pt != nil {
-				cur, ok = pt.parts[st.Partition]
-			}
-			switch {
-			case !ok:
-			case st.LeaderEpoch == epochDuringDelete:
-				ps.remove(t.Topic, pt.id, st.Partition)
-			case st.LeaderEpoch >= 0 && st.LeaderEpoch < cur.LeaderEpoch:
-				resp.Partitions[len(resp.Partitions)-1].ErrorCode = kerr.FencedLeaderEpoch.Code
-			default:
-				cur.Replicas = slices.DeleteFunc(slices.Clone(cur.Replicas), func(id int32) bool { return id == self })
-				cur.ISR = slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return id == self })
-				pt.parts[st.Partition] = cur
+	resp.ErrorCode = c.receive(ctx, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
+		for _, t := range req.Topics {
+			for _, st := range t.PartitionStates {
+				rp := kmsg.NewStopReplicaResponsePartition()
+				rp.Topic, rp.Partition = t.Topic, st.Partition
+				resp.Partitions = append(resp.Partitions, rp)
+				if !st.Delete {
+					continue
+				}
+				pt := ps.topics[t.Topic]
+				cur, ok := controller.Partition{}, false
+				if pt != nil {
+					cur, ok = pt.parts[st.Partition]
+				}
+				switch {
+				case !ok:
+				case st.LeaderEpoch == epochDuringDelete:
+					ps.remove(t.Topic, pt.id, st.Partition)
+				case st.LeaderEpoch >= 0 && st.LeaderEpoch < cur.LeaderEpoch:
+					resp.Partitions[len(resp.Partitions)-1].ErrorCode = kerr.FencedLeaderEpoch.Code
+				default:
+					cur.Replicas = slices.DeleteFunc(slices.Clone(cur.Replicas), func(id int32) bool { return id == self })
+					cur.ISR = slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return id == self })
+					pt.parts[st.Partition] = cur
+				}
 			}
 		}
-	}
-	ps.mu.Unlock()
-	if !c.applied(ctx) {
-		resp.ErrorCode = kerr.RequestTimedOut.Code
-	}
+	})
 	return resp
 }
 
