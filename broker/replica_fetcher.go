@@ -114,13 +114,25 @@ func (s *Server) stopFetchers() {
 // pauseReplication stops (true) or resumes (false) every fetcher of this
 // broker, as if the follower process were paused: for tests, and for
 // controlled shutdown.
+//
+// Pausing is a barrier: once it returns, no fetched data is applied (a
+// response being applied finishes first; later ones see the flag under
+// the fetcher's lock and are dropped).
 func (s *Server) pauseReplication(paused bool) {
 	s.replPaused.Store(paused)
 	s.fmu.Lock()
+	fs := make([]*fetcher, 0, len(s.fetchers))
 	for _, f := range s.fetchers {
 		f.poke()
+		fs = append(fs, f)
 	}
 	s.fmu.Unlock()
+	if paused {
+		for _, f := range fs {
+			f.mu.Lock()
+			f.mu.Unlock() //nolint:staticcheck // waiting out an apply in progress
+		}
+	}
 }
 
 // remove drops k and returns how many partitions are left.
@@ -281,14 +293,14 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 		return false, err
 	}
 	resp := kresp.(*kmsg.FetchResponse)
-	if f.s.replPaused.Load() {
-		return false, nil // paused while the fetch was out: drop what came
-	}
 	if resp.ErrorCode != 0 {
 		return true, fmt.Errorf("fetch: %w", kerr.ErrorForCode(resp.ErrorCode))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.s.replPaused.Load() {
+		return false, nil // paused while the fetch was out: drop what came
+	}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			k := tp{rt.Topic, rp.Partition}

@@ -55,6 +55,15 @@ func Open(opts Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("open log %s: %w", l.dir, err)
 	}
+	// Sealed segments recovered after a crash are fsynced now, as a roll
+	// would have done, so that they count as flushed (the tier uploads
+	// only flushed segments, and nothing would flush them on an idle log).
+	if active := l.segs[len(l.segs)-1].base; l.recoveryPoint < active {
+		if err := l.flush(active, false); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("open log %s: flush recovered segments: %w", l.dir, err)
+		}
+	}
 	return l, nil
 }
 

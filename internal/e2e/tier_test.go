@@ -155,10 +155,16 @@ func TestTierUploadKill9(t *testing.T) {
 	var segs []index.SegmentMetadata
 	var end int64
 	var problem string
-	waitFor(t, 60*time.Second, "the tier to settle", func() bool {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		segs, end, problem = tierState(t, fileBucket(t, tierDir))
-		return problem == "" && end >= acked-1-perSeg
-	})
+		if problem == "" && end >= acked-1-perSeg {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tier did not settle within 60s: tier end %d, acknowledged %d, problem %q", end, acked, problem)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the bucket
+	}
 	objs := fileBucket(t, tierDir)
 	segs, end, problem = tierState(t, objs)
 	if problem != "" {
