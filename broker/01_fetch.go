@@ -46,6 +46,10 @@ type fetchResult struct {
 	start   int64
 	slice   plog.FileSlice
 
+	remote      bool   // to be read from the bucket (tier_fetch.go), at most remoteLimit bytes
+	remoteLimit int    // bytes
+	records     []byte // records read from the bucket
+
 	preferred  int32 // KIP-392 preferred read replica; -1 none
 	asFollower bool  // a consumer fetch served by this follower
 }
@@ -191,6 +195,8 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		timer.Stop()
 	}
 
+	s.fetchRemote(results)
+
 	// Build the response.
 	out := outResp{kresp: resp}
 	topicIdx := map[string]int{}
@@ -203,7 +209,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			}
 		}
 		if sp := r.t.sess; sp != nil {
-			changed := r.slice.Len > 0 || r.code != 0 || r.preferred >= 0 || sp.hw != r.hw || sp.lso != r.lso || sp.logStart != r.start
+			changed := r.slice.Len > 0 || len(r.records) > 0 || r.code != 0 || r.preferred >= 0 || sp.hw != r.hw || sp.lso != r.lso || sp.logStart != r.start
 			if r.code == 0 {
 				sp.hw, sp.lso, sp.logStart = r.hw, r.lso, r.start
 			}
@@ -242,7 +248,10 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			}
 		}
 		rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null records field
-		if r.slice.Len > 0 {
+		if len(r.records) > 0 {
+			rp.RecordBatches = r.records
+			s.metrics.bytesOut.Add(float64(len(r.records)))
+		} else if r.slice.Len > 0 {
 			m := cc.marker.next()
 			rp.RecordBatches = m[:]
 			out.slices = append(out.slices, spliceRef{marker: m, slice: r.slice})
@@ -262,11 +271,11 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	return out, nil
 }
 
-// hasErrorOrPreferred reports a result to answer at once: an error, or a
-// preferred read replica (as Kafka, no long poll then).
+// hasErrorOrPreferred reports a result to answer at once: an error, a
+// preferred read replica (as Kafka, no long poll then), or a remote read.
 func hasErrorOrPreferred(rs []fetchResult) bool {
 	for _, r := range rs {
-		if r.code != 0 || r.preferred >= 0 {
+		if r.code != 0 || r.preferred >= 0 || r.remote {
 			return true
 		}
 	}
@@ -330,6 +339,11 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = errCode(err)
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.log.LogEndOffset() {
 			r.code = 0 // between HW and LEO: nothing yet, not an error
+		}
+		if r.code == kerr.OffsetOutOfRange.Code && !follower && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteReadable(p) {
+			if start, ok := s.remoteLogStart(p); ok && t.fetchOffset >= start {
+				r.code, r.remote, r.remoteLimit, r.start = 0, true, max(limit, 1), start // read after the loop (tier_fetch.go)
+			}
 		}
 		return r
 	}

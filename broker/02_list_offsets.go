@@ -6,7 +6,9 @@ package broker
 // read_committed, equal until transactions exist), -2 earliest, -3 the
 // offset of the largest timestamp (KIP-734), -4 earliest local and -5
 // latest tiered (KIP-1005; with no tier the earliest local is the log
-// start and nothing is tiered, so -5 answers -1). A timestamp >= 0 gives
+// start and nothing is tiered, so -5 answers -1; for a tiered topic -2 is
+// the remote log start, -5 the last offset of the uploaded segments, with
+// its leader epoch). A timestamp >= 0 gives
 // the first offset whose timestamp is at least it, or -1 when none is.
 //
 // As in Kafka, only the leader answers, except for the debugging replica
@@ -67,14 +69,22 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 	case -1: // latest
 		sp.Offset = hw
 		sp.LeaderEpoch = p.leaderEpoch.Load()
-	case -2, -4: // earliest, earliest local
+	case -2: // earliest: the remote log start of a tiered partition
+		sp.Offset = p.log.LogStartOffset()
+		if start, ok := s.remoteLogStart(p); ok && start < sp.Offset {
+			sp.Offset = start
+		}
+	case -4: // earliest local
 		sp.Offset = p.log.LogStartOffset()
 	case -3: // max timestamp
 		off, mts, epoch := p.log.MaxTimestamp()
 		if off >= 0 && off < hw {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, epoch
 		}
-	case -5: // latest tiered: nothing is tiered yet
+	case -5: // latest tiered: the last offset uploaded, or -1
+		if end, epoch, ok := s.remoteLogEnd(p); ok {
+			sp.Offset, sp.LeaderEpoch = end, epoch
+		}
 	default:
 		if ts < 0 {
 			sp.ErrorCode = kerr.InvalidRequest.Code

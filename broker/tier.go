@@ -17,9 +17,9 @@ package broker
 // Local retention of such a partition on its leader follows
 // local.retention.ms/bytes (-2: retention.ms/bytes) and deletes a segment
 // only once it is wholly uploaded (plog.EnforceTieredRetention); the log
-// start offset moves up with the local segments, and offsets below it are
-// OFFSET_OUT_OF_RANGE (and ListOffsets earliest is the local start) until
-// the remote reader exists. Remote segments are not expired yet. Followers,
+// start offset moves up with the local segments, and consumers read the
+// offsets below it from the bucket (tier_fetch.go); ListOffsets earliest
+// is then the remote log start. Remote segments are not expired yet. Followers,
 // whose index does not learn the leader's uploads, and topics with
 // remote.log.copy.disable=true keep plain retention.ms/bytes locally.
 //

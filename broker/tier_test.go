@@ -202,7 +202,10 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 	if sz := p.log.Size(); sz <= localBytes+segBytes {
 		t.Fatalf("local size %d: expected the not-uploaded segments to be kept", sz)
 	}
-	recs := consumeAll(t, ts, topic, produced-int(start0))
+	// From the local log start: earliest is the remote log start, whose
+	// reads fail while the bucket is down.
+	recs := consumeAll(t, ts, topic, produced-int(start0),
+		kgo.ConsumeResetOffset(kgo.NewOffset().At(start0)))
 	if recs[0].Offset != start0 || !bytes.Equal(recs[len(recs)-1].Value, tierValue(produced-1)) {
 		t.Fatalf("fetch with the bucket down: first offset %d, want %d", recs[0].Offset, start0)
 	}

@@ -2,8 +2,8 @@
 // interface and its implementations, the --tier URL, the key layout of
 // remote segments in the bucket, and the rebuild of the remote segment
 // index (package index) from the bucket alone, and the uploader of
-// sealed segments. The remote reader and its cache, and remote retention,
-// will build on these.
+// sealed segments, and the remote read of a fetch (ReadRemote). The
+// reader's cache and read-ahead, and remote retention, will build on these.
 //
 // # Stores
 //
@@ -133,6 +133,21 @@
 // Local copies of a tiered partition are deleted by local.retention.ms
 // and local.retention.bytes only once wholly uploaded (the segment's last
 // offset at or below the remote log end; plog.EnforceTieredRetention).
+//
+// # Reads
+//
+// ReadRemote serves a fetch at an offset of a COPY_SEGMENT_FINISHED
+// segment: it GETs the whole .index object (at most MaxIndexObject bytes;
+// Kafka's offset index, 8-byte entries of relative offset and position),
+// takes the position of the last entry at or below the offset (0 without
+// an index), then reads the .log object from there with ranged GETs of at
+// least 64 KiB or the fetch's max bytes, skipping batches whose last
+// offset is below the offset, and returns whole batches: the first always
+// (KIP-74), the others while they fit in max bytes. Batch headers are
+// checked against the object's size only (the consumer checks CRCs); a
+// header out of bounds or an object shorter than the manifest says is
+// ErrCorruptSegment. The broker turns any failure into
+// KAFKA_STORAGE_ERROR for that partition.
 //
 // # Rebuilding the index
 //

@@ -198,8 +198,14 @@ func TestTierUploadKill9(t *testing.T) {
 		}
 	}
 	start, endOff := offsets(t, b.Addr(), topic)
-	if start[0] == 0 || start[0] > end+1 {
-		t.Fatalf("local log start %d; the tier ends at %d", start[0], end)
+	if start[0] != 0 {
+		t.Fatalf("earliest offset %d, want the remote log start 0", start[0])
+	}
+	if local := listOffset(t, b.Addr(), topic, -4); local == 0 || local > end+1 {
+		t.Fatalf("local log start %d; the tier ends at %d", local, end)
+	}
+	if tiered := listOffset(t, b.Addr(), topic, -5); tiered != end {
+		t.Fatalf("latest tiered offset %d; the tier ends at %d", tiered, end)
 	}
 	if endOff[0] != acked {
 		t.Fatalf("log end %d, acknowledged %d", endOff[0], acked)
@@ -212,4 +218,29 @@ func TestTierUploadKill9(t *testing.T) {
 	}
 	t.Logf("%d records, %d segments in the tier up to %d, local log from %d; %d passes finished or cleaned up an interrupted upload",
 		acked, len(segs), end, start[0], resumed)
+}
+
+// listOffset asks ListOffsets v9 for one timestamp (-4 EARLIEST_LOCAL, -5
+// LATEST_TIERED, KIP-1005) of partition 0.
+func listOffset(t *testing.T, addr, topic string, timestamp int64) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version, req.ReplicaID = 9, -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = 0, -1, timestamp
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, newClient(t, addr))
+	if err != nil {
+		t.Fatalf("list offsets %d of %s: %v", timestamp, topic, err)
+	}
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		t.Fatalf("list offsets %d of %s: error %d", timestamp, topic, sp.ErrorCode)
+	}
+	return sp.Offset
 }
