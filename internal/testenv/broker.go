@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -107,17 +106,8 @@ func (b *Broker) Pid() int {
 // Running reports whether the broker process has not exited.
 func (b *Broker) Running() bool {
 	b.mu.Lock()
-	ch := b.exited
-	b.mu.Unlock()
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return false
-	default:
-		return true
-	}
+	defer b.mu.Unlock()
+	return processRunning(b.exited)
 }
 
 // Logs returns everything the broker wrote to stderr so far, across
@@ -285,23 +275,15 @@ func (b *Broker) signalAndWait(sig syscall.Signal, d time.Duration) *os.ProcessS
 	if cmd == nil {
 		return nil
 	}
-	select {
-	case <-exited:
-	default:
-		if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			b.t.Errorf("signal broker %d (pid %d): %v", b.opts.ID, cmd.Process.Pid, err)
-		}
+	if _, err := signalProcess(cmd, exited, sig); err != nil {
+		b.t.Errorf("signal broker %d (pid %d): %v", b.opts.ID, cmd.Process.Pid, err)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-exited:
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.state
-	case <-timer.C:
+	if !waitExit(exited, d) {
 		return nil
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state
 }
 
 // kill ends the process if it still runs; used by cleanups and failures.

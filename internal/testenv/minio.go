@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -337,40 +336,22 @@ func (m *MinIO) start() error {
 
 func (m *MinIO) running() bool {
 	m.mu.Lock()
-	ch := m.exited
-	m.mu.Unlock()
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return false
-	default:
-		return true
-	}
+	defer m.mu.Unlock()
+	return processRunning(m.exited)
 }
 
 func (m *MinIO) signalAndWait(sig syscall.Signal, d time.Duration) bool {
 	m.mu.Lock()
 	cmd, exited := m.cmd, m.exited
 	m.mu.Unlock()
-	if cmd == nil {
+	done, err := signalProcess(cmd, exited, sig)
+	if done {
 		return true
 	}
-	select {
-	case <-exited:
-		return true
-	default:
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err != nil {
 		return false
 	}
-	select {
-	case <-exited:
-		return true
-	case <-time.After(d):
-		return false
-	}
+	return waitExit(exited, d)
 }
 
 func (m *MinIO) kill() {

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -212,17 +211,8 @@ func (z *ZooKeeper) fourLetter(cmd string) (string, error) {
 
 func (z *ZooKeeper) running() bool {
 	z.mu.Lock()
-	ch := z.exited
-	z.mu.Unlock()
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return false
-	default:
-		return true
-	}
+	defer z.mu.Unlock()
+	return processRunning(z.exited)
 }
 
 // signalAndWait signals the server and reports whether it exited within d.
@@ -230,23 +220,14 @@ func (z *ZooKeeper) signalAndWait(sig syscall.Signal, d time.Duration) bool {
 	z.mu.Lock()
 	cmd, exited := z.cmd, z.exited
 	z.mu.Unlock()
-	if cmd == nil {
+	done, err := signalProcess(cmd, exited, sig)
+	if done {
 		return true
 	}
-	select {
-	case <-exited:
-		return true
-	default:
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err != nil {
 		z.t.Errorf("signal zookeeper (pid %d): %v", cmd.Process.Pid, err)
 	}
-	select {
-	case <-exited:
-		return true
-	case <-time.After(d):
-		return false
-	}
+	return waitExit(exited, d)
 }
 
 func (z *ZooKeeper) kill() {
