@@ -242,15 +242,6 @@ func emptyMetadata() *controller.Metadata {
 	}
 }
 
-func hasBroker(md *controller.Metadata, id int32) bool {
-	for _, b := range md.Brokers {
-		if b.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
 func (c *Controller) waitSession(ctx context.Context, d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()

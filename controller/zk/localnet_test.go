@@ -63,3 +63,13 @@ func (n *localNet) Send(ctx context.Context, to controller.Broker, req kmsg.Requ
 }
 
 func (n *localNet) Close() {}
+
+// hasBroker tells whether md lists broker id.
+func hasBroker(md *controller.Metadata, id int32) bool {
+	for _, b := range md.Brokers {
+		if b.ID == id {
+			return true
+		}
+	}
+	return false
+}

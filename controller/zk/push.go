@@ -48,7 +48,7 @@ type pushed struct {
 	// The controller and broker epochs of the last UpdateMetadata applied.
 	umEpoch       int32
 	umBrokerEpoch int64
-	synced        bool // an UpdateMetadata arrived since this broker registered
+	synced        bool // an UpdateMetadata arrived: the broker knows the cluster
 	brokers       []controller.Broker
 	topics        map[string]*pushedTopic
 	version       int64 // grows with every change
@@ -114,13 +114,6 @@ func (ps *pushed) seed(md *controller.Metadata, term int32) {
 		ps.topics[name] = pt
 	}
 	ps.version++
-}
-
-// reset forgets everything (a new registration of this broker).
-func (ps *pushed) reset() {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.synced = false
 }
 
 // fill puts the pushed brokers and topics into md (configs are added by

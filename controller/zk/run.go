@@ -95,7 +95,6 @@ func (c *Controller) step() error {
 			return err
 		}
 		c.registered = true
-		c.pushed.reset()
 	}
 	own, err := c.get(brokerPath(c.opts.Broker.ID))
 	if err != nil {
