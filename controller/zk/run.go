@@ -132,9 +132,6 @@ func (c *Controller) step() error {
 	default:
 		c.active.Store(-1)
 	}
-	if v.ctrlOwner == sid && !v.full {
-		return errors.New("became controller; rereading the cluster")
-	}
 	c.publish(v)
 	if c.IsActive() {
 		c.wasActive = true
