@@ -35,6 +35,15 @@
 //	's' topicId[16] partition[4] base[8]       → the segment's manifest bytes (below)
 //	'i' segmentId[16]                          → topicId[16] partition[4] base[8]
 //	'e' topicId[16] partition[4] epoch[4] start[8] → base[8]
+//	'o' topicId[16] partition[4]               → int64: the log start offset DeleteRecords set
+//	'd' topicId[16]                            → the topic's name: deleted, its objects to be removed
+//
+// The 'o' key is Kafka's logStartOffset of a tiered partition when it
+// lies below the local log (RaiseLogStartOffset only moves it up); remote
+// segments wholly below it are expired. A 'd' key (MarkTopicDeleted)
+// survives restarts until the topic's objects are gone and ForgetTopic
+// removes every key of the topic. Neither is in the bucket: a rebuild
+// from the bucket does not restore them.
 //
 // The 'e' keys map each leader epoch of a readable segment, at the
 // offset the epoch starts at in it, to the segment, for epoch lookups;
