@@ -21,7 +21,13 @@ func handleAlterConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		sr.ErrorCode, sr.ErrorMessage = s.alterResource(md, rr.ResourceType, rr.ResourceName, req.ValidateOnly,
-			func(map[string]string) (map[string]string, error) { return config.AlterTopicConfigs(r, rr.Configs) },
+			func(cur map[string]string) (map[string]string, error) {
+				m, err := config.AlterTopicConfigs(r, rr.Configs)
+				if err == nil {
+					err = r.ValidateTopicUpdate(cur, m)
+				}
+				return m, err
+			},
 			func(perBroker bool, _ map[string]string) (map[string]string, error) {
 				return config.AlterBrokerConfigs(perBroker, rr.Configs)
 			})

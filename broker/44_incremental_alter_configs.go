@@ -21,7 +21,11 @@ func handleIncrementalAlterConfigs(s *Server, cc *clientConn, kreq kmsg.Request)
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		sr.ErrorCode, sr.ErrorMessage = s.alterResource(md, rr.ResourceType, rr.ResourceName, req.ValidateOnly,
 			func(cur map[string]string) (map[string]string, error) {
-				return config.IncrementalAlterTopicConfigs(r, cur, rr.Configs)
+				m, err := config.IncrementalAlterTopicConfigs(r, cur, rr.Configs)
+				if err == nil {
+					err = r.ValidateTopicUpdate(cur, m)
+				}
+				return m, err
 			},
 			func(perBroker bool, cur map[string]string) (map[string]string, error) {
 				return config.IncrementalAlterBrokerConfigs(perBroker, cur, rr.Configs)

@@ -48,7 +48,9 @@ func canonicalTopicConfigs(m map[string]string) (map[string]string, error) {
 // the rules that involve other settings, with the broker's configuration
 // for what the topic does not override (Kafka's LogConfig.validate):
 // remote.storage.enable needs remote.log.storage.system.enable on the
-// broker; local.retention.ms/bytes must not exceed retention.ms/bytes;
+// broker and cleanup.policy delete (or empty: no compaction of tiered
+// topics); local.retention.ms/bytes must not exceed retention.ms/bytes,
+// and must equal them (or be -2) with remote.log.copy.disable=true;
 // min.compaction.lag.ms must not exceed max.compaction.lag.ms.
 func (r Resolver) ValidateTopic(m map[string]string) error {
 	c, err := canonicalTopicConfigs(m)
@@ -60,16 +62,43 @@ func (r Resolver) ValidateTopic(m map[string]string) error {
 		return invalidConfig("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
 	}
 	if t.RemoteStorageEnable {
-		if err := localWithin("local.retention.ms", t.localRetentionMs, "retention.ms", t.Log.RetentionMs); err != nil {
-			return err
+		if len(t.CleanupPolicy) > 0 && (len(t.CleanupPolicy) != 1 || t.CleanupPolicy[0] != "delete") {
+			return invalidConfig("Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list.")
 		}
 		if err := localWithin("local.retention.bytes", t.localRetentionBytes, "retention.bytes", t.Log.RetentionBytes); err != nil {
 			return err
+		}
+		if err := localWithin("local.retention.ms", t.localRetentionMs, "retention.ms", t.Log.RetentionMs); err != nil {
+			return err
+		}
+		if t.RemoteLogCopyDisable {
+			if t.localRetentionBytes != -2 && t.localRetentionBytes != t.Log.RetentionBytes {
+				return invalidConfig("When `remote.log.copy.disable` is set to true, the `local.retention.bytes` and `retention.bytes` must be set to the identical value because there will be no more logs copied to the remote storage.")
+			}
+			if t.localRetentionMs != -2 && t.localRetentionMs != t.Log.RetentionMs {
+				return invalidConfig("When `remote.log.copy.disable` is set to true, the `local.retention.ms` and `retention.ms` must be set to the identical value because there will be no more logs copied to the remote storage.")
+			}
 		}
 	}
 	if t.MinCompactionLagMs > t.MaxCompactionLagMs {
 		return invalidConfig("conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)",
 			t.MinCompactionLagMs, t.MaxCompactionLagMs)
+	}
+	return nil
+}
+
+// ValidateTopicUpdate is the rule of an alter that involves the topic's
+// current overrides as well as the new ones (Kafka's
+// validateTurningOffRemoteStorageWithDelete): remote.storage.enable may go
+// from true to false only with remote.log.delete.on.disable=true, which
+// deletes the remote data; to keep it read only, remote.log.copy.disable
+// is the switch. current and next are the overrides before and after.
+func (r Resolver) ValidateTopicUpdate(current, next map[string]string) error {
+	was, now := r.Topic(current), r.Topic(next)
+	if was.RemoteStorageEnable && !now.RemoteStorageEnable && !now.RemoteLogDeleteOnDisable {
+		return invalidConfig("It is invalid to disable remote storage without deleting remote data. " +
+			"If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. " +
+			"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
 	}
 	return nil
 }
