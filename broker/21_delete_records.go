@@ -2,7 +2,9 @@ package broker
 
 // DeleteRecords, v0-2. Moves the log start offset up to the given offset
 // (-1 = the high watermark); whole segments below it are deleted. An
-// offset above the high watermark is OFFSET_OUT_OF_RANGE.
+// offset above the high watermark is OFFSET_OUT_OF_RANGE. On a tiered
+// partition the offset may lie below the local log start, in the remote
+// log (tier_retention.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,7 +41,7 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 					sp.ErrorCode = kerr.OffsetOutOfRange.Code
 					break
 				}
-				low, err := p.log.DeleteRecordsBefore(off)
+				low, err := s.deleteRecords(p, off)
 				if err != nil {
 					sp.ErrorCode = errCode(err)
 					break

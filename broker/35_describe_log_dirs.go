@@ -2,13 +2,19 @@ package broker
 
 // DescribeLogDirs, v1-4. One log dir (the data directory); per partition
 // its size on local disk. v4 adds the directory's total and usable bytes.
+// With tiered storage on, a second entry describes the remote tier
+// (remoteLogDir): each tiered partition this broker leads with the size
+// of its remote log.
 
 import (
 	"path/filepath"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
+
+	"strata/tier"
 )
 
 func init() { register(35, 1, 4, handleDescribeLogDirs) }
@@ -65,5 +71,53 @@ func handleDescribeLogDirs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		dir.Topics = append(dir.Topics, *t)
 	}
 	resp.Dirs = append(resp.Dirs, dir)
+	if rd, ok := s.remoteLogDir(want); ok {
+		resp.Dirs = append(resp.Dirs, rd)
+	}
 	return resp, nil
+}
+
+// remoteLogDir is the second log dir of a broker with tiered storage: the
+// remote tier, named by its store's description (s3://bucket/prefix or
+// file:///dir, never credentials), total and usable bytes -1 (unknown),
+// with each tiered partition this broker leads and the size of its remote
+// log (the .log bytes of its COPY_SEGMENT_FINISHED segments).
+func (s *Server) remoteLogDir(want func(string, int32) bool) (kmsg.DescribeLogDirsResponseDir, bool) {
+	dir := kmsg.NewDescribeLogDirsResponseDir()
+	if s.tier == nil {
+		return dir, false
+	}
+	dir.Dir = s.tier.store.String()
+	dir.TotalBytes, dir.UsableBytes = -1, -1
+	byTopic := map[string]*kmsg.DescribeLogDirsResponseDirTopic{}
+	var names []string
+	for _, p := range s.allPartitions() {
+		if !want(p.topic, p.index) || !s.remoteReadable(p) || !s.isLeader(p) {
+			continue
+		}
+		size, _, err := tier.RemoteLogSize(s.tier.idx, tierPartition(p))
+		if err != nil {
+			dir.ErrorCode = kerr.KafkaStorageError.Code
+			continue
+		}
+		t := byTopic[p.topic]
+		if t == nil {
+			nt := kmsg.NewDescribeLogDirsResponseDirTopic()
+			nt.Topic = p.topic
+			t = &nt
+			byTopic[p.topic] = t
+			names = append(names, p.topic)
+		}
+		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+		rp.Partition = p.index
+		rp.Size = size
+		t.Partitions = append(t.Partitions, rp)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := byTopic[n]
+		sort.Slice(t.Partitions, func(i, j int) bool { return t.Partitions[i].Partition < t.Partitions[j].Partition })
+		dir.Topics = append(dir.Topics, *t)
+	}
+	return dir, true
 }

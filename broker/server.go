@@ -401,6 +401,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 				}
 				// Same name, new topic: the old one is gone.
 				s.unfollow(k)
+				s.forgetRemoteTopic(p, md)
 				s.dropTierSettings(p)
 				p.log.Delete()
 				delete(s.partitions, k)
@@ -422,6 +423,7 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 		}
 		delete(s.partitions, k)
 		s.unfollow(k)
+		s.forgetRemoteTopic(p, md)
 		s.dropTierSettings(p)
 		p.applyFollower(s.cfg.ID, controller.Partition{Leader: -1})
 		if err := p.log.Delete(); err != nil {

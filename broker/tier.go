@@ -59,6 +59,8 @@ type tierState struct {
 	// Kafka's BrokerTopicMetrics of the copy task.
 	copyBytes, copyRequests, copyErrors prometheus.Counter
 	copyLagBytes, copyLagSegments       prometheus.Gauge
+
+	retention *tierRetention // remote retention and deletions (tier_retention.go)
 }
 
 // tierTopic is what tiering needs of a partition's topic settings.
@@ -67,6 +69,9 @@ type tierTopic struct {
 	copyDisable         bool // remote.log.copy.disable
 	localRetentionMs    int64
 	localRetentionBytes int64
+	retentionMs         int64 // retention.ms: remote retention
+	retentionBytes      int64 // retention.bytes
+	deleteOnDisable     bool  // remote.log.delete.on.disable
 }
 
 // openTier opens the remote index when tiered storage is on.
@@ -118,6 +123,7 @@ func (s *Server) openTier() error {
 		}),
 	}
 	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
+	s.tier.retention = newTierRetention(s.metrics.reg)
 	return nil
 }
 
@@ -132,6 +138,9 @@ func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
 		copyDisable:         ts.RemoteLogCopyDisable,
 		localRetentionMs:    ts.LocalRetentionMs,
 		localRetentionBytes: ts.LocalRetentionBytes,
+		retentionMs:         ts.Log.RetentionMs,
+		retentionBytes:      ts.Log.RetentionBytes,
+		deleteOnDisable:     ts.RemoteLogDeleteOnDisable,
 	}
 	s.tier.mu.Unlock()
 }
@@ -219,10 +228,13 @@ func (s *Server) tierPass() {
 		ts.copyLagBytes.Set(float64(lagBytes))
 		ts.copyLagSegments.Set(float64(lagSegments))
 	}()
+	s.deleteRemoteTopics()
+	defer s.setRemoteLogSize()
 	for _, p := range s.allPartitions() {
 		if s.ctx.Err() != nil {
 			return
 		}
+		s.expireRemote(p)
 		if _, ok := s.tiered(p); !ok {
 			continue
 		}

@@ -40,15 +40,23 @@ func (s *Server) remoteReadable(p *partition) bool {
 	return ok && tt.remote
 }
 
-// remoteLogStart is the partition's remote log start, if it has one.
+// remoteLogStart is the partition's remote log start, if it has one, or
+// the log start offset DeleteRecords set when that is higher.
 func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 	if !s.remoteReadable(p) {
 		return 0, false
 	}
-	start, ok, err := s.tier.idx.LogStart(tierPartition(p))
+	tp := tierPartition(p)
+	start, ok, err := s.tier.idx.LogStart(tp)
 	if err != nil {
 		s.log.Warn("remote index: log start", "topic", p.topic, "partition", p.index, "err", err)
 		return 0, false
+	}
+	// DeleteRecords below the local log start: nothing below it is read.
+	if ok {
+		if ls, have, err := s.tier.idx.LogStartOffset(tp); err == nil && have && ls > start {
+			start = ls
+		}
 	}
 	return start, ok
 }

@@ -1,0 +1,230 @@
+package broker
+
+// Remote retention on the partition leader, the remote data of deleted
+// topics, remote.storage.enable turned off with
+// remote.log.delete.on.disable=true, DeleteRecords of tiered partitions,
+// and remote sizes (see the doc comment of tier.go).
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"strata/controller"
+	"strata/tier"
+)
+
+// tierRetention is the broker's state of remote retention.
+type tierRetention struct {
+	// Kafka's BrokerTopicMetrics of the expiration task.
+	deleteRequests, deleteErrors prometheus.Counter
+	logSize                      prometheus.Gauge
+
+	mu           sync.Mutex
+	disabledDone map[*partition]bool // remote data deleted after remote.storage.enable=false
+	passSize     int64               // remote log bytes of the partitions led, this pass
+}
+
+func newTierRetention(reg *prometheus.Registry) *tierRetention {
+	r := &tierRetention{
+		deleteRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotedeleterequests_total", Help: "Remote segment deletions started (retention, DeleteRecords, remote storage turned off).",
+		}),
+		deleteErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotedeleteerrors_total", Help: "Remote segment deletions that failed (retried at the next pass).",
+		}),
+		logSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kafka_server_brokertopicmetrics_remotelogsizebytes", Help: "Bytes of the remote log segments of the partitions this broker leads, after the last pass.",
+		}),
+		disabledDone: map[*partition]bool{},
+	}
+	reg.MustRegister(r.deleteRequests, r.deleteErrors, r.logSize)
+	return r
+}
+
+// expireRemote runs remote retention for one partition, if this broker
+// leads it: for a tiered topic (remote.storage.enable=true, copying or
+// not) retention.ms, retention.bytes and the log start offset; for one
+// turned off with remote.log.delete.on.disable=true, the deletion of its
+// whole remote log.
+func (s *Server) expireRemote(p *partition) {
+	ts, r := s.tier, s.tier.retention
+	ts.mu.Lock()
+	tt, ok := ts.settings[p]
+	ts.mu.Unlock()
+	if !ok || !s.isLeader(p) {
+		return
+	}
+	tp := tierPartition(p)
+	if !tt.remote {
+		if tt.deleteOnDisable {
+			s.deleteRemoteOnDisable(p)
+		}
+		return
+	}
+	r.mu.Lock()
+	delete(r.disabledDone, p) // enabled again: a later disable deletes anew
+	r.mu.Unlock()
+	end, have, err := ts.idx.LogEnd(tp)
+	if err != nil {
+		s.log.Warn("remote index: log end", "topic", p.topic, "partition", p.index, "err", err)
+		return
+	}
+	var localOnly int64
+	for _, seg := range p.log.Segments() {
+		if !have || seg.NextOffset-1 > end {
+			localOnly += seg.Size
+		}
+	}
+	start, ok, err := ts.idx.LogStartOffset(tp)
+	if err != nil {
+		s.log.Warn("remote index: log start offset", "topic", p.topic, "partition", p.index, "err", err)
+		return
+	}
+	if !ok {
+		start = -1
+	}
+	pol := tier.RetentionPolicy{RetentionMs: tt.retentionMs, RetentionBytes: tt.retentionBytes, LocalOnlyBytes: localOnly, LogStartOffset: start}
+	if !p.log.Config().Delete { // cleanup.policy empty: no retention by time or size
+		pol.RetentionMs, pol.RetentionBytes = -1, -1
+	}
+	st, err := ts.uploader.ExpirePartition(s.ctx, tp, pol)
+	r.deleteRequests.Add(float64(st.Attempts))
+	r.deleteErrors.Add(float64(st.Failed))
+	if err != nil && s.ctx.Err() == nil {
+		s.log.Warn("remote retention; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	if st.Deleted > 0 || st.Resumed > 0 {
+		s.log.Info("remote retention deleted segments", "topic", p.topic, "partition", p.index,
+			"segments", st.Deleted, "bytes", st.Bytes, "resumed", st.Resumed, "log_start", st.NewLogStart)
+	}
+	// As in Kafka, the log start offset follows the remote log start up:
+	// local copies of what was deleted remotely go too.
+	if st.NewLogStart > p.log.LogStartOffset() {
+		if _, err := p.log.DeleteRecordsBefore(min(st.NewLogStart, p.log.LogEndOffset())); err != nil {
+			s.log.Warn("move the local log start up to the remote log start", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	}
+	if size, _, err := tier.RemoteLogSize(ts.idx, tp); err == nil {
+		r.mu.Lock()
+		r.passSize += size
+		r.mu.Unlock()
+	}
+}
+
+// deleteRemoteOnDisable deletes the remote log of a partition whose topic
+// turned remote.storage.enable off with remote.log.delete.on.disable=true,
+// once per partition and process (the bucket is listed once more after a
+// restart).
+func (s *Server) deleteRemoteOnDisable(p *partition) {
+	ts, r := s.tier, s.tier.retention
+	r.mu.Lock()
+	done := r.disabledDone[p]
+	r.mu.Unlock()
+	if done {
+		return
+	}
+	st, err := ts.uploader.DeletePartition(s.ctx, tierPartition(p))
+	r.deleteRequests.Add(float64(st.Attempts))
+	r.deleteErrors.Add(float64(st.Failed))
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn("delete the remote log of a topic with remote storage turned off; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		return
+	}
+	if st.Deleted > 0 {
+		s.log.Info("deleted the remote log: remote.storage.enable=false, remote.log.delete.on.disable=true",
+			"topic", p.topic, "partition", p.index, "segments", st.Deleted, "bytes", st.Bytes)
+	}
+	r.mu.Lock()
+	r.disabledDone[p] = true
+	r.mu.Unlock()
+}
+
+// setRemoteLogSize publishes the remote log size summed by the pass.
+func (s *Server) setRemoteLogSize() {
+	r := s.tier.retention
+	r.mu.Lock()
+	r.logSize.Set(float64(r.passSize))
+	r.passSize = 0
+	r.mu.Unlock()
+}
+
+// forgetRemoteTopic is called by reconcile for a partition it closes and
+// deletes locally. Only when the topic itself is gone (the metadata has
+// no topic of that id: deleted, perhaps recreated under the same name) is
+// its remote data marked for deletion; a replica merely moved off this
+// broker leaves the bucket alone. The mark is persisted in the index and
+// the tier pass deletes the topic's objects (deleteRemoteTopics).
+func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
+	if s.tier == nil {
+		return
+	}
+	r := s.tier.retention
+	r.mu.Lock()
+	delete(r.disabledDone, p)
+	r.mu.Unlock()
+	if _, exists := md.TopicIDs[p.topicID]; exists {
+		return
+	}
+	s.tier.mu.Lock()
+	tt := s.tier.settings[p]
+	s.tier.mu.Unlock()
+	if !tt.remote {
+		// Never tiered, or its remote data already deleted on disable.
+		return
+	}
+	if err := s.tier.idx.MarkTopicDeleted(tierPartition(p).TopicID, p.topic); err != nil {
+		s.log.Warn("remote index: mark a deleted topic; its objects stay for the reconciliation pass", "topic", p.topic, "err", err)
+	}
+}
+
+// deleteRemoteTopics deletes the objects and index entries of the topics
+// marked deleted; a failure leaves the mark for the next pass.
+func (s *Server) deleteRemoteTopics() {
+	ts := s.tier
+	pend, err := ts.idx.PendingTopicDeletions()
+	if err != nil {
+		s.log.Warn("remote index: pending topic deletions", "err", err)
+		return
+	}
+	for _, d := range pend {
+		if s.ctx.Err() != nil {
+			return
+		}
+		n, err := tier.DeleteTopic(s.ctx, ts.store, ts.idx, d.TopicID)
+		if err != nil {
+			s.log.Warn("delete the remote data of a deleted topic; retrying next pass", "topic", d.Topic, "topic_id", d.TopicID.String(), "err", err)
+			continue
+		}
+		s.log.Info("deleted the remote data of a deleted topic", "topic", d.Topic, "topic_id", d.TopicID.String(), "objects", n)
+	}
+}
+
+// deleteRecords is DeleteRecords on the leader. For a tiered partition
+// the log start offset may lie below the local log start (Kafka's
+// logStartOffset below its localLogStartOffset): it is recorded in the
+// remote index, consumers below it get OFFSET_OUT_OF_RANGE, the remote
+// segments wholly below it go at the next retention pass, and local
+// segments below it at once. It returns the new low watermark.
+func (s *Server) deleteRecords(p *partition, off int64) (int64, error) {
+	if !s.remoteReadable(p) {
+		return p.log.DeleteRecordsBefore(off)
+	}
+	if _, err := s.tier.idx.RaiseLogStartOffset(tierPartition(p), off); err != nil {
+		s.log.Warn("remote index: record the log start offset", "topic", p.topic, "partition", p.index, "err", err)
+		return -1, kerr.KafkaStorageError
+	}
+	if off > p.log.LogStartOffset() {
+		if _, err := p.log.DeleteRecordsBefore(off); err != nil {
+			return -1, err
+		}
+	}
+	low := p.log.LogStartOffset()
+	if start, ok := s.remoteLogStart(p); ok && start < low {
+		low = start
+	}
+	return low, nil
+}
