@@ -3,7 +3,10 @@ package broker
 // DescribeConfigs, v1-4. TOPIC (2) and BROKER (4) resources; a BROKER
 // resource named "" is the cluster-wide dynamic default. Sources, synonyms
 // (v1+ on request), types and documentation (v3+) follow Kafka; sensitive
-// values are null.
+// values are null. A tiered topic (remote.storage.enable=true on a broker
+// with tiered storage) also gets two read-only entries that are not
+// configs, strata.local.log.size.bytes and strata.remote.log.size.bytes
+// (tier_retention.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,6 +36,7 @@ func handleDescribeConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 				break
 			}
 			sr.Configs = config.DescribeTopic(r, t.Configs, o)
+			sr.Configs = append(sr.Configs, s.tierSizeConfigs(t, o)...)
 		case kmsg.ConfigResourceTypeBroker:
 			switch rr.ResourceName {
 			case "":

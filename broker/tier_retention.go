@@ -6,11 +6,15 @@ package broker
 // and remote sizes (see the doc comment of tier.go).
 
 import (
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/config"
 	"strata/controller"
 	"strata/tier"
 )
@@ -227,4 +231,61 @@ func (s *Server) deleteRecords(p *partition, off int64) (int64, error) {
 		low = start
 	}
 	return low, nil
+}
+
+// Read-only DescribeConfigs entries of a tiered topic; they are not
+// configs (AlterConfigs refuses them as unknown).
+const (
+	localSizeConfig  = "strata.local.log.size.bytes"
+	remoteSizeConfig = "strata.remote.log.size.bytes"
+)
+
+// tierSizeConfigs are the size entries of a tiered topic's DescribeConfigs
+// on this broker: the bytes of its partitions' local logs here, and of the
+// remote logs of the partitions this broker leads (the sizes
+// DescribeLogDirs gives per partition, summed). Requested names select
+// them like configs.
+func (s *Server) tierSizeConfigs(t *controller.Topic, o config.DescribeOptions) []kmsgConfig {
+	if s.tier == nil {
+		return nil
+	}
+	var local, remote int64
+	tiered := false
+	for _, pm := range t.Partitions {
+		p := s.partition(t.Name, pm.Index)
+		if p == nil || p.topicID != t.ID || !s.remoteReadable(p) {
+			continue
+		}
+		tiered = true
+		local += p.log.Size()
+		if s.isLeader(p) {
+			if n, _, err := tier.RemoteLogSize(s.tier.idx, tierPartition(p)); err == nil {
+				remote += n
+			}
+		}
+	}
+	if !tiered {
+		return nil
+	}
+	var out []kmsgConfig
+	for _, e := range []struct {
+		name, doc string
+		v         int64
+	}{
+		{localSizeConfig, "Read only, not a config: bytes of the topic's local log segments on this broker.", local},
+		{remoteSizeConfig, "Read only, not a config: bytes of the remote log segments of the topic's partitions this broker leads.", remote},
+	} {
+		if o.Names != nil && !slices.Contains(o.Names, e.name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ReadOnly = e.name, kmsg.StringPtr(strconv.FormatInt(e.v, 10)), true
+		c.Source = kmsg.ConfigSourceUnknown
+		c.ConfigType = kmsg.ConfigTypeLong
+		if o.IncludeDocumentation {
+			c.Documentation = kmsg.StringPtr(e.doc)
+		}
+		out = append(out, c)
+	}
+	return out
 }

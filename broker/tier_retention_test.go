@@ -158,6 +158,24 @@ func TestTieredRemoteRetention(t *testing.T) {
 	if !found {
 		t.Fatalf("no log dir %s in DescribeLogDirs: %+v", store.String(), dirs)
 	}
+	// DescribeConfigs: the read-only size entries, parsed by kadm.
+	rcs, err := ts.admin(t).DescribeTopicConfigs(testCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe configs: %v %v", err, rc.Err)
+	}
+	sizes := map[string]string{}
+	for _, c := range rc.Configs {
+		if strings.HasPrefix(c.Key, "strata.") {
+			sizes[c.Key] = c.MaybeValue()
+		}
+	}
+	if sizes["strata.remote.log.size.bytes"] != itoa(remoteSize) || sizes["strata.local.log.size.bytes"] != itoa(p.log.Size()) {
+		t.Fatalf("size entries %v; remote %d, local %d", sizes, remoteSize, p.log.Size())
+	}
 
 	// DeleteRecords inside the third remote segment, below the local log start.
 	cut := segs[2].StartOffset + 1
