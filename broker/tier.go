@@ -19,16 +19,46 @@ package broker
 // only once it is wholly uploaded (plog.EnforceTieredRetention); the log
 // start offset moves up with the local segments, and consumers read the
 // offsets below it from the bucket (tier_fetch.go); ListOffsets earliest
-// is then the remote log start. Remote segments are not expired yet. Followers,
-// whose index does not learn the leader's uploads, and topics with
-// remote.log.copy.disable=true keep plain retention.ms/bytes locally.
+// is then the remote log start. Followers, whose index does not learn the
+// leader's uploads, and topics with remote.log.copy.disable=true keep
+// plain retention.ms/bytes locally.
+//
+// Remote retention (tier_retention.go) runs in the same pass on the
+// leader, for topics with remote.storage.enable=true whether copying or
+// not (remote.log.copy.disable=true stops uploads only; reads and expiry
+// go on): retention.ms, retention.bytes (remote plus not-yet-uploaded
+// local bytes) and the log start offset expire remote segments oldest
+// first (tier.Uploader.ExpirePartition), and the local log start follows
+// the remote log start up. DeleteRecords on a tiered partition may set the
+// log start offset below the local log start; it is kept in the remote
+// index, fetches below it are OFFSET_OUT_OF_RANGE and ListOffsets earliest
+// answers it. It lives in the leader's index only: a new leader (or a
+// rebuilt index) starts from its own remote log start.
+//
+// Switches, with Kafka's rules and messages (config.Resolver.ValidateTopic
+// and ValidateTopicUpdate): tiered topics cannot be compacted;
+// remote.storage.enable goes from true to false only with
+// remote.log.delete.on.disable=true, and then the leader deletes the
+// partition's whole remote log (tier.Uploader.DeletePartition) and local
+// retention.ms/bytes apply.
+//
+// Deleting a topic deletes its remote data: when reconcile drops a
+// partition whose topic id is no longer in the metadata (not one merely
+// moved to other brokers), the topic is marked in the index and every
+// pass runs tier.DeleteTopic for the marked topics until it succeeds.
+// Every broker that hosted a replica does this; it is idempotent.
 //
 // Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
 // remotecopyrequests_total (segments), remotecopyerrors_total (failed
 // partition passes), and the gauges remotecopylagbytes and
 // remotecopylagsegments (sealed segments below the high watermark not yet
-// copied, after the last pass), all prefixed
-// kafka_server_brokertopicmetrics_.
+// copied, after the last pass); remotedeleterequests_total (segment
+// deletions started), remotedeleteerrors_total (failed), and the gauge
+// remotelogsizebytes (remote log bytes of the partitions this broker
+// leads, after the last pass), all prefixed
+// kafka_server_brokertopicmetrics_. DescribeLogDirs lists the remote tier
+// as a second log dir, and DescribeConfigs of a tiered topic adds
+// read-only size entries (see tier_retention.go and docs/protocol.md).
 
 import (
 	"errors"

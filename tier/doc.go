@@ -2,8 +2,9 @@
 // interface and its implementations, the --tier URL, the key layout of
 // remote segments in the bucket, and the rebuild of the remote segment
 // index (package index) from the bucket alone, and the uploader of
-// sealed segments, and the remote read of a fetch (ReadRemote). The
-// reader's cache and read-ahead, and remote retention, will build on these.
+// sealed segments, the remote read of a fetch (ReadRemote), and remote
+// retention and deletion (ExpirePartition, DeletePartition, DeleteTopic).
+// The reader's cache and read-ahead will build on these.
 //
 // # Stores
 //
@@ -133,6 +134,50 @@
 // Local copies of a tiered partition are deleted by local.retention.ms
 // and local.retention.bytes only once wholly uploaded (the segment's last
 // offset at or below the remote log end; plog.EnforceTieredRetention).
+//
+// # Remote retention
+//
+// Uploader.ExpirePartition is one pass of the partition leader's
+// expiration task (the broker runs it in the same pass as the copy, for
+// topics with remote.storage.enable=true, copying or not), as Kafka's
+// RemoteLogManager does it. It first finishes the deletions an earlier
+// pass or a dead process left in DELETE_SEGMENT_STARTED. Then it walks the
+// COPY_SEGMENT_FINISHED segments oldest first and deletes each that
+//
+//   - lies wholly below the partition's log start offset (its end offset
+//     below it; DeleteRecords moves it, and it may lie below the local
+//     log start: index.RaiseLogStartOffset), or
+//   - has a max timestamp at or before now - retention.ms (the upload
+//     time when its records have no timestamps), or
+//   - can go while the partition's size stays at or above
+//     retention.bytes: the size is the remote segments' .log bytes plus
+//     the local segments not wholly uploaded (Kafka's
+//     onlyLocalLogSegmentsSize), so a segment held both locally and
+//     remotely counts once;
+//
+// and stops at the first segment none of these applies to, so the remote
+// log stays contiguous and nothing a consumer may still read under the
+// rules goes. Deleting is the sequence above (index
+// DELETE_SEGMENT_STARTED, which makes the segment unreadable, manifest
+// rewritten, objects, manifest, index DELETE_SEGMENT_FINISHED); the
+// remote log start (ListOffsets earliest) moves to the next segment. A
+// failing store stops the pass with the segment left in
+// DELETE_SEGMENT_STARTED; the next pass finishes it first. A crash at any
+// step is finished the same way, also by a broker that rebuilt its index
+// from the bucket (the manifest says DELETE_SEGMENT_STARTED).
+//
+// DeletePartition deletes a partition's whole remote log (every segment
+// the index knows, then anything left under the partition's prefix):
+// remote.storage.enable turned off with remote.log.delete.on.disable=true.
+// DeleteTopic deletes everything under a deleted topic's prefix (other
+// objects first, manifests last) and then all the topic's index entries
+// (index.ForgetTopic). Both are idempotent and safe to run on several
+// brokers at once; the broker persists its pending topic deletions in the
+// index (index.MarkTopicDeleted) and retries them every pass until the
+// bucket answers. Objects of a topic deleted while every broker that
+// hosted it was down, or written by a straggling upload after the
+// deletion, are left to the reconciliation of orphaned objects (topic
+// ids the cluster does not know).
 //
 // # Reads
 //
