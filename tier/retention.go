@@ -46,8 +46,9 @@ type RetentionStats struct {
 // then, oldest first, it deletes the COPY_SEGMENT_FINISHED segments that
 // lie wholly below the log start offset, or whose max timestamp is at or
 // before now - retention.ms, or whose removal still leaves the partition
-// (remote segments plus LocalOnlyBytes) at or above retention.bytes; it
-// stops at the first segment none of these applies to. A failing store
+// (the remote segments not below the log start plus LocalOnlyBytes) at or
+// above retention.bytes; it stops at the first segment none of these
+// applies to. A failing store
 // stops the pass with its error; the next pass resumes. It must not run
 // concurrently with CopyPartition of the same partition.
 func (u *Uploader) ExpirePartition(ctx context.Context, tp index.TopicIDPartition, pol RetentionPolicy) (RetentionStats, error) {
@@ -69,12 +70,16 @@ func (u *Uploader) ExpirePartition(ctx context.Context, tp index.TopicIDPartitio
 			st.Resumed++
 		case index.CopySegmentFinished:
 			finished = append(finished, m)
-			remoteBytes += m.SegmentSize
+			if pol.LogStartOffset < 0 || m.EndOffset >= pol.LogStartOffset {
+				remoteBytes += m.SegmentSize // what is below the log start goes anyway
+			}
 		}
 	}
+	byTime := pol.RetentionMs >= 0
 	cleanupUntil := int64(-1)
-	if pol.RetentionMs >= 0 {
+	if byTime {
 		cleanupUntil = u.now() - pol.RetentionMs
+		byTime = cleanupUntil >= 0
 	}
 	breached := int64(-1) // bytes above retention.bytes still to remove
 	if pol.RetentionBytes >= 0 {
@@ -84,8 +89,12 @@ func (u *Uploader) ExpirePartition(ctx context.Context, tp index.TopicIDPartitio
 		if ctx.Err() != nil {
 			return st, ctx.Err()
 		}
-		expired := pol.LogStartOffset >= 0 && m.EndOffset < pol.LogStartOffset
-		if !expired && pol.RetentionMs >= 0 {
+		// Kafka's order: the log start (the size debt left alone: such
+		// segments are not in the total), then time and size, each of
+		// which lowers the debt by the segment, not below zero.
+		belowStart := pol.LogStartOffset >= 0 && m.EndOffset < pol.LogStartOffset
+		expired := belowStart
+		if !expired && byTime {
 			ts := m.MaxTimestamp
 			if ts < 0 {
 				ts = m.EventTimestamp // no record timestamps: when it was uploaded
@@ -103,8 +112,8 @@ func (u *Uploader) ExpirePartition(ctx context.Context, tp index.TopicIDPartitio
 			st.Failed++
 			return st, err
 		}
-		if breached > 0 {
-			breached -= m.SegmentSize
+		if !belowStart && breached > 0 {
+			breached = max(0, breached-m.SegmentSize)
 		}
 		st.Deleted++
 		st.Bytes += m.SegmentSize

@@ -331,3 +331,21 @@ func TestRaiseLogStartOffset(t *testing.T) {
 		t.Fatal("negative accepted")
 	}
 }
+
+// Time and size together: a segment expired by time counts toward the
+// bytes retention.bytes wants gone, as in Kafka.
+func TestExpireByTimeAndSize(t *testing.T) {
+	u, store, segs := uploadedLog(t, upTP)
+	var total int64
+	for _, m := range segs {
+		total += m.SegmentSize
+	}
+	const hour = int64(time.Hour / time.Millisecond)
+	u.Now = func() time.Time { return time.UnixMilli(segs[0].MaxTimestamp + hour) } // segment 0 only by time
+	pol := RetentionPolicy{RetentionMs: hour, RetentionBytes: total - segs[0].SegmentSize - segs[1].SegmentSize, LogStartOffset: -1}
+	st, err := u.ExpirePartition(context.Background(), upTP, pol)
+	if err != nil || st.Deleted != 2 {
+		t.Fatalf("%+v, %v; want segments 0 (time) and 1 (size)", st, err)
+	}
+	checkRemaining(t, u, store, upTP, segs, 2)
+}
