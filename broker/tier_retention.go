@@ -28,6 +28,11 @@ type tierRetention struct {
 	mu           sync.Mutex
 	disabledDone map[*partition]bool // remote data deleted after remote.storage.enable=false
 	passSize     int64               // remote log bytes of the partitions led, this pass
+	// deleting holds tiered topics of which a partition vanished from the
+	// metadata while the topic is still there: a deletion under way
+	// (ZooKeeper mode removes a deleted topic partition by partition). The
+	// pass marks them deleted once the topic id is gone.
+	deleting map[[16]byte]string
 }
 
 func newTierRetention(reg *prometheus.Registry) *tierRetention {
@@ -42,6 +47,7 @@ func newTierRetention(reg *prometheus.Registry) *tierRetention {
 			Name: "kafka_server_brokertopicmetrics_remotelogsizebytes", Help: "Bytes of the remote log segments of the partitions this broker leads, after the last pass.",
 		}),
 		disabledDone: map[*partition]bool{},
+		deleting:     map[[16]byte]string{},
 	}
 	reg.MustRegister(r.deleteRequests, r.deleteErrors, r.logSize)
 	return r
@@ -157,11 +163,14 @@ func (s *Server) setRemoteLogSize() {
 }
 
 // forgetRemoteTopic is called by reconcile for a partition it closes and
-// deletes locally. Only when the topic itself is gone (the metadata has
-// no topic of that id: deleted, perhaps recreated under the same name) is
-// its remote data marked for deletion; a replica merely moved off this
-// broker leaves the bucket alone. The mark is persisted in the index and
-// the tier pass deletes the topic's objects (deleteRemoteTopics).
+// deletes locally. A replica merely moved off this broker (its partition
+// still in the metadata) leaves the bucket alone. When the topic itself is
+// gone (the metadata has no topic of that id: deleted, perhaps recreated
+// under the same name), its remote data is marked for deletion, persisted
+// in the index, and the tier pass deletes the topic's objects
+// (deleteRemoteTopics). When only the partition is gone, the topic is
+// being deleted partition by partition: the pass marks it once its id is
+// gone too.
 func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
 	if s.tier == nil {
 		return
@@ -170,8 +179,9 @@ func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
 	r.mu.Lock()
 	delete(r.disabledDone, p)
 	r.mu.Unlock()
-	if _, exists := md.TopicIDs[p.topicID]; exists {
-		return
+	name, exists := md.TopicIDs[p.topicID]
+	if t := md.Topics[name]; exists && t != nil && int(p.index) < len(t.Partitions) {
+		return // moved to other brokers
 	}
 	s.tier.mu.Lock()
 	tt := s.tier.settings[p]
@@ -180,15 +190,34 @@ func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
 		// Never tiered, or its remote data already deleted on disable.
 		return
 	}
-	if err := s.tier.idx.MarkTopicDeleted(tierPartition(p).TopicID, p.topic); err != nil {
-		s.log.Warn("remote index: mark a deleted topic; its objects stay for the reconciliation pass", "topic", p.topic, "err", err)
+	if exists {
+		r.mu.Lock()
+		r.deleting[p.topicID] = p.topic
+		r.mu.Unlock()
+		return
+	}
+	s.markTopicDeleted(p.topicID, p.topic)
+}
+
+func (s *Server) markTopicDeleted(id [16]byte, name string) {
+	if err := s.tier.idx.MarkTopicDeleted(id, name); err != nil {
+		s.log.Warn("remote index: mark a deleted topic; its objects stay for the reconciliation pass", "topic", name, "err", err)
 	}
 }
 
 // deleteRemoteTopics deletes the objects and index entries of the topics
 // marked deleted; a failure leaves the mark for the next pass.
 func (s *Server) deleteRemoteTopics() {
-	ts := s.tier
+	ts, r := s.tier, s.tier.retention
+	md := s.ctrl.Metadata()
+	r.mu.Lock()
+	for id, name := range r.deleting {
+		if _, ok := md.TopicIDs[id]; !ok {
+			s.markTopicDeleted(id, name)
+			delete(r.deleting, id)
+		}
+	}
+	r.mu.Unlock()
 	pend, err := ts.idx.PendingTopicDeletions()
 	if err != nil {
 		s.log.Warn("remote index: pending topic deletions", "err", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/controller"
 	"strata/index"
 	"strata/tier"
 )
@@ -361,5 +362,56 @@ func TestTieredTopicDeletion(t *testing.T) {
 	}
 	if len(keysUnder(t, store, otherKey)) != 1 {
 		t.Fatal("the other topic's object was deleted")
+	}
+}
+
+// TestTieredForgetMovedOrDeleted: a partition dropped by reconcile marks
+// its topic's remote data for deletion only when the topic is gone; a
+// replica moved off this broker does not, and a partition gone while its
+// topic remains (ZooKeeper's partition-by-partition deletion) is marked
+// once the topic id is gone.
+func TestTieredForgetMovedOrDeleted(t *testing.T) {
+	store := tier.NewMemStore()
+	ts, p, _ := tieredBroker(t, store, "tiered-forget", 2, 40)
+	id := p.topicID
+	pending := func() int {
+		pend, err := ts.tier.idx.PendingTopicDeletions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(pend)
+	}
+	md := ts.ctrl.Metadata()
+	moved := *md
+	ts.forgetRemoteTopic(p, &moved) // the topic and its partition 0 are still there
+	if pending() != 0 {
+		t.Fatal("a moved replica marked its topic deleted")
+	}
+	// Partition 1 gone, the topic still there: a deletion under way.
+	p1 := ts.partition("tiered-forget", 1)
+	shrunk := *md
+	shrunk.Topics = map[string]*controller.Topic{}
+	for k, v := range md.Topics {
+		shrunk.Topics[k] = v
+	}
+	cut := *md.Topics["tiered-forget"]
+	cut.Partitions = cut.Partitions[:1]
+	shrunk.Topics["tiered-forget"] = &cut
+	ts.forgetRemoteTopic(p1, &shrunk)
+	if pending() != 0 {
+		t.Fatal("marked while the topic is still in the metadata")
+	}
+	ts.tier.retention.mu.Lock()
+	_, suspect := ts.tier.retention.deleting[id]
+	ts.tier.retention.mu.Unlock()
+	if !suspect {
+		t.Fatal("the partly deleted topic is not remembered")
+	}
+	// The topic gone: marked.
+	gone := *md
+	gone.TopicIDs = map[[16]byte]string{}
+	ts.forgetRemoteTopic(p, &gone)
+	if pending() != 1 {
+		t.Fatal("a deleted topic was not marked")
 	}
 }
