@@ -231,3 +231,91 @@ func TestTierRemoteRetentionMinIO(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestTierTopicDeletionCluster deletes a tiered topic of three partitions
+// on a three-broker ZooKeeper cluster sharing one MinIO bucket (every
+// leader uploads its partitions) and checks with minio-go that nothing is
+// left under the topic's prefix, while another tiered topic's objects
+// remain.
+func TestTierTopicDeletionCluster(t *testing.T) {
+	m := testenv.StartMinIO(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey())
+	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey())
+	zk := testenv.StartZooKeeper(t)
+	const prefix = "e2e-cluster-delete"
+	var seeds []string
+	for id := 1; id <= 3; id++ {
+		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id,
+			Sets: []string{"remote.log.manager.task.interval.ms=100", "log.retention.check.interval.ms=100"},
+			Args: []string{"--zookeeper", zk.Addr(), "--tier", "s3://" + m.Bucket() + "/" + prefix, "--s3-endpoint", m.Endpoint(), "--s3-region", testenv.MinIORegion}})
+		seeds = append(seeds, b.Addr())
+	}
+	mc := m.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	str := func(s string) *string { return &s }
+	cfg := map[string]*string{"remote.storage.enable": str("true"), "segment.bytes": str("8192"), "local.retention.bytes": str("20000")}
+	for _, topic := range []string{"doomed", "kept"} {
+		if r, err := adm.CreateTopic(ctx, 3, 2, cfg, topic); err != nil || r.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, r.Err)
+		}
+	}
+	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	for i := range 90 {
+		for _, topic := range []string{"doomed", "kept"} {
+			rec := &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: bytes.Repeat([]byte{'v'}, 1000)}
+			if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+	}
+	tds, err := adm.ListTopics(ctx, "doomed", "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doomed, kept := tier.TopicPrefix(index.UUID(tds["doomed"].ID)), tier.TopicPrefix(index.UUID(tds["kept"].ID))
+	partsWithManifests := func(objs map[string][]byte, topicPrefix string) int {
+		parts := map[string]bool{}
+		for k := range objs {
+			if strings.HasPrefix(k, topicPrefix) && strings.HasSuffix(k, tier.ManifestSuffix) {
+				parts[strings.Split(k, "/")[1]] = true
+			}
+		}
+		return len(parts)
+	}
+	var objs map[string][]byte
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		objs = minioBucket(t, mc, m.Bucket(), prefix)
+		if partsWithManifests(objs, doomed) == 3 && partsWithManifests(objs, kept) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every partition uploaded: %d and %d partitions", partsWithManifests(objs, doomed), partsWithManifests(objs, kept))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r, err := adm.DeleteTopic(ctx, "doomed"); err != nil || r.Err != nil {
+		t.Fatalf("delete: %v %v", err, r.Err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		left := 0
+		objs = minioBucket(t, mc, m.Bucket(), prefix)
+		for k := range objs {
+			if strings.HasPrefix(k, doomed) {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d objects of the deleted topic left", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if partsWithManifests(objs, kept) != 3 {
+		t.Fatalf("the other topic lost objects: %d partitions with manifests", partsWithManifests(objs, kept))
+	}
+}
