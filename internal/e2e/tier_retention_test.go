@@ -174,7 +174,9 @@ func TestTierRemoteRetentionMinIO(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	after := minioBucket(t, mc, m.Bucket(), prefix)
-	stem := func(s *index.SegmentMetadata) string { return strings.TrimSuffix(tier.ManifestKey(s), tier.ManifestSuffix) }
+	stem := func(s *index.SegmentMetadata) string {
+		return strings.TrimSuffix(tier.ManifestKey(s), tier.ManifestSuffix)
+	}
 	for i := range expired {
 		for k := range after {
 			if strings.HasPrefix(k, stem(&expired[i])) {
