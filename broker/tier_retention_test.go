@@ -348,7 +348,8 @@ func TestTieredTopicDeletion(t *testing.T) {
 		pend, _ := ts.tier.idx.PendingTopicDeletions()
 		return len(pend) == 1 && pend[0].TopicID == tp.TopicID && store.Calls(tier.OpList) > 0
 	})
-	time.Sleep(300 * time.Millisecond) // a few failing passes
+	lists := store.Calls(tier.OpList)
+	waitFor(t, "more failing passes", 10*time.Second, func() bool { return store.Calls(tier.OpList) >= lists+2 })
 	if len(keysUnder(t, store, tier.TopicPrefix(tp.TopicID))) == 0 {
 		t.Fatal("objects deleted with the bucket down")
 	}
