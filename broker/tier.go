@@ -59,6 +59,8 @@ type tierState struct {
 	// Kafka's BrokerTopicMetrics of the copy task.
 	copyBytes, copyRequests, copyErrors prometheus.Counter
 	copyLagBytes, copyLagSegments       prometheus.Gauge
+
+	follow tierFollow // index refresh and follower rebuilds (tier_follower.go)
 }
 
 // tierTopic is what tiering needs of a partition's topic settings.
@@ -117,6 +119,7 @@ func (s *Server) openTier() error {
 			Name: "kafka_server_brokertopicmetrics_remotecopylagsegments", Help: "Sealed segments below the high watermark not yet copied, after the last pass.",
 		}),
 	}
+	s.tier.follow.init(s.metrics.reg)
 	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
 	return nil
 }
@@ -143,6 +146,7 @@ func (s *Server) dropTierSettings(p *partition) {
 	}
 	s.tier.mu.Lock()
 	delete(s.tier.settings, p)
+	delete(s.tier.follow.refreshed, p)
 	s.tier.mu.Unlock()
 }
 
@@ -165,7 +169,7 @@ func tierPartition(p *partition) index.TopicIDPartition {
 // enforceRetention applies local retention to a partition: tiered
 // partitions keep every segment not yet uploaded.
 func (s *Server) enforceRetention(p *partition) (int, error) {
-	tt, ok := s.tiered(p)
+	tt, ok := s.tieredLocal(p) // leader or follower (tier_follower.go)
 	if !ok {
 		return p.log.EnforceRetention()
 	}
@@ -223,7 +227,8 @@ func (s *Server) tierPass() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if _, ok := s.tiered(p); !ok {
+		mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
+		if _, ok := s.tiered(p); !ok || !mayCopy {
 			continue
 		}
 		hw := p.hw.Load()
