@@ -213,3 +213,41 @@ func TestTieredFollowers(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredLeaderRefreshesBeforeUpload: a leader whose index does not
+// know the uploads (as a broker that just became leader, or whose index
+// lost the partition) refreshes it from the bucket before its first
+// upload of the epoch, and so copies nothing a second time.
+func TestTieredLeaderRefreshesBeforeUpload(t *testing.T) {
+	store := tier.NewMemStore()
+	ts, p, tp := tieredBroker(t, store, "lr", 1, 1200)
+	before := manifestBases(t, store, tp)
+	if len(before) == 0 {
+		t.Fatal("nothing uploaded")
+	}
+	end, _, _ := ts.tier.idx.LogEnd(tp)
+	// Forget the uploads, as a new leader would not know them. The tier
+	// pass waits on tier.mu meanwhile.
+	ts.tier.mu.Lock()
+	if err := ts.tier.idx.ReplacePartition(tp, nil); err != nil {
+		ts.tier.mu.Unlock()
+		t.Fatal(err)
+	}
+	delete(ts.tier.follow.refreshed, p)
+	ts.tier.mu.Unlock()
+	waitFor(t, "the index refreshed from the bucket", 30*time.Second, func() bool {
+		got, ok, _ := ts.tier.idx.LogEnd(tp)
+		return ok && got == end
+	})
+	// A few more passes: nothing is copied again.
+	time.Sleep(500 * time.Millisecond)
+	after := manifestBases(t, store, tp)
+	for base, n := range after {
+		if n != 1 {
+			t.Fatalf("segment at %d uploaded %d times", base, n)
+		}
+	}
+	if len(after) != len(before) {
+		t.Fatalf("%d manifests after the refresh, %d before", len(after), len(before))
+	}
+}
