@@ -19,16 +19,22 @@ package broker
 // only once it is wholly uploaded (plog.EnforceTieredRetention); the log
 // start offset moves up with the local segments, and consumers read the
 // offsets below it from the bucket (tier_fetch.go); ListOffsets earliest
-// is then the remote log start. Remote segments are not expired yet. Followers,
-// whose index does not learn the leader's uploads, and topics with
+// is then the remote log start. Remote segments are not expired yet.
+// Followers do the same: every pass refreshes their index of each tiered
+// partition from the bucket, and their local retention deletes only what
+// it holds; a leader refreshes once per leader epoch before its first
+// upload, so it never uploads again what its predecessor did
+// (tier_follower.go, which also rebuilds a follower from the leader's
+// local tail on OFFSET_MOVED_TO_TIERED_STORAGE). Topics with
 // remote.log.copy.disable=true keep plain retention.ms/bytes locally.
 //
 // Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
 // remotecopyrequests_total (segments), remotecopyerrors_total (failed
-// partition passes), and the gauges remotecopylagbytes and
+// partition passes), the gauges remotecopylagbytes and
 // remotecopylagsegments (sealed segments below the high watermark not yet
-// copied, after the last pass), all prefixed
-// kafka_server_brokertopicmetrics_.
+// copied, after the last pass), and buildremotelogauxstaterequests_total
+// and failedbuildremotelogauxstaterequests_total (follower rebuilds), all
+// prefixed kafka_server_brokertopicmetrics_.
 
 import (
 	"errors"
