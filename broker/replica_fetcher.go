@@ -41,7 +41,8 @@ type followPart struct {
 	truncated bool  // the divergent tail has been truncated for epoch
 	// fromTier: the leader answered OFFSET_MOVED_TO_TIERED_STORAGE; the
 	// log is rebuilt from the leader's local tail first (tier_follower.go).
-	fromTier bool
+	fromTier  bool
+	tierRetry time.Time // a failed rebuild is retried from then on
 }
 
 // fetcher replicates from one leader broker.
@@ -267,14 +268,28 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 	if len(untruncated) > 0 {
 		return f.truncate(rc, parts, untruncated)
 	}
+	// Partitions to rebuild from the leader's local tail first; they stay
+	// out of the fetch until rebuilt, the others go on meanwhile.
+	now := time.Now()
 	var toBuild []tp
 	for k, fp := range parts {
-		if fp.fromTier {
+		if fp.fromTier && !now.Before(fp.tierRetry) {
 			toBuild = append(toBuild, k)
 		}
 	}
 	if len(toBuild) > 0 {
-		return f.buildFromTier(ctx, rc, parts, toBuild)
+		if err := f.buildFromTier(ctx, rc, parts, toBuild); err != nil {
+			return false, err
+		}
+		parts = f.snapshot()
+	}
+	for k, fp := range parts {
+		if fp.fromTier || !fp.truncated {
+			delete(parts, k)
+		}
+	}
+	if len(parts) == 0 {
+		return true, nil
 	}
 	lag := time.Duration(f.s.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
 	wait := min(500*time.Millisecond, max(lag/2, 10*time.Millisecond))

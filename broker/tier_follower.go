@@ -162,11 +162,25 @@ func (s *Server) movedToTier(p *partition, offset int64) bool {
 	return ok && offset >= start
 }
 
+// tierRebuildBackoff is how long a partition whose rebuild failed waits
+// before the next attempt (its fetches wait with it; the fetcher's other
+// partitions do not).
+const tierRebuildBackoff = time.Second
+
+// retryLater postpones the rebuild of k.
+func (f *fetcher) retryLater(k tp, want followPart) {
+	f.mu.Lock()
+	if fp := f.current(k, want); fp != nil {
+		fp.tierRetry = time.Now().Add(tierRebuildBackoff)
+	}
+	f.mu.Unlock()
+}
+
 // buildFromTier rebuilds the state of followed partitions whose leader
 // answered OFFSET_MOVED_TO_TIERED_STORAGE (see the file comment). A
-// partition it could not rebuild stays marked and is retried after a
-// backoff; an error means the connection is unusable.
-func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[tp]followPart, keys []tp) (backoff bool, err error) {
+// partition it could not rebuild stays marked and is retried after
+// tierRebuildBackoff; an error means the connection is unusable.
+func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[tp]followPart, keys []tp) error {
 	s := f.s
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 9
@@ -189,7 +203,7 @@ func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[
 	}
 	kresp, err := rc.roundTrip(req, 10*time.Second)
 	if err != nil {
-		return false, err
+		return err
 	}
 	resp := kresp.(*kmsg.ListOffsetsResponse)
 	for _, rt := range resp.Topics {
@@ -202,7 +216,7 @@ func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[
 			if rp.ErrorCode != 0 || rp.Offset < 0 {
 				s.log.Debug("earliest local offset from leader", "topic", k.topic, "partition", k.part, "leader", f.leader,
 					"err", kerr.ErrorForCode(rp.ErrorCode))
-				backoff = true
+				f.retryLater(k, want)
 				continue
 			}
 			if err := f.buildOne(ctx, k, want, rp.Offset); err != nil {
@@ -211,11 +225,11 @@ func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[
 				}
 				s.log.Warn("rebuild follower log from remote storage; retrying", "topic", k.topic, "partition", k.part,
 					"leader", f.leader, "leader_local_start", rp.Offset, "err", err)
-				backoff = true
+				f.retryLater(k, want)
 			}
 		}
 	}
-	return backoff, nil
+	return nil
 }
 
 // buildOne rebuilds one partition given the leader's local log start.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -250,4 +251,70 @@ func TestTieredLeaderRefreshesBeforeUpload(t *testing.T) {
 	if len(after) != len(before) {
 		t.Fatalf("%d manifests after the refresh, %d before", len(after), len(before))
 	}
+}
+
+// TestTieredFollowerRebuildRetries: while the bucket fails the objects a
+// wiped follower needs to rebuild a tiered partition, that partition
+// waits (counted as failed rebuilds) and the follower's other partitions
+// from the same leader keep replicating; once the bucket answers, the
+// rebuild completes.
+func TestTieredFollowerRebuildRetries(t *testing.T) {
+	store := tier.NewMemStore()
+	c := startTierCluster(t, 2, map[string]string{
+		"remote.log.storage.system.enable":    "true",
+		"remote.log.manager.task.interval.ms": "100",
+		"log.retention.check.interval.ms":     "100",
+	}, store)
+	c.createTopic("ta", []int32{0, 1}, map[string]string{
+		"remote.storage.enable": "true", "segment.bytes": "8192", "local.retention.bytes": "20000", "file.delete.delay.ms": "0",
+	})
+	c.createTopic("tb", []int32{0, 1}, nil)
+	ctx := testCtx(t)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.servers[0].Addr().String()), kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(topic string, n int) {
+		t.Helper()
+		for i := range n {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: tierValue(i)}).FirstErr(); err != nil {
+				t.Fatalf("produce to %s: %v", topic, err)
+			}
+		}
+	}
+	produce("ta", 600)
+	pa := c.servers[0].partition("ta", 0)
+	waitFor(t, "the leader's local log start moves up", 30*time.Second, func() bool { return pa.log.LogStartOffset() > 0 })
+
+	c.kill(1)
+	if err := os.RemoveAll(c.dirs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(c.dirs[1], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store.SetFault(func(op tier.Op, key string) error {
+		if op == tier.OpGet && strings.HasSuffix(key, ".leader-epoch-checkpoint") {
+			return errors.New("bucket down")
+		}
+		return nil
+	})
+	c.start(1)
+	produce("tb", 50)
+	waitFor(t, "the plain partition replicates meanwhile", 30*time.Second, func() bool {
+		return c.leo(1, "tb") == c.leo(0, "tb")
+	})
+	waitFor(t, "failed rebuilds counted", 30*time.Second, func() bool {
+		return tierMetric(t, c.servers[1], "failedbuildremotelogauxstaterequests_total") >= 1
+	})
+	if p := c.servers[1].partition("ta", 0); p.log.LogEndOffset() != 0 {
+		t.Fatalf("tiered partition at %d without its rebuild", p.log.LogEndOffset())
+	}
+	store.SetFault(nil)
+	waitFor(t, "the tiered partition rebuilt and caught up", 30*time.Second, func() bool {
+		p := c.servers[1].partition("ta", 0)
+		return p.log.LogStartOffset() > 0 && p.log.LogEndOffset() == pa.log.LogEndOffset()
+	})
 }
