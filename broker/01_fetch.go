@@ -15,6 +15,10 @@ package broker
 // (sendfile.go). From v11 consumers give their rack and may fetch from
 // followers (KIP-392, fetch_from_follower.go): the leader names a
 // PreferredReadReplica, a follower serves up to its high watermark.
+// Consumers' offsets below the local log start of a tiered partition are
+// read from the bucket (tier_fetch.go); a replica's get
+// OFFSET_MOVED_TO_TIERED_STORAGE when the remote log holds them, as from
+// Kafka's leader (tier_follower.go).
 
 import (
 	"time"
@@ -339,6 +343,9 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = errCode(err)
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.log.LogEndOffset() {
 			r.code = 0 // between HW and LEO: nothing yet, not an error
+		}
+		if r.code == kerr.OffsetOutOfRange.Code && follower && s.movedToTier(p, t.fetchOffset) {
+			r.code = kerr.OffsetMovedToTieredStorage.Code // the follower rebuilds from our local tail (tier_follower.go)
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && !follower && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteReadable(p) {
 			if start, ok := s.remoteLogStart(p); ok && t.fetchOffset >= start {

@@ -6,7 +6,10 @@ package broker
 // OffsetForLeaderEpoch (KIP-101/KIP-279), then fetches from its log end
 // with its replica id, appends with AppendReplicated (batches keep their
 // offsets and leader epochs) and takes min(leader's high watermark, own log
-// end) as its high watermark.
+// end) as its high watermark. A fetch answered OFFSET_MOVED_TO_TIERED_STORAGE
+// (its offset is below the leader's local log start of a tiered
+// partition) first rebuilds the log from the leader's local tail
+// (tier_follower.go).
 
 import (
 	"bufio"
@@ -36,6 +39,10 @@ type followPart struct {
 	p         *partition
 	epoch     int32 // leader epoch being followed
 	truncated bool  // the divergent tail has been truncated for epoch
+	// fromTier: the leader answered OFFSET_MOVED_TO_TIERED_STORAGE; the
+	// log is rebuilt from the leader's local tail first (tier_follower.go).
+	fromTier  bool
+	tierRetry time.Time // a failed rebuild is retried from then on
 }
 
 // fetcher replicates from one leader broker.
@@ -261,6 +268,29 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 	if len(untruncated) > 0 {
 		return f.truncate(rc, parts, untruncated)
 	}
+	// Partitions to rebuild from the leader's local tail first; they stay
+	// out of the fetch until rebuilt, the others go on meanwhile.
+	now := time.Now()
+	var toBuild []tp
+	for k, fp := range parts {
+		if fp.fromTier && !now.Before(fp.tierRetry) {
+			toBuild = append(toBuild, k)
+		}
+	}
+	if len(toBuild) > 0 {
+		if err := f.buildFromTier(ctx, rc, parts, toBuild); err != nil {
+			return false, err
+		}
+		parts = f.snapshot()
+	}
+	for k, fp := range parts {
+		if fp.fromTier || !fp.truncated {
+			delete(parts, k)
+		}
+	}
+	if len(parts) == 0 {
+		return true, nil
+	}
 	lag := time.Duration(f.s.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
 	wait := min(500*time.Millisecond, max(lag/2, 10*time.Millisecond))
 	req := kmsg.NewPtrFetchRequest()
@@ -317,6 +347,8 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 			case kerr.OffsetOutOfRange.Code:
 				fp.truncated = false // find the common point again
 				backoff = true
+			case kerr.OffsetMovedToTieredStorage.Code:
+				fp.fromTier = true // rebuild from the leader's local tail next round
 			default:
 				// Fenced or unknown epoch, not leader: wait for metadata.
 				backoff = true

@@ -16,6 +16,7 @@ import (
 
 	"strata/broker/config"
 	"strata/controller"
+	"strata/tier"
 )
 
 // testCluster is several in-process brokers sharing a controller.Memory.
@@ -26,11 +27,18 @@ type testCluster struct {
 	perSets map[int32]map[string]string // per-broker configs over sets (broker.rack)
 	dirs    map[int32]string
 	servers map[int32]*Server
+	store   tier.ObjectStore // the brokers' tier (nil: none)
 }
 
 func startCluster(t testing.TB, n int, sets map[string]string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, m: controller.NewMemory(), sets: sets, dirs: map[int32]string{}, servers: map[int32]*Server{}}
+	return startTierCluster(t, n, sets, nil)
+}
+
+// startTierCluster is startCluster with the brokers' tier store.
+func startTierCluster(t testing.TB, n int, sets map[string]string, store tier.ObjectStore) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, m: controller.NewMemory(), sets: sets, dirs: map[int32]string{}, servers: map[int32]*Server{}, store: store}
 	for i := int32(0); i < int32(n); i++ {
 		c.dirs[i] = t.TempDir()
 	}
@@ -64,7 +72,7 @@ func (c *testCluster) start(id int32) *Server {
 	if err != nil {
 		c.t.Fatalf("config: %v", err)
 	}
-	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr(), Controller: c.m})
+	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr(), Controller: c.m, TierStore: c.store})
 	if err != nil {
 		c.t.Fatalf("new: %v", err)
 	}

@@ -19,9 +19,14 @@ package broker
 // only once it is wholly uploaded (plog.EnforceTieredRetention); the log
 // start offset moves up with the local segments, and consumers read the
 // offsets below it from the bucket (tier_fetch.go); ListOffsets earliest
-// is then the remote log start. Followers, whose index does not learn the
-// leader's uploads, and topics with remote.log.copy.disable=true keep
-// plain retention.ms/bytes locally.
+// is then the remote log start. Followers do the same: every pass
+// refreshes their index of each tiered partition from the bucket, and
+// their local retention deletes only what it holds; a leader refreshes
+// once per leader epoch before its first upload, so it never uploads again
+// what its predecessor did (tier_follower.go, which also rebuilds a
+// follower from the leader's local tail on OFFSET_MOVED_TO_TIERED_STORAGE).
+// Topics with remote.log.copy.disable=true keep plain retention.ms/bytes
+// locally.
 //
 // Remote retention (tier_retention.go) runs in the same pass on the
 // leader, for topics with remote.storage.enable=true whether copying or
@@ -50,15 +55,16 @@ package broker
 //
 // Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
 // remotecopyrequests_total (segments), remotecopyerrors_total (failed
-// partition passes), and the gauges remotecopylagbytes and
+// partition passes), the gauges remotecopylagbytes and
 // remotecopylagsegments (sealed segments below the high watermark not yet
 // copied, after the last pass); remotedeleterequests_total (segment
-// deletions started), remotedeleteerrors_total (failed), and the gauge
+// deletions started), remotedeleteerrors_total (failed), the gauge
 // remotelogsizebytes (remote log bytes of the partitions this broker
-// leads, after the last pass), all prefixed
-// kafka_server_brokertopicmetrics_. DescribeLogDirs lists the remote tier
-// as a second log dir, and DescribeConfigs of a tiered topic adds
-// read-only size entries (see tier_retention.go and docs/protocol.md).
+// leads, after the last pass), and buildremotelogauxstaterequests_total
+// and failedbuildremotelogauxstaterequests_total (follower rebuilds), all
+// prefixed kafka_server_brokertopicmetrics_. DescribeLogDirs lists the
+// remote tier as a second log dir, and DescribeConfigs of a tiered topic
+// adds read-only size entries (see tier_retention.go and docs/protocol.md).
 
 import (
 	"errors"
@@ -91,6 +97,7 @@ type tierState struct {
 	copyLagBytes, copyLagSegments       prometheus.Gauge
 
 	retention *tierRetention // remote retention and deletions (tier_retention.go)
+	follow    tierFollow     // index refresh and follower rebuilds (tier_follower.go)
 }
 
 // tierTopic is what tiering needs of a partition's topic settings.
@@ -152,6 +159,7 @@ func (s *Server) openTier() error {
 			Name: "kafka_server_brokertopicmetrics_remotecopylagsegments", Help: "Sealed segments below the high watermark not yet copied, after the last pass.",
 		}),
 	}
+	s.tier.follow.init(s.metrics.reg)
 	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
 	s.tier.retention = newTierRetention(s.metrics.reg)
 	return nil
@@ -182,6 +190,7 @@ func (s *Server) dropTierSettings(p *partition) {
 	}
 	s.tier.mu.Lock()
 	delete(s.tier.settings, p)
+	delete(s.tier.follow.refreshed, p)
 	s.tier.mu.Unlock()
 }
 
@@ -204,7 +213,7 @@ func tierPartition(p *partition) index.TopicIDPartition {
 // enforceRetention applies local retention to a partition: tiered
 // partitions keep every segment not yet uploaded.
 func (s *Server) enforceRetention(p *partition) (int, error) {
-	tt, ok := s.tiered(p)
+	tt, ok := s.tieredLocal(p) // leader or follower (tier_follower.go)
 	if !ok {
 		return p.log.EnforceRetention()
 	}
@@ -264,8 +273,9 @@ func (s *Server) tierPass() {
 		if s.ctx.Err() != nil {
 			return
 		}
+		mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
 		s.expireRemote(p)
-		if _, ok := s.tiered(p); !ok {
+		if _, ok := s.tiered(p); !ok || !mayCopy {
 			continue
 		}
 		hw := p.hw.Load()

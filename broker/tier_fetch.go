@@ -10,8 +10,9 @@ package broker
 // remote partition answers at once, without long polling. A missing or
 // corrupt object, or a failing bucket, gives that partition
 // KAFKA_STORAGE_ERROR (Kafka's answer to a failed remote read); the other
-// partitions of the fetch are unaffected. Followers still get
-// OFFSET_OUT_OF_RANGE below the local log start.
+// partitions of the fetch are unaffected. Followers (replica fetches)
+// get OFFSET_MOVED_TO_TIERED_STORAGE below the local log start instead,
+// and rebuild from the local tail (tier_follower.go).
 
 import (
 	"context"

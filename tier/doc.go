@@ -1,10 +1,10 @@
 // Package tier is tiered storage's object store: the ObjectStore
 // interface and its implementations, the --tier URL, the key layout of
 // remote segments in the bucket, and the rebuild of the remote segment
-// index (package index) from the bucket alone, and the uploader of
-// sealed segments, the remote read of a fetch (ReadRemote), and remote
-// retention and deletion (ExpirePartition, DeletePartition, DeleteTopic).
-// The reader's cache and read-ahead will build on these.
+// index (package index) from the bucket alone or one partition's refresh,
+// the uploader of sealed segments, the remote read of a fetch
+// (ReadRemote), and remote retention and deletion (ExpirePartition,
+// DeletePartition, DeleteTopic).
 //
 // # Stores
 //
@@ -133,7 +133,24 @@
 //
 // Local copies of a tiered partition are deleted by local.retention.ms
 // and local.retention.bytes only once wholly uploaded (the segment's last
-// offset at or below the remote log end; plog.EnforceTieredRetention).
+// offset at or below the remote log end; plog.EnforceTieredRetention), on
+// the leader and on followers alike.
+//
+// # Replicas that do not upload
+//
+// Only a partition's leader writes its segments; the other replicas learn
+// them from the bucket. RefreshPartition lists the partition's manifests
+// and reads only those whose segment the index does not hold in
+// COPY_SEGMENT_FINISHED (a finished manifest changes only on deletion,
+// which first rewrites it in DELETE_SEGMENT_STARTED and ends with it
+// gone), then rewrites the partition in the index if anything changed. A
+// broker runs it every task interval for the tiered partitions it follows,
+// and once per leader epoch for those it leads, before that epoch's first
+// upload: a new leader thus continues after its predecessor's remote log
+// end. FindSegment finds the finished segment holding an offset from the
+// bucket alone; a follower rebuilding its log from the leader's local tail
+// uses it (with the segment's .leader-epoch-checkpoint and .snapshot
+// objects) when its own index does not know the segment yet.
 //
 // # Remote retention
 //

@@ -11,6 +11,7 @@
 //	leader-epoch-checkpoint  leader epochs and their start offsets (epochcache.go)
 //	log-checkpoint        recovery point, log start offset, clean-shutdown flag (checkpoint.go)
 //	cleaner-offset-checkpoint  the log cleaner's first dirty offset: lines "0" (version) and the offset (clean.go)
+//	log-reset             a committed ResetTo not yet finished: the new start offset, epochs and producer snapshot (reset.go)
 //	<base>.*.cleaned, <base>.*.swap  a cleaned segment being written / swapped in (clean_swap.go)
 //
 // <base> and <offset> are 20-digit zero-padded decimal offsets; a segment's
@@ -90,10 +91,23 @@
 // active segment's entries fully: increasing offsets and positions) and are
 // recovered the same way when it fails. Readers also fall back to a scan
 // from the segment start if an index position does not land on a batch.
-// Then the epoch cache is truncated to the log end and the log start,
+// A log-reset file (a committed ResetTo) is completed before anything
+// else: every segment, snapshot and cleaner file goes and the empty log at
+// its offset is written. Then the epoch cache is truncated to the log end
+// (an empty log keeps the entry at its start) and the log start,
 // producer state is loaded from the newest snapshot at or below the log end
 // and the batches after it are replayed. Every file operation is ordered so
 // that a crash between any two of them leaves a directory that reopens.
+//
+// # Reset
+//
+// ResetTo truncates the log fully and starts it again, empty, at an
+// offset, with a given leader-epoch checkpoint and producer snapshot (a
+// follower of a tiered partition restarting at its leader's local log
+// start; Kafka's truncateFullyAndStartAt). The whole new state is first
+// written to log-reset (temp, fsync, rename, fsync directory): before that
+// rename a crash recovers the old log, after it Open finishes the reset
+// (reset.go).
 //
 // # Compaction
 //

@@ -77,6 +77,9 @@ func parseBase(name, suffix string) (int64, bool) {
 }
 
 func (l *Log) load(cfg *Config) error {
+	if err := l.completeReset(); err != nil {
+		return fmt.Errorf("complete log reset: %w", err)
+	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
@@ -229,7 +232,14 @@ func (l *Log) load(cfg *Config) error {
 	if l.epochs, err = OpenEpochCache(l.fs, l.dir); err != nil {
 		return fmt.Errorf("leader epoch cache: %w", err)
 	}
-	if err := l.epochs.TruncateFromEnd(leo); err != nil {
+	// An empty log keeps the epoch entry at its start (a reset log
+	// starts in the epoch its leader had there); otherwise entries at or
+	// past the log end name epochs nothing was written in.
+	epochEnd := leo
+	if leo == l.logStart {
+		epochEnd = leo + 1
+	}
+	if err := l.epochs.TruncateFromEnd(epochEnd); err != nil {
 		return fmt.Errorf("truncate epoch cache to %d: %w", leo, err)
 	}
 	if err := l.epochs.TruncateFromStart(l.logStart); err != nil {

@@ -1,0 +1,152 @@
+package tier
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"strata/index"
+)
+
+// RefreshStats reports what a RefreshPartition did.
+type RefreshStats struct {
+	Manifests int  // manifest keys listed
+	Read      int  // manifests read (the others were known and final)
+	Changed   bool // the index's partition was rewritten
+	Segments  int  // segments the partition holds now
+}
+
+// RefreshPartition brings one partition of the index up to date with the
+// bucket, as RebuildPartition does, but reads only the manifests it does
+// not know in their final state: a listed manifest whose segment id the
+// index holds in COPY_SEGMENT_FINISHED is taken from the index (a
+// finished manifest changes only when its segment is deleted, and that
+// rewrites it in DELETE_SEGMENT_STARTED, which a refresh notices only when
+// the deletion ends and the manifest is gone: until then a follower may
+// try a segment being deleted and answer KAFKA_STORAGE_ERROR). The
+// index is rewritten only when something changed. This is how followers
+// learn their leader's uploads, and how a new leader learns its
+// predecessor's before its first upload.
+//
+// Unlike RebuildPartition it does not mark the index as rebuilding: a
+// crash midway leaves the partition partly written, which the next
+// refresh repairs, and every broker refreshes a partition before it
+// uploads for it.
+func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, tp index.TopicIDPartition) (RefreshStats, error) {
+	var st RefreshStats
+	have, err := idx.Segments(tp)
+	if err != nil {
+		return st, fmt.Errorf("refresh %s: %w", tp, err)
+	}
+	known := make(map[index.UUID]index.SegmentMetadata, len(have))
+	for _, m := range have {
+		known[m.SegmentID] = m
+	}
+	byBase := map[int64]index.SegmentMetadata{}
+	for info, err := range store.List(ctx, PartitionPrefix(tp)) {
+		if err != nil {
+			return st, fmt.Errorf("refresh %s: %w", tp, err)
+		}
+		if !strings.HasSuffix(info.Key, ManifestSuffix) {
+			continue
+		}
+		st.Manifests++
+		k, err := ParseSegmentKey(info.Key)
+		if err != nil || k.Partition != tp {
+			continue // not a manifest of this layout: RebuildIndex reports it
+		}
+		m, ok := known[k.SegmentID]
+		if !ok || m.State != index.CopySegmentFinished || m.StartOffset != k.BaseOffset {
+			st.Read++
+			m, err = readManifest(ctx, store, info.Key)
+			switch {
+			case errors.Is(err, ErrNotFound), errors.Is(err, errBadManifest):
+				continue
+			case err != nil:
+				return st, fmt.Errorf("refresh %s: %w", tp, err)
+			}
+		}
+		if old, dup := byBase[m.StartOffset]; !dup || wins(&m, &old) {
+			byBase[m.StartOffset] = m
+		}
+	}
+	segs := make([]index.SegmentMetadata, 0, len(byBase))
+	for _, m := range byBase {
+		segs = append(segs, m)
+	}
+	slices.SortFunc(segs, func(a, b index.SegmentMetadata) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
+	st.Segments = len(segs)
+	if sameSegments(have, segs) {
+		return st, nil
+	}
+	if err := idx.ReplacePartition(tp, segs); err != nil {
+		return st, fmt.Errorf("refresh %s: %w", tp, err)
+	}
+	st.Changed = true
+	return st, nil
+}
+
+// sameSegments reports whether two partition listings (by start offset)
+// hold the same segments in the same states.
+func sameSegments(a, b []index.SegmentMetadata) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].SegmentID != b[i].SegmentID || a[i].State != b[i].State || a[i].StartOffset != b[i].StartOffset {
+			return false
+		}
+	}
+	return true
+}
+
+// FindSegment returns the COPY_SEGMENT_FINISHED segment of the partition
+// that holds offset, reading the bucket directly (no index): it lists the
+// partition's manifests and reads those at or below offset, greatest base
+// first, until one holds it. A follower rebuilding its log from the
+// leader's local tail uses it when its own index does not know the
+// segment yet. ErrNotFound when no finished segment holds offset.
+func FindSegment(ctx context.Context, store ObjectStore, tp index.TopicIDPartition, offset int64) (index.SegmentMetadata, error) {
+	var keys []SegmentKey
+	var names []string
+	for info, err := range store.List(ctx, PartitionPrefix(tp)) {
+		if err != nil {
+			return index.SegmentMetadata{}, fmt.Errorf("find segment of %s at %d: %w", tp, offset, err)
+		}
+		if !strings.HasSuffix(info.Key, ManifestSuffix) {
+			continue
+		}
+		k, err := ParseSegmentKey(info.Key)
+		if err != nil || k.Partition != tp || k.BaseOffset > offset {
+			continue
+		}
+		keys = append(keys, k)
+		names = append(names, info.Key)
+	}
+	var best *index.SegmentMetadata
+	for i := len(keys) - 1; i >= 0; i-- {
+		if best != nil && keys[i].BaseOffset < best.StartOffset {
+			break // a finished segment at a greater base holds offset
+		}
+		m, err := readManifest(ctx, store, names[i])
+		switch {
+		case errors.Is(err, ErrNotFound), errors.Is(err, errBadManifest):
+			continue
+		case err != nil:
+			return index.SegmentMetadata{}, fmt.Errorf("find segment of %s at %d: %w", tp, offset, err)
+		}
+		if m.State != index.CopySegmentFinished || m.EndOffset < offset {
+			continue
+		}
+		if best == nil || wins(&m, best) {
+			best = &m
+		}
+	}
+	if best == nil {
+		return index.SegmentMetadata{}, fmt.Errorf("%w: no remote segment of %s holds offset %d", ErrNotFound, tp, offset)
+	}
+	return *best, nil
+}

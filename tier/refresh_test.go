@@ -1,0 +1,120 @@
+package tier
+
+import (
+	"errors"
+	"testing"
+
+	"strata/index"
+)
+
+func TestRefreshPartitionReadsOnlyNewManifests(t *testing.T) {
+	ctx := ctxT(t)
+	s := NewMemStore()
+	x0 := index.TopicIDPartition{TopicID: topicX, Partition: 0}
+	x1 := index.TopicIDPartition{TopicID: topicX, Partition: 1}
+	a := uploaded(t, s, x0, 0, 99, index.CopySegmentFinished, 10)
+	b := uploaded(t, s, x0, 100, 199, index.CopySegmentFinished, 10)
+	other := uploaded(t, s, x1, 0, 9, index.CopySegmentFinished, 10)
+	idx, err := index.Open(index.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+
+	st, err := RefreshPartition(ctx, s, idx, x0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Manifests != 2 || st.Read != 2 || !st.Changed || st.Segments != 2 {
+		t.Fatalf("first refresh: %+v", st)
+	}
+	if end, ok, _ := idx.LogEnd(x0); !ok || end != 199 {
+		t.Fatalf("remote log end %d %v, want 199", end, ok)
+	}
+	if _, err := idx.SegmentForOffset(x1, 5); !errors.Is(err, index.ErrNotFound) {
+		t.Fatalf("refresh of %s loaded %s (%v)", x0, other.Partition, err)
+	}
+
+	// Nothing new: nothing read, nothing written.
+	gets := s.Calls(OpGet)
+	st, err = RefreshPartition(ctx, s, idx, x0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != 0 || st.Changed || s.Calls(OpGet) != gets {
+		t.Fatalf("idle refresh: %+v, %d gets", st, s.Calls(OpGet)-gets)
+	}
+
+	// The leader uploads another segment (and starts one more): only
+	// those two manifests are read.
+	c := uploaded(t, s, x0, 200, 299, index.CopySegmentFinished, 20)
+	started := uploaded(t, s, x0, 300, 399, index.CopySegmentStarted, 30)
+	st, err = RefreshPartition(ctx, s, idx, x0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != 2 || !st.Changed || st.Segments != 4 {
+		t.Fatalf("refresh after uploads: %+v", st)
+	}
+	if end, _, _ := idx.LogEnd(x0); end != c.EndOffset {
+		t.Fatalf("remote log end %d, want %d", end, c.EndOffset)
+	}
+	// The started upload is known (for a later leader's cleanup) but not
+	// read, and re-read until it finishes.
+	if m, err := idx.Segment(x0, started.SegmentID); err != nil || m.State != index.CopySegmentStarted {
+		t.Fatalf("started upload in the index: %+v %v", m, err)
+	}
+	st, _ = RefreshPartition(ctx, s, idx, x0)
+	if st.Read != 1 || st.Changed {
+		t.Fatalf("refresh with an unfinished upload: %+v", st)
+	}
+
+	// A segment gone from the bucket leaves the index.
+	if err := s.Delete(ctx, ManifestKey(&a)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RefreshPartition(ctx, s, idx, x0); err != nil {
+		t.Fatal(err)
+	}
+	if start, _, _ := idx.LogStart(x0); start != b.StartOffset {
+		t.Fatalf("remote log start %d after deleting segment 0, want %d", start, b.StartOffset)
+	}
+
+	// A failing bucket fails the refresh and leaves the index alone.
+	s.SetFault(func(op Op, key string) error {
+		if op == OpList {
+			return errors.New("bucket down")
+		}
+		return nil
+	})
+	if _, err := RefreshPartition(ctx, s, idx, x0); err == nil {
+		t.Fatal("refresh with a failing bucket succeeded")
+	}
+	s.SetFault(nil)
+	if end, _, _ := idx.LogEnd(x0); end != c.EndOffset {
+		t.Fatalf("failed refresh changed the index: end %d", end)
+	}
+}
+
+func TestFindSegment(t *testing.T) {
+	ctx := ctxT(t)
+	s := NewMemStore()
+	x0 := index.TopicIDPartition{TopicID: topicX, Partition: 0}
+	uploaded(t, s, x0, 0, 99, index.CopySegmentFinished, 10)
+	b := uploaded(t, s, x0, 100, 199, index.CopySegmentFinished, 10)
+	uploaded(t, s, x0, 100, 199, index.CopySegmentStarted, 20) // a retry that did not finish
+	uploaded(t, s, x0, 200, 299, index.CopySegmentStarted, 30)
+	m, err := FindSegment(ctx, s, x0, 150)
+	if err != nil || m.SegmentID != b.SegmentID {
+		t.Fatalf("FindSegment(150) = %s %v, want %s", m.SegmentID, err, b.SegmentID)
+	}
+	if m, err := FindSegment(ctx, s, x0, 199); err != nil || m.SegmentID != b.SegmentID {
+		t.Fatalf("FindSegment(199) = %s %v", m.SegmentID, err)
+	}
+	if _, err := FindSegment(ctx, s, x0, 250); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("FindSegment of an unfinished upload: %v, want ErrNotFound", err)
+	}
+	if _, err := FindSegment(ctx, s, index.TopicIDPartition{TopicID: topicY}, 5); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("FindSegment of an empty partition: %v", err)
+	}
+}
