@@ -59,6 +59,8 @@ type tierState struct {
 	// Kafka's BrokerTopicMetrics of the copy task.
 	copyBytes, copyRequests, copyErrors prometheus.Counter
 	copyLagBytes, copyLagSegments       prometheus.Gauge
+
+	house *tierHousekeeping // lifecycle rules and reconciliation (tier_lifecycle.go)
 }
 
 // tierTopic is what tiering needs of a partition's topic settings.
@@ -118,6 +120,7 @@ func (s *Server) openTier() error {
 		}),
 	}
 	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
+	s.tier.house = s.newTierHousekeeping(s.tier)
 	return nil
 }
 
@@ -214,6 +217,7 @@ func (s *Server) tierPass() {
 		ts.ready = true
 		ts.mu.Unlock()
 	}
+	defer s.tierHousekeeping()
 	var lagBytes, lagSegments int64
 	defer func() {
 		ts.copyLagBytes.Set(float64(lagBytes))
