@@ -238,12 +238,13 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 		if known(t.id) {
 			continue
 		}
+		before := st.Orphans
 		for _, s := range t.stems {
 			if err := r.settle(ctx, s, true, &st); err != nil {
 				return st, fmt.Errorf("reconcile deleted topic %s: %w", t.id, err)
 			}
 		}
-		r.logger().Info("deleted objects of a topic the cluster no longer has", "topic_id", t.id.String(), "segments", len(t.stems))
+		r.logger().Info("deleted objects of a topic the cluster no longer has", "topic_id", t.id.String(), "segments", st.Orphans-before)
 	}
 	return st, nil
 }
@@ -252,7 +253,8 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 // (a deleted topic) a manifest in COPY_SEGMENT_FINISHED does not protect
 // it; otherwise it does.
 func (r *Reconciler) settle(ctx context.Context, s *stem, anyState bool, st *ReconcileStats) error {
-	if !anyState && r.now().Sub(s.newest) < r.Grace {
+	young := !anyState && r.now().Sub(s.newest) < r.Grace
+	if young && !s.manifest {
 		st.Young++
 		return nil
 	}
@@ -272,6 +274,14 @@ func (r *Reconciler) settle(ctx context.Context, s *stem, anyState bool, st *Rec
 		}
 		if got.State == index.CopySegmentFinished && !anyState {
 			return nil // live
+		}
+		if young && got.State != index.DeleteSegmentStarted {
+			// Perhaps an upload under way elsewhere. A deletion under
+			// way is not: nothing brings such a segment back, so there
+			// is no need to wait (and the manifest this pass rewrote
+			// before a failure is new).
+			st.Young++
+			return nil
 		}
 		m = &got
 	} else if _, err := r.Store.Head(ctx, mkey); !errors.Is(err, ErrNotFound) {
