@@ -188,14 +188,16 @@ func (r *Reconciler) ReconcilePartition(ctx context.Context, tp index.TopicIDPar
 // ReconcileDeletedTopics deletes the objects of topics the cluster no
 // longer has: every segment under a topic id for which known returns
 // false, once the newest object under that topic id is older than Grace.
-// known is asked after the topic's objects are listed, so it sees the
-// newest metadata; it must answer true whenever unsure (this broker
-// stopped being the controller, say). Segments whose manifest does not
-// decode are left alone.
+// known is asked when the listing reaches a topic, again once its objects
+// are listed and once more before they are deleted, so that a topic the
+// metadata learns meanwhile is spared; it must answer true whenever
+// unsure (this broker stopped being the controller, say). Segments whose
+// manifest does not decode are left alone.
 func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(index.UUID) bool) (ReconcileStats, error) {
 	var st ReconcileStats
 	type topic struct {
 		id     index.UUID
+		known  bool // at the start of its listing: skipped
 		stems  []*stem
 		newest time.Time
 	}
@@ -203,7 +205,7 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 	var doomed []*topic
 	budget := r.maxSegments()
 	finish := func() {
-		if cur == nil || len(cur.stems) == 0 {
+		if cur == nil || cur.known || len(cur.stems) == 0 {
 			return
 		}
 		if r.now().Sub(cur.newest) < r.Grace {
@@ -221,6 +223,10 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 				return false
 			}
 			cur = &topic{id: s.key.Partition.TopicID}
+			cur.known = known(cur.id)
+		}
+		if cur.known {
+			return true
 		}
 		if s.newest.After(cur.newest) {
 			cur.newest = s.newest
