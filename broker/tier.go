@@ -23,6 +23,9 @@ package broker
 // whose index does not learn the leader's uploads, and topics with
 // remote.log.copy.disable=true keep plain retention.ms/bytes locally.
 //
+// Bucket lifecycle rules and the deletion of orphaned objects run after
+// each pass (tier_lifecycle.go).
+//
 // Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
 // remotecopyrequests_total (segments), remotecopyerrors_total (failed
 // partition passes), and the gauges remotecopylagbytes and
