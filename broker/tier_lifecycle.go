@@ -15,9 +15,9 @@ package broker
 // rounded up to days, and one rule aborting incomplete multipart uploads
 // after a day. Only the controller writes, so that two brokers'
 // read-modify-writes of the bucket's configuration cannot lose each other's
-// updates. It syncs when the wanted rules change and at least every
-// reconciliation interval (an hour when that is off), to repair edits by
-// hand. Stores without lifecycle rules (file tier) log that once.
+// updates. It syncs when the wanted rules change, and again after the
+// reconciliation interval (at least 10 minutes; an hour when
+// reconciliation is off) to repair edits by hand. Stores without lifecycle rules (file tier) log that once.
 //
 // Reconciliation (remote.log.reconciliation.interval.ms, default an hour,
 // -1 off): every broker deletes the orphaned segments of the tiered
@@ -89,7 +89,7 @@ func (s *Server) newTierHousekeeping(ts *tierState) *tierHousekeeping {
 	h.store, _ = ts.store.(tier.LifecycleStore)
 	if ms := s.cfg.RemoteLogReconciliationIntervalMs; ms > 0 {
 		h.reconcileEvery = time.Duration(ms) * time.Millisecond
-		h.resync = h.reconcileEvery
+		h.resync = max(h.reconcileEvery, 10*time.Minute)
 		h.nextReconcile = time.Now().Add(h.reconcileEvery)
 	}
 	grace := max(time.Duration(s.cfg.RemoteLogReconciliationGraceMs)*time.Millisecond, 10*ts.interval)
