@@ -2,9 +2,12 @@ package tier
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -313,4 +316,49 @@ func TestReconcileBounded(t *testing.T) {
 	if keys := f.store.Keys(); len(keys) != 0 {
 		t.Fatalf("left %v", keys)
 	}
+}
+
+// FuzzReconcileKeys fills a store with arbitrary keys (one per line) and
+// runs both reconciliations with every topic unknown and no grace: no
+// panic, and nothing outside the layout is ever deleted.
+func FuzzReconcileKeys(f *testing.F) {
+	tp := index.TopicIDPartition{TopicID: topicX, Partition: 0}
+	stem := segmentStem(tp, 5, topicY)
+	f.Add(stem + ".log\n" + stem + ".index\n" + stem + ".bak\n" + PartitionPrefix(tp) + "x")
+	f.Add(stem + ".manifest\n" + "a/b/c\n" + TopicPrefix(topicY) + "0/00000000000000000001-" + topicX.String() + ".log")
+	f.Add("\n\n" + stem + "\n" + stem + "..log\n" + TopicPrefix(topicX) + "00/" + stem[len(PartitionPrefix(tp)):] + ".log")
+	idx, err := index.Open(index.Options{InMemory: true}) // reconciliation only reads it
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer idx.Close()
+	f.Fuzz(func(t *testing.T, in string) {
+		store := NewMemStore()
+		ctx := context.Background()
+		var kept []string
+		for k := range strings.SplitSeq(in, "\n") {
+			if ValidateKey(k) != nil {
+				continue
+			}
+			if err := store.Put(ctx, k, strings.NewReader("m"), 1); err != nil {
+				t.Fatal(err)
+			}
+			if p, err := ParseSegmentKey(k); err != nil || !knownSuffix(p.Suffix) {
+				kept = append(kept, k)
+			}
+		}
+		r := &Reconciler{Store: store, Index: idx, Logger: slog.New(slog.DiscardHandler)}
+		if _, err := r.ReconcilePartition(ctx, tp); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ReconcileDeletedTopics(ctx, func(index.UUID) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+		left := store.Keys()
+		for _, k := range kept {
+			if !slices.Contains(left, k) {
+				t.Fatalf("deleted %q, outside the layout", k)
+			}
+		}
+	})
 }
