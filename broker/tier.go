@@ -53,6 +53,9 @@ package broker
 // pass runs tier.DeleteTopic for the marked topics until it succeeds.
 // Every broker that hosted a replica does this; it is idempotent.
 //
+// Bucket lifecycle rules and the deletion of orphaned objects run after
+// each pass (tier_lifecycle.go).
+//
 // Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
 // remotecopyrequests_total (segments), remotecopyerrors_total (failed
 // partition passes), the gauges remotecopylagbytes and
@@ -88,6 +91,10 @@ type tierState struct {
 	uploader *tier.Uploader
 	interval time.Duration
 
+	// passMu is held by a tier pass from start to end (tests pause the
+	// passes with it).
+	passMu sync.Mutex
+
 	mu       sync.Mutex
 	settings map[*partition]tierTopic
 	ready    bool // the index was rebuilt (or did not need it)
@@ -96,8 +103,9 @@ type tierState struct {
 	copyBytes, copyRequests, copyErrors prometheus.Counter
 	copyLagBytes, copyLagSegments       prometheus.Gauge
 
-	retention *tierRetention // remote retention and deletions (tier_retention.go)
-	follow    tierFollow     // index refresh and follower rebuilds (tier_follower.go)
+	retention *tierRetention    // remote retention and deletions (tier_retention.go)
+	follow    tierFollow        // index refresh and follower rebuilds (tier_follower.go)
+	house     *tierHousekeeping // lifecycle rules and reconciliation (tier_lifecycle.go)
 }
 
 // tierTopic is what tiering needs of a partition's topic settings.
@@ -162,6 +170,7 @@ func (s *Server) openTier() error {
 	s.tier.follow.init(s.metrics.reg)
 	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
 	s.tier.retention = newTierRetention(s.metrics.reg)
+	s.tier.house = s.newTierHousekeeping(s.tier)
 	return nil
 }
 
@@ -248,6 +257,8 @@ func (s *Server) tierLoop() {
 // partition this broker leads has ready.
 func (s *Server) tierPass() {
 	ts := s.tier
+	ts.passMu.Lock()
+	defer ts.passMu.Unlock()
 	ts.mu.Lock()
 	ready := ts.ready
 	ts.mu.Unlock()
@@ -262,6 +273,7 @@ func (s *Server) tierPass() {
 		ts.ready = true
 		ts.mu.Unlock()
 	}
+	defer s.tierHousekeeping()
 	var lagBytes, lagSegments int64
 	defer func() {
 		ts.copyLagBytes.Set(float64(lagBytes))

@@ -227,15 +227,17 @@ func TestTieredLeaderRefreshesBeforeUpload(t *testing.T) {
 		t.Fatal("nothing uploaded")
 	}
 	end, _, _ := ts.tier.idx.LogEnd(tp)
-	// Forget the uploads, as a new leader would not know them. The tier
-	// pass waits on tier.mu meanwhile.
+	// Forget the uploads, as a new leader would not know them, between
+	// two passes.
+	ts.tier.passMu.Lock()
 	ts.tier.mu.Lock()
-	if err := ts.tier.idx.ReplacePartition(tp, nil); err != nil {
-		ts.tier.mu.Unlock()
-		t.Fatal(err)
-	}
+	err := ts.tier.idx.ReplacePartition(tp, nil)
 	delete(ts.tier.follow.refreshed, p)
 	ts.tier.mu.Unlock()
+	ts.tier.passMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the index refreshed from the bucket", 30*time.Second, func() bool {
 		got, ok, _ := ts.tier.idx.LogEnd(tp)
 		return ok && got == end

@@ -3,8 +3,9 @@
 // remote segments in the bucket, and the rebuild of the remote segment
 // index (package index) from the bucket alone or one partition's refresh,
 // the uploader of sealed segments, the remote read of a fetch
-// (ReadRemote), and remote retention and deletion (ExpirePartition,
-// DeletePartition, DeleteTopic).
+// (ReadRemote), remote retention and deletion (ExpirePartition,
+// DeletePartition, DeleteTopic), bucket lifecycle rules (LifecycleStore)
+// and the reconciliation of orphaned objects (Reconciler).
 //
 // # Stores
 //
@@ -126,7 +127,7 @@
 // next pass finishes or cleans up; should the index be lost as well, a
 // rebuild finds the attempt by its step-2 manifest. (Only a crash between
 // steps 1 and 2 together with the loss of the index leaves objects no
-// manifest names, for the reconciliation pass to come.)
+// manifest names, for the reconciliation pass below.)
 // Deleting a segment: index DELETE_SEGMENT_STARTED, the manifest rewritten
 // in that state, the other objects deleted, then the manifest, then index
 // DELETE_SEGMENT_FINISHED.
@@ -222,6 +223,80 @@
 // (Corrupt) and not loaded: a cleanup must leave their objects alone. The
 // index is marked as rebuilding until the end, so an interrupted rebuild
 // is redone (index.Index.NeedsRebuild).
+//
+// # Lifecycle rules
+//
+// Stores that implement LifecycleStore (S3Store; FileStore and MemStore
+// have no lifecycle rules) keep bucket lifecycle rules for the broker: a safety net that expires a tiered topic's
+// objects when no broker is left to apply its retention. SyncLifecycle
+// reads the bucket's configuration, replaces the rules this store owns and
+// writes it back only if they changed (deleting the configuration when no
+// rule is left):
+//
+//	strata-<topic id>                  Filter.Prefix <store prefix>/<topic id>/,
+//	                                   Expiration.Days ceil((retention.ms + margin) / 1 day), at least 1;
+//	                                   none when retention.ms < 0
+//	strata-abort-multipart[-<fnv64a>]  Filter.Prefix <store prefix>/ (the hash of the
+//	                                   prefix tells stores sharing a bucket apart),
+//	                                   AbortIncompleteMultipartUpload after a day
+//
+// A rule is ours when its id starts with "strata-" and it filters on
+// exactly the prefix above; every other rule (an operator's, or another
+// Strata cluster's under another prefix) is written back as read, first
+// and in its order, ours after it sorted by id. Only the fields
+// aws-sdk-go-v2 models survive (server extensions such as MinIO's
+// DelMarkerExpiration would not), and only one writer per bucket should
+// run (read-modify-write without a condition); the broker lets only the
+// controller sync. A bucket holds at most 1000 rules: topics beyond are
+// left without one and reported (LifecycleResult.Skipped). A server that
+// refuses the multipart rule (MinIO answers MalformedXML: it drops the
+// element and then finds a rule without an action; it aborts stale
+// uploads by itself) gets the topic rules alone, then and later
+// (LifecycleResult.AbortUnsupported). S3 expires an object a number of
+// days after its creation, that is after the upload: the rule never fires
+// before retention would have, as long as the margin covers records
+// timestamped ahead of the clock.
+//
+// The rules go through the S3Store's own aws-sdk-go-v2 client; the tests
+// read them back with minio-go, an independent client, so that a mistake
+// in the code under test is not hidden by the same library reading what
+// it wrote.
+//
+// # Reconciliation
+//
+// A Reconciler deletes orphans: objects of no segment that anyone will
+// finish or delete. In a cluster each broker's index knows only what it
+// uploaded or rebuilt, so absence from an index is never enough. Orphans
+// are:
+//
+//  1. ReconcilePartition, run by a partition's leader: the objects of a
+//     segment stem ("<topic id>/<partition>/<base>-<segment id>") that the
+//     leader's index does not know (an upload under way on this broker,
+//     or an entry the uploader's cleanup will settle, is known), whose
+//     manifest is missing or in COPY_SEGMENT_STARTED, once the stem's
+//     newest object is older than Reconciler.Grace; and stems whose
+//     manifest is in DELETE_SEGMENT_STARTED at any age (nothing brings
+//     those back). A manifest in COPY_SEGMENT_FINISHED is live, whoever
+//     uploaded it.
+//  2. ReconcileDeletedTopics, run only by the controller, whose metadata
+//     is the cluster's: every segment under a topic id the metadata does
+//     not have, once the newest object under that topic id is older than
+//     the grace period, so that metadata lagging behind a new topic
+//     deletes nothing; the metadata is asked again before deleting.
+//  3. Keys that do not parse in the layout (or have a suffix it does not
+//     write) are never deleted, only counted (ReconcileStats.Unrecognized);
+//     nor are segments whose manifest does not decode (perhaps a newer
+//     format): ReconcileStats.Corrupt.
+//
+// A segment with a manifest is deleted as the uploader deletes: the
+// manifest rewritten in DELETE_SEGMENT_STARTED, the other objects, then
+// the manifest, so that a rebuild never serves it; one without a manifest
+// is deleted only if a HEAD still finds none. Ages are the store's
+// modification times against the broker's clock: the grace period must
+// exceed the longest upload (throttled uploads of large segments
+// included) plus clock skew. One call deletes at most
+// Reconciler.MaxSegments segments (default 1000); the next goes on.
+// Finding deleted topics lists the whole store.
 //
 // # Versioning
 //

@@ -100,6 +100,8 @@ type S3Store struct {
 	cfg    S3Config
 	client *s3.Client
 	tm     *transfermanager.Client
+
+	lifecycle s3Lifecycle // lifecycle.go
 }
 
 // EnvCredentials returns the credentials of the standard AWS environment

@@ -113,6 +113,13 @@ type Broker struct {
 	RemoteLogStorageSystemEnable          bool
 	RemoteLogManagerTaskIntervalMs        int64
 	RemoteLogManagerCopyMaxBytesPerSecond int64
+	// Bucket lifecycle rules and orphan reconciliation
+	// (remote.log.storage.lifecycle.*, remote.log.reconciliation.*;
+	// interval -1: off).
+	RemoteLogStorageLifecycleRulesEnable bool
+	RemoteLogStorageLifecycleMarginMs    int64
+	RemoteLogReconciliationIntervalMs    int64
+	RemoteLogReconciliationGraceMs       int64
 
 	OffsetsTopicNumPartitions       int32
 	OffsetsTopicReplicationFactor   int16
@@ -248,6 +255,10 @@ func Load(props map[string]string) (*Broker, error) {
 	b.RemoteLogStorageSystemEnable = g.bool("remote.log.storage.system.enable")
 	b.RemoteLogManagerTaskIntervalMs = g.int("remote.log.manager.task.interval.ms")
 	b.RemoteLogManagerCopyMaxBytesPerSecond = g.int("remote.log.manager.copy.max.bytes.per.second")
+	b.RemoteLogStorageLifecycleRulesEnable = g.bool("remote.log.storage.lifecycle.rules.enable")
+	b.RemoteLogStorageLifecycleMarginMs = g.int("remote.log.storage.lifecycle.margin.ms")
+	b.RemoteLogReconciliationIntervalMs = g.int("remote.log.reconciliation.interval.ms")
+	b.RemoteLogReconciliationGraceMs = g.int("remote.log.reconciliation.grace.ms")
 
 	b.OffsetsTopicNumPartitions = int32(g.int("offsets.topic.num.partitions"))
 	b.OffsetsTopicReplicationFactor = int16(g.int("offsets.topic.replication.factor"))
@@ -293,6 +304,8 @@ func (b *Broker) Validate() error {
 		atLeast("offsets.topic.num.partitions", int64(b.OffsetsTopicNumPartitions), 1),
 		atLeast("offsets.topic.replication.factor", int64(b.OffsetsTopicReplicationFactor), 1),
 		atLeast("remote.log.manager.task.interval.ms", b.RemoteLogManagerTaskIntervalMs, 1),
+		atLeast("remote.log.storage.lifecycle.margin.ms", b.RemoteLogStorageLifecycleMarginMs, 0),
+		atLeast("remote.log.reconciliation.grace.ms", b.RemoteLogReconciliationGraceMs, 0),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -307,6 +320,9 @@ func (b *Broker) Validate() error {
 	}
 	if err := oneOf(ReplicaSelectorClasses...)(b.ReplicaSelectorClass); err != nil {
 		return fmt.Errorf("replica.selector.class: %w", err)
+	}
+	if err := reconcileInterval(b.RemoteLogReconciliationIntervalMs); err != nil {
+		return fmt.Errorf("remote.log.reconciliation.interval.ms: %w", err)
 	}
 	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
 		return fmt.Errorf("group.min.session.timeout.ms: must be <= group.max.session.timeout.ms (%d), got %d",

@@ -1,6 +1,9 @@
 package config
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // brokerTable lists the broker configs Strata understands, with Kafka's
 // names, types and defaults (Kafka 4.x where they differ from 3.x, except
@@ -154,6 +157,14 @@ var brokerTable = newTable([]*Def{
 		Doc: "How often the remote log manager copies and expires segments, in milliseconds."},
 	{Name: "remote.log.manager.copy.max.bytes.per.second", Type: Long, Default: str(maxLong), Check: atLeast(1), Dynamic: ClusterWide,
 		Doc: "The maximum bytes per second copied to remote storage."},
+	{Name: "remote.log.storage.lifecycle.rules.enable", Type: Boolean, Default: str("false"),
+		Doc: "Whether the controller keeps one bucket lifecycle rule per tiered topic (expiring its objects retention.ms plus remote.log.storage.lifecycle.margin.ms after upload, in whole days) and one aborting incomplete multipart uploads after a day. S3 tiers only."},
+	{Name: "remote.log.storage.lifecycle.margin.ms", Type: Long, Default: str("86400000"), Check: atLeast(0),
+		Doc: "How long after a topic's retention.ms its bucket lifecycle rule expires objects, in milliseconds (rounded up with retention.ms to whole days)."},
+	{Name: "remote.log.reconciliation.interval.ms", Type: Long, Default: str("3600000"), Check: reconcileInterval,
+		Doc: "How often the broker deletes orphaned objects from the tier (unfinished uploads nobody will finish, objects of deleted topics), in milliseconds; -1 disables."},
+	{Name: "remote.log.reconciliation.grace.ms", Type: Long, Default: str("3600000"), Check: atLeast(0),
+		Doc: "How old an orphaned object must be before reconciliation deletes it, in milliseconds; at least 10 remote.log.manager.task.interval.ms are used. Must exceed the longest upload of a segment."},
 
 	// Groups, offsets, transactions and producers.
 	{Name: "offsets.topic.num.partitions", Type: Int, Default: str("50"), Check: atLeast(1),
@@ -261,6 +272,14 @@ func refusedReason(key string) string {
 		return "authentication and authorization are not supported"
 	}
 	return ""
+}
+
+// reconcileInterval accepts -1 (disabled) or a positive interval.
+func reconcileInterval(v any) error {
+	if n := v.(int64); n != -1 && n < 1 {
+		return fmt.Errorf("must be -1 (disabled) or >= 1, got %d", n)
+	}
+	return nil
 }
 
 // listenerList validates NAME://HOST:PORT[,…].

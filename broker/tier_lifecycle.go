@@ -1,0 +1,232 @@
+package broker
+
+// Tiered storage housekeeping: bucket lifecycle rules and the
+// reconciliation of orphaned objects, run after an upload pass
+// (tier.go), in a goroutine of their own so that a slow listing never
+// delays uploads, one at a time.
+//
+// Lifecycle rules (remote.log.storage.lifecycle.rules.enable, off by
+// default): the broker that is the active controller (in embedded mode,
+// the broker itself) keeps the bucket's rules in line with the tiered
+// topics of its metadata (tier.LifecycleStore.SyncLifecycle): one rule per
+// topic with remote.storage.enable=true and a time-based retention
+// (cleanup.policy with delete, retention.ms >= 0), expiring its objects
+// retention.ms + remote.log.storage.lifecycle.margin.ms after upload,
+// rounded up to days, and one rule aborting incomplete multipart uploads
+// after a day. Only the controller writes, so that two brokers'
+// read-modify-writes of the bucket's configuration cannot lose each other's
+// updates. It syncs when the wanted rules change, and again after the
+// reconciliation interval (at least 10 minutes; an hour when
+// reconciliation is off) to repair edits by hand. Stores without lifecycle rules (file tier) log that once.
+//
+// Reconciliation (remote.log.reconciliation.interval.ms, default an hour,
+// -1 off): every broker deletes the orphaned segments of the tiered
+// partitions it leads (tier.Reconciler.ReconcilePartition), and the
+// controller, from its complete metadata, the objects of topic ids the
+// cluster no longer has (ReconcileDeletedTopics). Nothing younger than
+// the grace period is deleted: max(remote.log.reconciliation.grace.ms,
+// 10 × remote.log.manager.task.interval.ms).
+//
+// Metrics (Kafka has no names for these): strata_remote_log_orphan_objects_deleted_total,
+// strata_remote_log_reconciliation_errors_total,
+// strata_remote_log_unrecognized_objects (keys outside the layout found by
+// the last pass, left alone) and strata_remote_log_lifecycle_sync_errors_total.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"strata/index"
+	"strata/tier"
+)
+
+// tierHousekeeping is the state of lifecycle sync and reconciliation. Its
+// fields other than running are used by the housekeeping goroutine only.
+type tierHousekeeping struct {
+	running atomic.Bool
+
+	lifecycleOn bool
+	margin      int64
+	store       tier.LifecycleStore // nil: the store has no lifecycle rules
+	synced      string              // the policy last written; "" after an error or without the controllership
+	syncedAt    time.Time
+	resync      time.Duration
+	loggedNone  bool
+	loggedAbort bool
+
+	reconciler     *tier.Reconciler
+	reconcileEvery time.Duration // 0: off
+	nextReconcile  time.Time
+
+	orphanObjects, reconcileErrors, lifecycleErrors prometheus.Counter
+	unrecognized                                    prometheus.Gauge
+}
+
+// newTierHousekeeping reads the configs; openTier calls it.
+func (s *Server) newTierHousekeeping(ts *tierState) *tierHousekeeping {
+	h := &tierHousekeeping{
+		lifecycleOn: s.cfg.RemoteLogStorageLifecycleRulesEnable,
+		margin:      s.cfg.RemoteLogStorageLifecycleMarginMs,
+		resync:      time.Hour,
+		orphanObjects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_remote_log_orphan_objects_deleted_total", Help: "Orphaned objects deleted from remote storage by reconciliation.",
+		}),
+		reconcileErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_remote_log_reconciliation_errors_total", Help: "Reconciliation calls (a partition, or the deleted topics) that failed.",
+		}),
+		unrecognized: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_remote_log_unrecognized_objects", Help: "Objects outside the remote storage key layout found by the last reconciliation, left alone.",
+		}),
+		lifecycleErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_remote_log_lifecycle_sync_errors_total", Help: "Failed syncs of the bucket lifecycle rules (retried at the next pass).",
+		}),
+	}
+	h.store, _ = ts.store.(tier.LifecycleStore)
+	if ms := s.cfg.RemoteLogReconciliationIntervalMs; ms > 0 {
+		h.reconcileEvery = time.Duration(ms) * time.Millisecond
+		h.resync = max(h.reconcileEvery, 10*time.Minute)
+		h.nextReconcile = time.Now().Add(h.reconcileEvery)
+	}
+	grace := max(time.Duration(s.cfg.RemoteLogReconciliationGraceMs)*time.Millisecond, 10*ts.interval)
+	h.reconciler = &tier.Reconciler{Store: ts.store, Index: ts.idx, BrokerID: s.cfg.ID, Grace: grace, Logger: s.log}
+	s.metrics.reg.MustRegister(h.orphanObjects, h.reconcileErrors, h.unrecognized, h.lifecycleErrors)
+	return h
+}
+
+// isController reports whether this broker is the active controller (or
+// the embedded one), whose metadata is the cluster's.
+func (s *Server) isController() bool {
+	return s.ctrl.Metadata().ControllerID == s.cfg.ID
+}
+
+// tierHousekeeping starts a lifecycle sync and reconciliation in the
+// background unless one is still running.
+func (s *Server) tierHousekeeping() {
+	h := s.tier.house
+	if h == nil || !h.running.CompareAndSwap(false, true) {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer h.running.Store(false)
+		s.syncLifecycle(h)
+		s.reconcileTier(h)
+	}()
+}
+
+// lifecyclePolicy is the rules the metadata asks for.
+func (s *Server) lifecyclePolicy(h *tierHousekeeping) tier.LifecyclePolicy {
+	md := s.ctrl.Metadata()
+	r := s.resolver(md)
+	p := tier.LifecyclePolicy{MarginMs: h.margin, AbortMultipartDays: 1}
+	for _, t := range md.Topics {
+		ts := r.Topic(t.Configs)
+		if !ts.RemoteStorageEnable {
+			continue
+		}
+		ret := ts.Log.RetentionMs
+		if !ts.CleanupDelete() {
+			ret = -1 // retention does not delete: nor may the bucket
+		}
+		p.Topics = append(p.Topics, tier.TopicLifecycle{TopicID: index.UUID(t.ID), RetentionMs: ret})
+	}
+	slices.SortFunc(p.Topics, func(a, b tier.TopicLifecycle) int { return strings.Compare(a.TopicID.String(), b.TopicID.String()) })
+	return p
+}
+
+func (s *Server) syncLifecycle(h *tierHousekeeping) {
+	if !h.lifecycleOn {
+		return
+	}
+	if h.store == nil {
+		if !h.loggedNone {
+			h.loggedNone = true
+			s.log.Info("remote.log.storage.lifecycle.rules.enable has no effect: the tier has no bucket lifecycle rules", "tier", s.tier.store.String())
+		}
+		return
+	}
+	if !s.isController() {
+		h.synced = ""
+		return
+	}
+	p := s.lifecyclePolicy(h)
+	key := fmt.Sprint(p)
+	if key == h.synced && time.Since(h.syncedAt) < h.resync {
+		return
+	}
+	res, err := h.store.SyncLifecycle(s.ctx, p)
+	if err != nil {
+		h.synced = ""
+		h.lifecycleErrors.Inc()
+		if s.ctx.Err() == nil {
+			s.log.Warn("sync bucket lifecycle rules; retrying next pass", "tier", s.tier.store.String(), "err", err)
+		}
+		return
+	}
+	h.synced, h.syncedAt = key, time.Now()
+	if res.Skipped > 0 {
+		h.lifecycleErrors.Inc()
+		s.log.Warn("bucket lifecycle configuration full: topics left without a rule", "tier", s.tier.store.String(), "skipped", res.Skipped, "max_rules", tier.MaxLifecycleRules)
+	}
+	if res.AbortUnsupported && !h.loggedAbort {
+		h.loggedAbort = true
+		s.log.Info("the bucket refuses rules aborting incomplete multipart uploads; relying on the server's own cleanup of stale uploads", "tier", s.tier.store.String())
+	}
+	if res.Changed {
+		s.log.Info("synced bucket lifecycle rules", "tier", s.tier.store.String(), "rules", res.Rules, "foreign_rules_kept", res.Foreign)
+	}
+}
+
+func (s *Server) reconcileTier(h *tierHousekeeping) {
+	if h.reconcileEvery == 0 || time.Now().Before(h.nextReconcile) {
+		return
+	}
+	h.nextReconcile = time.Now().Add(h.reconcileEvery)
+	var total tier.ReconcileStats
+	count := func(st tier.ReconcileStats, err error, what string) {
+		total.Add(st)
+		h.orphanObjects.Add(float64(st.Objects))
+		if err != nil {
+			h.reconcileErrors.Inc()
+			if s.ctx.Err() == nil {
+				s.log.Warn("reconcile remote storage; retrying next interval", "of", what, "err", err)
+			}
+		}
+	}
+	for _, p := range s.allPartitions() {
+		if s.ctx.Err() != nil {
+			return
+		}
+		if _, ok := s.tiered(p); !ok {
+			continue
+		}
+		st, err := h.reconciler.ReconcilePartition(s.ctx, tierPartition(p))
+		count(st, err, fmt.Sprintf("%s-%d", p.topic, p.index))
+	}
+	if s.isController() && s.ctx.Err() == nil {
+		known := func(id index.UUID) bool {
+			md := s.ctrl.Metadata()
+			if md.ControllerID != s.cfg.ID {
+				return true // no longer the one who knows
+			}
+			_, ok := md.TopicIDs[[16]byte(id)]
+			return ok
+		}
+		st, err := h.reconciler.ReconcileDeletedTopics(s.ctx, known)
+		// The whole listing saw every key: its count is the bucket's.
+		h.unrecognized.Set(float64(st.Unrecognized))
+		count(st, err, "deleted topics")
+		total.Unrecognized, total.UnrecognizedSample = st.Unrecognized, st.UnrecognizedSample
+	}
+	if total.Orphans > 0 || total.Unrecognized > 0 || total.Corrupt > 0 {
+		s.log.Info("reconciled remote storage", "tier", s.tier.store.String(), "orphaned_segments_deleted", total.Orphans,
+			"objects_deleted", total.Objects, "young_candidates", total.Young, "unreadable_manifests", total.Corrupt,
+			"unrecognized_objects", total.Unrecognized, "unrecognized_sample", strings.Join(total.UnrecognizedSample, ","))
+	}
+}
