@@ -114,9 +114,13 @@ func tierMetric(f func(*TierResult) (float64, bool)) func(Result) (float64, bool
 // of the tier preset (the worst run counts with --count).
 var Issue6Goals = []Goal{
 	{Name: "tiered upload throughput vs raw MinIO PUT of objects of the same sizes through tier.S3Store, one at a time (tier preset)", Workload: "tier", Numerator: TargetTier, AtLeast: true, Want: 0.7, Unit: "x",
-		metric: tierMetric(func(t *TierResult) (float64, bool) { return t.UploadRatio(), t.RawPut.MBPerSec > 0 && t.Upload.MBPerSec > 0 })},
+		metric: tierMetric(func(t *TierResult) (float64, bool) {
+			return t.UploadRatio(), t.RawPut.MBPerSec > 0 && t.Upload.MBPerSec > 0
+		})},
 	{Name: "cold read from the bucket vs the same records read from local segments (tier preset, raw Fetch from offset 0 after a restart, records/s)", Workload: "tier", Numerator: TargetTier, AtLeast: true, Want: 0.7, Unit: "x",
-		metric: tierMetric(func(t *TierResult) (float64, bool) { return t.ColdReadRatio(), t.ColdRead.Records > 0 && t.LocalRead.Records > 0 })},
+		metric: tierMetric(func(t *TierResult) (float64, bool) {
+			return t.ColdReadRatio(), t.ColdRead.Records > 0 && t.LocalRead.Records > 0
+		})},
 	{Name: "first-record latency of a cold read, worst partition (tier preset)", Workload: "tier", Numerator: TargetTier, AtLeast: false, Want: 50, Unit: "ms",
 		metric: tierMetric(func(t *TierResult) (float64, bool) { return t.ColdFirstRecord.MaxMs, t.ColdFirstRecord.N > 0 })},
 }

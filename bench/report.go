@@ -298,14 +298,18 @@ var tableRows = slices.Concat(
 		tierRow("upload segments", func(t *TierResult) (float64, bool) { return float64(t.UploadSegments), true }),
 		tierRow("upload s", func(t *TierResult) (float64, bool) { return t.Upload.Seconds, t.Upload.Seconds > 0 }),
 		tierRow("raw PUT MB/s (same sizes, one at a time)", func(t *TierResult) (float64, bool) { return t.RawPut.MBPerSec, t.RawPut.Seconds > 0 }),
-		tierRow("upload / raw PUT", func(t *TierResult) (float64, bool) { return t.UploadRatio(), t.RawPut.Seconds > 0 && t.Upload.Seconds > 0 }),
+		tierRow("upload / raw PUT", func(t *TierResult) (float64, bool) {
+			return t.UploadRatio(), t.RawPut.Seconds > 0 && t.Upload.Seconds > 0
+		}),
 		tierRow("raw GET MB/s (same objects, one at a time)", func(t *TierResult) (float64, bool) { return t.RawGet.MBPerSec, t.RawGet.Seconds > 0 }),
 		tierRow("cold read records/s (bucket, after restart)", func(t *TierResult) (float64, bool) { return t.ColdRead.RecordsPerSec, t.ColdRead.Records > 0 }),
 		tierRow("cold read batch MB/s", func(t *TierResult) (float64, bool) { return t.ColdRead.MBPerSec, t.ColdRead.Records > 0 }),
 		tierRow("cold read records from the bucket", func(t *TierResult) (float64, bool) { return float64(t.RemoteRecords), t.ColdRead.Records > 0 }),
 		tierRow("local read records/s (same records, untiered topic)", func(t *TierResult) (float64, bool) { return t.LocalRead.RecordsPerSec, t.LocalRead.Records > 0 }),
 		tierRow("local read batch MB/s", func(t *TierResult) (float64, bool) { return t.LocalRead.MBPerSec, t.LocalRead.Records > 0 }),
-		tierRow("cold read / local read (records/s)", func(t *TierResult) (float64, bool) { return t.ColdReadRatio(), t.LocalRead.Records > 0 && t.ColdRead.Records > 0 }),
+		tierRow("cold read / local read (records/s)", func(t *TierResult) (float64, bool) {
+			return t.ColdReadRatio(), t.LocalRead.Records > 0 && t.ColdRead.Records > 0
+		}),
 		tierRow("cold first record p50 ms", func(t *TierResult) (float64, bool) { return t.ColdFirstRecord.P50Ms, t.ColdFirstRecord.N > 0 }),
 		tierRow("cold first record max ms", func(t *TierResult) (float64, bool) { return t.ColdFirstRecord.MaxMs, t.ColdFirstRecord.N > 0 }),
 		tierRow("cold first-record probes", func(t *TierResult) (float64, bool) { return float64(t.ColdFirstRecord.N), t.ColdFirstRecord.N > 0 }),

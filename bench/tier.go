@@ -168,7 +168,9 @@ func (t *tierRun) phases(ctx context.Context) error {
 	seeds := t.broker.Seeds()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(10))
+		// Batches well below a segment, so that segments roll near
+		// segment.bytes.
+		kgo.ProducerBatchMaxBytes(int32(min(1<<20, cfg.Tier.SegmentBytes/4))), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(10))
 	if err != nil {
 		return err
 	}
@@ -270,6 +272,11 @@ func (t *tierRun) phases(ctx context.Context) error {
 		tr.RemoteRecords += s
 	}
 	t.progress("restarting the broker")
+	var cpuBefore float64
+	if s, ok := t.broker.Sample(); ok {
+		cpuBefore = s.CPUSeconds
+		t.res.Broker.PeakRSSBytes = max(s.HWMBytes, s.RSSBytes)
+	}
 	if err := t.broker.restart(ctx, cfg); err != nil {
 		return err
 	}
@@ -323,8 +330,8 @@ func (t *tierRun) phases(ctx context.Context) error {
 	t.progress("upload %.2fx raw PUT; cold read %.2fx local read; cold first record max %.1f ms",
 		tr.UploadRatio(), tr.ColdReadRatio(), tr.ColdFirstRecord.MaxMs)
 	if s, ok := t.broker.Sample(); ok {
-		t.res.Broker.PeakRSSBytes = max(s.HWMBytes, s.RSSBytes)
-		t.res.Broker.CPUSeconds = s.CPUSeconds
+		t.res.Broker.PeakRSSBytes = max(t.res.Broker.PeakRSSBytes, s.HWMBytes, s.RSSBytes)
+		t.res.Broker.CPUSeconds = cpuBefore + s.CPUSeconds // both processes
 	}
 	return nil
 }
