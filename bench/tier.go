@@ -549,7 +549,9 @@ func (t *tierRun) waitCopied(ctx context.Context, base float64, want int, what s
 			last = time.Now()
 			t.progress("upload of %s: %.0f of %d segments, %.1f MB copied in all", what, done, want, s.vals[metricCopyBytes]/1e6)
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		// Half the task interval: a fine enough clock, and rare enough
+		// that rendering /metrics costs the broker little.
+		if !sleepCtx(ctx, tierTaskIntervalMs/2*time.Millisecond) {
 			return s, fmt.Errorf("upload of %s: %.0f of %d segments copied: %w", what, done, want, ctx.Err())
 		}
 	}
