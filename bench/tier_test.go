@@ -73,8 +73,7 @@ func TestTierPresetSmall(t *testing.T) {
 		t.Fatalf("MinIO missing (deploy/install-deps.sh minio): %v", err)
 	}
 	bin := testenv.BuildStrata(t)
-	w := Workload{Name: "tier", Partitions: 2, RecordSize: 1000, Records: 6000,
-		Tier: &TierWorkload{SegmentBytes: 256 << 10, LatencyPartitions: 3}}
+	w := smokeWorkload(t, "tier") // 2 partitions, 6000 records of 1000 B, 256 KiB segments, 3 probes
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: 3 * time.Minute})
