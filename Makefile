@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build run test test-deps vet fuzz bench clean cluster cluster-down
+.PHONY: all build run test test-deps vet fuzz bench bench-tier clean cluster cluster-down
 
 all: build
 
@@ -16,7 +16,8 @@ build:
 run: build
 	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data --tier file://$(CURDIR)/strata-data/tier
 
-# A local cluster: ZooKeeper and three brokers on free loopback ports
+# A local cluster: ZooKeeper, MinIO (bucket strata) and three brokers with
+# --tier s3://strata/cluster on it, on free loopback ports
 # (deploy/local/cluster.sh; state and logs in ./cluster-data).
 cluster:
 	./deploy/local/cluster.sh up
@@ -43,9 +44,17 @@ fuzz:
 	done
 
 # The standard suite: Strata against kfake in the same run, three times;
-# rewrites bench/RESULTS.md and the plots in bench/results.
+# rewrites bench/RESULTS.md and the plots in bench/results. Every preset,
+# the tier one included (it starts its own MinIO).
 bench: build
+	GO=$(GO) ./deploy/install-deps.sh minio
 	./$(BIN) bench --count 3 --out bench/results --results bench/RESULTS.md
+
+# The tier preset alone, three times (about two minutes): writes
+# bench/results/tier/ (report, plots, broker log) and its RESULTS.md.
+bench-tier: build
+	GO=$(GO) ./deploy/install-deps.sh minio
+	./$(BIN) bench --preset tier --count 3 --out bench/results/tier --results bench/results/tier/RESULTS.md
 
 clean:
 	rm -rf bin bench/out

@@ -162,20 +162,33 @@ func (c *clusterTarget) pid(id int32) (int, error) {
 	return pid, nil
 }
 
+// brokerCmd is how a broker of the cluster was started: its command line
+// and its environment (the tier's S3 credentials among it).
+type brokerCmd struct {
+	args, env []string
+}
+
 // stopBroker sends sig to broker id and waits until it has exited. It
-// returns the broker's command line, to restart it with.
-func (c *clusterTarget) stopBroker(ctx context.Context, id int32, sig syscall.Signal) ([]string, error) {
+// returns the broker's command line and environment, to restart it with.
+func (c *clusterTarget) stopBroker(ctx context.Context, id int32, sig syscall.Signal) (brokerCmd, error) {
 	pid, err := c.pid(id)
 	if err != nil {
-		return nil, err
+		return brokerCmd{}, err
 	}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
-		return nil, fmt.Errorf("broker %d (pid %d) is not running: %w", id, pid, err)
+		return brokerCmd{}, fmt.Errorf("broker %d (pid %d) is not running: %w", id, pid, err)
 	}
-	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	rawEnv, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return brokerCmd{}, fmt.Errorf("broker %d (pid %d) environment: %w", id, pid, err)
+	}
+	bc := brokerCmd{
+		args: strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"),
+		env:  strings.Split(strings.TrimRight(string(rawEnv), "\x00"), "\x00"),
+	}
 	if err := syscall.Kill(pid, sig); err != nil {
-		return nil, fmt.Errorf("signal broker %d: %w", id, err)
+		return brokerCmd{}, fmt.Errorf("signal broker %d: %w", id, err)
 	}
 	c.mu.Lock()
 	w := c.waited[id]
@@ -184,26 +197,27 @@ func (c *clusterTarget) stopBroker(ctx context.Context, id int32, sig syscall.Si
 		if w != nil {
 			select {
 			case <-w:
-				return args, nil
+				return bc, nil
 			default:
 			}
 		}
 		if !sleepCtx(ctx, 20*time.Millisecond) {
-			return nil, fmt.Errorf("broker %d did not exit: %w", id, ctx.Err())
+			return brokerCmd{}, fmt.Errorf("broker %d did not exit: %w", id, ctx.Err())
 		}
 	}
-	return args, nil
+	return bc, nil
 }
 
-// restartBroker starts broker id again with args, its output appended to
+// restartBroker starts broker id again as bc says, its output appended to
 // its log, and records its PID where cluster.sh down finds it.
-func (c *clusterTarget) restartBroker(id int32, args []string) error {
+func (c *clusterTarget) restartBroker(id int32, bc brokerCmd) error {
 	logf, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("broker-%d.log", id)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := exec.Command(bc.args[0], bc.args[1:]...)
+	cmd.Env = bc.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -23,6 +23,8 @@ const (
 // workload; otherwise Strata and kfake.
 func DefaultTargets(w Workload) []string {
 	switch {
+	case w.Tier != nil:
+		return []string{TargetTier}
 	case len(w.Faults) > 0:
 		return []string{TargetCluster}
 	case w.ReplicationFactor > 1:
@@ -83,8 +85,11 @@ func (c Config) Validate() error {
 		return err
 	}
 	for _, t := range c.Targets {
-		if t != TargetStrata && t != TargetKfake && t != TargetCluster && !strings.Contains(t, ":") {
-			return fmt.Errorf("target %q: want strata, kfake, cluster or HOST:PORT", t)
+		if t != TargetStrata && t != TargetKfake && t != TargetCluster && t != TargetTier && !strings.Contains(t, ":") {
+			return fmt.Errorf("target %q: want strata, kfake, cluster, strata-s3 or HOST:PORT", t)
+		}
+		if (c.Tier != nil) != (t == TargetTier) {
+			return fmt.Errorf("target %q: the tier workload runs on the %s target only, and that target runs only it", t, TargetTier)
 		}
 		if len(c.Faults) > 0 && t != TargetCluster {
 			return fmt.Errorf("target %q: faults need the cluster target, whose brokers the harness can stop", t)

@@ -7,13 +7,15 @@
 // target rate (or as fast as possible), acks, compression, linger,
 // consumers, warm-up and duration, an optional backlog and read-back, and
 // faults. Workloads come from [Presets] (throughput, latency, catch-up,
-// groups, replication, failover), from JSON files ([ParseWorkload];
+// groups, replication, failover, tier), from JSON files ([ParseWorkload];
 // examples in bench/workloads) or from flags. A [Config] adds where to run
 // it: Strata started as a separate process by the harness, franz-go's
 // in-process kfake cluster, a local cluster of three Strata brokers on
 // ZooKeeper started by deploy/local/cluster.sh (the script `make cluster`
 // and the end-to-end tests use; min.insync.replicas=2, the brokers'
-// default zookeeper.session.timeout.ms), or any Kafka-protocol cluster at
+// default zookeeper.session.timeout.ms, an s3:// tier on the script's
+// MinIO), one Strata broker with --tier s3 on a MinIO the harness starts
+// (strata-s3, for the tier workload only), or any Kafka-protocol cluster at
 // HOST:PORT ([DefaultTargets] picks per workload when none are given).
 // Topics get the workload's replication factor, except on the one-broker
 // targets (strata, kfake), where it is 1: the replication preset compares
@@ -117,5 +119,53 @@
 // (records acknowledged but not yet consumed) every SampleInterval. For a
 // Strata process the harness samples /proc/<pid>/status (VmRSS, VmHWM),
 // /proc/<pid>/stat (CPU seconds, split by phase) and /proc/<pid>/io (bytes
-// written to disk); bytes written to the bucket arrive with tiering.
+// written to disk).
+//
+// # The tier workload
+//
+// A workload with Tier set (the tier preset) replaces the phases above on
+// the strata-s3 target. The harness starts MinIO (the binary
+// deploy/install-deps.sh minio installs) on a free loopback port with a
+// fresh data directory and a bucket, and one Strata broker with --tier
+// s3://BUCKET/strata on it, its credentials in the standard AWS variables,
+// remote.log.manager.task.interval.ms=50 and
+// log.retention.check.interval.ms=100. Then:
+//
+//  1. Three topics with segment.bytes from the workload: a tiered one
+//     (remote.storage.enable=true, local.retention.ms=1, copying disabled
+//     with remote.log.copy.disable=true), an untiered one, and a tiered
+//     latency topic of LatencyPartitions partitions with 1 MiB segments.
+//     The latency topic gets 2.5 MiB per partition and is uploaded first.
+//     Records records of RecordSize bytes go, spread evenly over the
+//     partitions, to the tiered and the untiered topic (the same values,
+//     no compression, batches of at most a quarter segment). Each topic's
+//     active segments are then sealed: segment.ms=1 and one small record
+//     per partition roll them, so that all but those records can be
+//     uploaded.
+//  2. Upload: remote.log.copy.disable is turned off on the tiered topic
+//     and /metrics is polled every 25 ms until
+//     kafka_server_brokertopicmetrics_remotecopyrequests_total has counted
+//     every sealed segment (listed in the broker's data directory, which
+//     the harness owns) and remotecopylagsegments is 0. Upload MB/s are
+//     remotecopybytes_total (segments with their indexes) over that time.
+//     Raw PUT: as many objects of the same sizes PUT one after the other
+//     through tier.S3Store with the broker's default settings (the
+//     uploader, too, copies one object at a time), then GET back whole one
+//     after the other (raw GET).
+//  3. Once local retention has removed every uploaded local segment, the
+//     broker is restarted (SIGTERM, same data directory), so that nothing
+//     read from the bucket is cached in memory; the cold data has never
+//     been read, so no cache can hold it.
+//  4. Cold first-record latency: over one connection, for each latency
+//     partition, the time from sending a Fetch (v11, max.partition.fetch
+//     .bytes 1 MiB) at offset 0 to the first response holding a record
+//     (empty responses are fetched again); the same on the untiered
+//     topic's partitions for comparison. p50 and max are reported.
+//  5. Cold read: one raw Fetch pass (as the raw read-back above, one pass)
+//     from offset 0 over the tiered topic, then one over the untiered
+//     topic (the local read, from the page cache); every record must be
+//     counted. Their records/s give the cold/local ratio.
+//
+// Issue 6's goals: upload ≥ 0.7x raw PUT, cold read ≥ 0.7x local read,
+// and a cold first record within 50 ms on every probed partition.
 package bench

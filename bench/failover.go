@@ -193,7 +193,7 @@ func (tr *targetRun) fault(ctx context.Context, c *clusterTarget, adm *kadm.Clie
 
 	at := time.Now()
 	f.AtS = at.Sub(tr.mon.origin).Seconds()
-	args, err := c.stopBroker(ctx, f.Broker, sig)
+	bc, err := c.stopBroker(ctx, f.Broker, sig)
 	if err != nil {
 		return f, err
 	}
@@ -239,7 +239,7 @@ func (tr *targetRun) fault(ctx context.Context, c *clusterTarget, adm *kadm.Clie
 
 	// Heal: restart the broker, wait for full ISRs, elect preferred leaders.
 	restarted := time.Now()
-	if err := c.restartBroker(f.Broker, args); err != nil {
+	if err := c.restartBroker(f.Broker, bc); err != nil {
 		return f, err
 	}
 	if _, err := pollUntil(ctx, func() (bool, error) { return fullISR(ctx, adm, tr.res.Topics, false) }); err != nil {

@@ -100,8 +100,33 @@ var Issue5Goals = []Goal{
 	{Name: "unavailability after controlled shutdown of a leader (failover preset)", Workload: "failover", Numerator: TargetCluster, AtLeast: false, Want: 1000, Unit: "ms", metric: faultWindow(FaultShutdown, false)},
 }
 
+// tierMetric is a figure of the tier benchmark.
+func tierMetric(f func(*TierResult) (float64, bool)) func(Result) (float64, bool) {
+	return func(r Result) (float64, bool) {
+		if r.Tier == nil || r.Error != "" {
+			return 0, false
+		}
+		return f(r.Tier)
+	}
+}
+
+// Issue6Goals are tiered storage's targets, each measured within one run
+// of the tier preset (the worst run counts with --count).
+var Issue6Goals = []Goal{
+	{Name: "tiered upload throughput vs raw MinIO PUT of objects of the same sizes through tier.S3Store, one at a time (tier preset)", Workload: "tier", Numerator: TargetTier, AtLeast: true, Want: 0.7, Unit: "x",
+		metric: tierMetric(func(t *TierResult) (float64, bool) {
+			return t.UploadRatio(), t.RawPut.MBPerSec > 0 && t.Upload.MBPerSec > 0
+		})},
+	{Name: "cold read from the bucket vs the same records read from local segments (tier preset, raw Fetch from offset 0 after a restart, records/s)", Workload: "tier", Numerator: TargetTier, AtLeast: true, Want: 0.7, Unit: "x",
+		metric: tierMetric(func(t *TierResult) (float64, bool) {
+			return t.ColdReadRatio(), t.ColdRead.Records > 0 && t.LocalRead.Records > 0
+		})},
+	{Name: "first-record latency of a cold read, worst partition (tier preset)", Workload: "tier", Numerator: TargetTier, AtLeast: false, Want: 50, Unit: "ms",
+		metric: tierMetric(func(t *TierResult) (float64, bool) { return t.ColdFirstRecord.MaxMs, t.ColdFirstRecord.N > 0 })},
+}
+
 // Goals are every issue's goals, as `strata bench` evaluates them.
-var Goals = slices.Concat(Issue2Goals, Issue5Goals)
+var Goals = slices.Concat(Issue2Goals, Issue5Goals, Issue6Goals)
 
 // Evaluate checks g against the reports.
 func (g Goal) Evaluate(reports []*Report) GoalResult {

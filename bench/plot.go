@@ -23,10 +23,41 @@ var plotFiles = []struct {
 	draw    func(*Report, string) error
 	applies func(*Report) bool // nil: every report
 }{
-	{"-latency.png", plotLatency, nil},
-	{"-throughput.png", plotThroughput, nil},
-	{"-lag.png", plotLag, nil},
+	{"-latency.png", plotLatency, notTier},
+	{"-throughput.png", plotThroughput, notTier},
+	{"-lag.png", plotLag, notTier},
 	{"-rebalance.png", plotRebalance, hasRebalances},
+	{"-tier.png", plotTier, isTier},
+}
+
+func isTier(rep *Report) bool  { return rep.Workload.Tier != nil }
+func notTier(rep *Report) bool { return rep.Workload.Tier == nil }
+
+// plotTier draws the tier benchmark's throughputs side by side: upload
+// against raw PUT, cold read against local read and raw GET (MB/s).
+func plotTier(rep *Report, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: tiered storage throughput", rep.Label())
+	p.Y.Label.Text = "MB/s"
+	p.Add(plotter.NewGrid())
+	names := []string{"upload", "raw PUT", "cold read", "local read", "raw GET"}
+	var vals plotter.Values
+	for _, res := range rep.Results {
+		if t := res.Tier; t != nil {
+			vals = plotter.Values{t.Upload.MBPerSec, t.RawPut.MBPerSec, t.ColdRead.MBPerSec, t.LocalRead.MBPerSec, t.RawGet.MBPerSec}
+			break
+		}
+	}
+	if vals == nil {
+		vals = make(plotter.Values, len(names))
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(40))
+	if err != nil {
+		return fmt.Errorf("tier plot: %w", err)
+	}
+	p.Add(bars)
+	p.NominalX(names...)
+	return save(p, path)
 }
 
 func hasRebalances(rep *Report) bool {

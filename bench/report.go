@@ -191,6 +191,16 @@ func readBackRow(name string, f func(*ReadBack) float64) row {
 	}}
 }
 
+// tierRow is a figure of the tier benchmark.
+func tierRow(name string, f func(*TierResult) (float64, bool)) row {
+	return row{"tier: " + name, func(r Result) (float64, bool) {
+		if r.Tier == nil {
+			return 0, false
+		}
+		return f(r.Tier)
+	}}
+}
+
 // groupRows are the p50 and max of a consumer-group figure.
 func groupRows(what string, get func(*GroupStats) Spread) []row {
 	q := func(name string, f func(Spread) float64) row {
@@ -284,6 +294,27 @@ var tableRows = slices.Concat(
 		{"duplicates consumed", count(func(r Result) int64 { return r.Duplicates })},
 		{"produce errors", count(func(r Result) int64 { return r.ProduceErrors })},
 		{"negative latencies", count(func(r Result) int64 { return r.ProduceLatency.Negative + r.EndToEnd.Negative })},
+		tierRow("upload MB/s (segments and indexes, remotecopybytes_total)", func(t *TierResult) (float64, bool) { return t.Upload.MBPerSec, t.Upload.Seconds > 0 }),
+		tierRow("upload segments", func(t *TierResult) (float64, bool) { return float64(t.UploadSegments), true }),
+		tierRow("upload s", func(t *TierResult) (float64, bool) { return t.Upload.Seconds, t.Upload.Seconds > 0 }),
+		tierRow("raw PUT MB/s (same sizes, one at a time)", func(t *TierResult) (float64, bool) { return t.RawPut.MBPerSec, t.RawPut.Seconds > 0 }),
+		tierRow("upload / raw PUT", func(t *TierResult) (float64, bool) {
+			return t.UploadRatio(), t.RawPut.Seconds > 0 && t.Upload.Seconds > 0
+		}),
+		tierRow("raw GET MB/s (same objects, one at a time)", func(t *TierResult) (float64, bool) { return t.RawGet.MBPerSec, t.RawGet.Seconds > 0 }),
+		tierRow("cold read records/s (bucket, after restart)", func(t *TierResult) (float64, bool) { return t.ColdRead.RecordsPerSec, t.ColdRead.Records > 0 }),
+		tierRow("cold read batch MB/s", func(t *TierResult) (float64, bool) { return t.ColdRead.MBPerSec, t.ColdRead.Records > 0 }),
+		tierRow("cold read records from the bucket", func(t *TierResult) (float64, bool) { return float64(t.RemoteRecords), t.ColdRead.Records > 0 }),
+		tierRow("local read records/s (same records, untiered topic)", func(t *TierResult) (float64, bool) { return t.LocalRead.RecordsPerSec, t.LocalRead.Records > 0 }),
+		tierRow("local read batch MB/s", func(t *TierResult) (float64, bool) { return t.LocalRead.MBPerSec, t.LocalRead.Records > 0 }),
+		tierRow("cold read / local read (records/s)", func(t *TierResult) (float64, bool) {
+			return t.ColdReadRatio(), t.LocalRead.Records > 0 && t.ColdRead.Records > 0
+		}),
+		tierRow("cold first record p50 ms", func(t *TierResult) (float64, bool) { return t.ColdFirstRecord.P50Ms, t.ColdFirstRecord.N > 0 }),
+		tierRow("cold first record max ms", func(t *TierResult) (float64, bool) { return t.ColdFirstRecord.MaxMs, t.ColdFirstRecord.N > 0 }),
+		tierRow("cold first-record probes", func(t *TierResult) (float64, bool) { return float64(t.ColdFirstRecord.N), t.ColdFirstRecord.N > 0 }),
+		tierRow("local first record p50 ms", func(t *TierResult) (float64, bool) { return t.LocalFirstRecord.P50Ms, t.LocalFirstRecord.N > 0 }),
+		tierRow("local first record max ms", func(t *TierResult) (float64, bool) { return t.LocalFirstRecord.MaxMs, t.LocalFirstRecord.N > 0 }),
 		brokerRow("peak RSS MB", func(b *Resources) (float64, bool) { return float64(b.PeakRSSBytes) / (1 << 20), true }),
 		brokerRow("CPU s (total)", func(b *Resources) (float64, bool) { return b.CPUSeconds, true }),
 		phaseCPURow(phaseBacklog),

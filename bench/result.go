@@ -79,6 +79,8 @@ type Result struct {
 	Group *GroupStats `json:"group,omitempty"`
 	// Failover holds the figures of the faults, when injected.
 	Failover *FailoverStats `json:"failover,omitempty"`
+	// Tier holds the figures of the tiered-storage benchmark.
+	Tier *TierResult `json:"tier,omitempty"`
 
 	// Timeline covers every phase; MeasureStart and MeasureEnd (seconds on
 	// its clock) bound the measured part of the run.

@@ -135,6 +135,10 @@ func smokeWorkload(t *testing.T, name string) Workload {
 		// TestLongestGap and TestFailoverGoals cover the figures.
 		w.Faults, w.Rate = []string{FaultShutdown}, 1000
 		w.Warmup, w.Duration = Duration(500*time.Millisecond), Duration(50*time.Second)
+	case "tier":
+		// Run by TestTierPresetSmall, which checks the tier figures.
+		w.Partitions, w.RecordSize, w.Records = 2, 1000, 6000
+		w.Tier = &TierWorkload{SegmentBytes: 256 << 10, LatencyPartitions: 3}
 	default:
 		t.Fatalf("preset %s has no smoke workload: add one to smokeWorkload", name)
 	}
@@ -160,6 +164,8 @@ func smokePresets(t *testing.T, cluster bool) {
 	for _, name := range PresetNames() {
 		if p, _ := Preset(name); (p.ReplicationFactor > 1) != cluster {
 			continue // the other test's
+		} else if p.Tier != nil {
+			continue // TestTierPresetSmall's
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +38,9 @@ func parseReady(line string) (addr string, ok bool) {
 // strataTarget is a Strata broker process started by the harness with a
 // fresh data directory.
 type strataTarget struct {
+	bin     string
+	args    []string
+	env     []string
 	cmd     *exec.Cmd
 	addr    string
 	dataDir string
@@ -48,6 +52,12 @@ type strataTarget struct {
 }
 
 func startStrata(ctx context.Context, cfg Config) (*strataTarget, error) {
+	return startStrataWith(ctx, cfg, nil, nil)
+}
+
+// startStrataWith starts `strata serve` with cfg.StrataArgs and then args,
+// and env added to this process's environment.
+func startStrataWith(ctx context.Context, cfg Config, args, env []string) (*strataTarget, error) {
 	bin := cfg.StrataBin
 	if bin == "" {
 		exe, err := os.Executable()
@@ -60,38 +70,59 @@ func startStrata(ctx context.Context, cfg Config) (*strataTarget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("strata data dir: %w", err)
 	}
-	args := append([]string{"serve", "--broker-id", "0", "--listen", "127.0.0.1:0", "--data-dir", dir}, cfg.StrataArgs...)
-	cmd := exec.Command(bin, args...)
+	s := &strataTarget{bin: bin, dataDir: dir, env: append(os.Environ(), env...),
+		args: slices.Concat([]string{"serve", "--broker-id", "0", "--listen", "127.0.0.1:0", "--data-dir", dir}, cfg.StrataArgs, args)}
+	if err := s.launch(ctx, cfg); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts the process and waits for its ready line.
+func (s *strataTarget) launch(ctx context.Context, cfg Config) error {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = s.env
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
-	s := &strataTarget{cmd: cmd, dataDir: dir, done: make(chan struct{})}
+	done := make(chan struct{})
+	s.cmd, s.done, s.waitErr = cmd, done, nil
 	ready := make(chan string, 1)
 	go func() {
 		s.waitErr = cmd.Wait()
 		pw.Close()
-		close(s.done)
+		close(done)
 	}()
 	go s.readOutput(pr, cfg.BrokerLog, ready)
 
 	timer := time.NewTimer(readyTimeout)
 	defer timer.Stop()
+	var err error
 	select {
 	case s.addr = <-ready:
-		cfg.Logger.Info("strata ready", "pid", cmd.Process.Pid, "listen", s.addr, "data_dir", dir)
-		return s, nil
-	case <-s.done:
+		cfg.Logger.Info("strata ready", "pid", cmd.Process.Pid, "listen", s.addr, "data_dir", s.dataDir)
+		return nil
+	case <-done:
 		err = fmt.Errorf("strata exited before ready (%v): %s", s.waitErr, s.lastOutput())
 	case <-timer.C:
 		err = fmt.Errorf("strata not ready after %s: %s", readyTimeout, s.lastOutput())
 	case <-ctx.Done():
 		err = fmt.Errorf("strata start: %w", ctx.Err())
 	}
-	_ = s.Close()
-	return nil, err
+	_ = s.stop()
+	return err
+}
+
+// restart stops the broker with SIGTERM and starts it again on the same
+// data directory, so that nothing it held in memory survives.
+func (s *strataTarget) restart(ctx context.Context, cfg Config) error {
+	if err := s.stop(); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return s.launch(ctx, cfg)
 }
 
 // readOutput copies the broker's output to log, keeps its tail and sends
@@ -140,10 +171,15 @@ func (s *strataTarget) Sample() (procSample, bool) {
 	return p, err == nil
 }
 
-// Close sends SIGTERM, waits for the exit (killing after stopTimeout) and
-// removes the data directory. A non-zero exit after SIGTERM is an error.
+// Close stops the broker and removes the data directory.
 func (s *strataTarget) Close() error {
 	defer os.RemoveAll(s.dataDir)
+	return s.stop()
+}
+
+// stop sends SIGTERM and waits for the exit (killing after stopTimeout).
+// A non-zero exit after SIGTERM is an error.
+func (s *strataTarget) stop() error {
 	select {
 	case <-s.done:
 		return s.exitErr()

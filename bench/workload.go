@@ -99,6 +99,14 @@ type Workload struct {
 
 	// SampleInterval is the period of the timelines and resource samples.
 	SampleInterval Duration `json:"sample_interval"`
+
+	// Tier, when set, makes this the tiered-storage benchmark (target
+	// strata-s3) instead of the phases above: Records records of
+	// RecordSize bytes, spread over Partitions, written to a tiered topic
+	// and to an untiered one; upload, cold read and first-record latency
+	// are measured (see the package doc). Producers, consumers, rates and
+	// durations do not apply.
+	Tier *TierWorkload `json:"tier,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as a Go duration string
@@ -213,6 +221,14 @@ var Presets = map[string]Workload{
 		Warmup: Duration(2 * time.Second), Duration: Duration(5 * time.Minute),
 		Faults: []string{FaultKill, FaultShutdown},
 	},
+	// tier: 256 MiB of 1 KiB records in 4 partitions with 8 MiB segments on
+	// one broker with --tier s3 on a MinIO the harness starts: upload
+	// throughput against raw PUTs of the same sizes, cold read against
+	// the local read of the same records, cold first-record latency.
+	"tier": {
+		Name: "tier", Partitions: 4, RecordSize: 1024, Records: 1 << 18,
+		Tier: &TierWorkload{SegmentBytes: 8 << 20, LatencyPartitions: 5},
+	},
 	// groups: 6 members of one consumer group (eager range balancer) on
 	// 12 partitions while records flow at 2,000 records/s; reports each
 	// member's time from joining to its first record, then measures 3
@@ -295,6 +311,19 @@ func (w Workload) WithDefaults() Workload {
 	if w.SampleInterval == 0 {
 		w.SampleInterval = Duration(500 * time.Millisecond)
 	}
+	if w.Tier != nil {
+		t := *w.Tier
+		if t.SegmentBytes == 0 {
+			t.SegmentBytes = 8 << 20
+		}
+		if t.LatencyPartitions == 0 {
+			t.LatencyPartitions = 5
+		}
+		if w.Records == 0 {
+			w.Records = 1 << 18
+		}
+		w.Tier = &t
+	}
 	return w
 }
 
@@ -350,6 +379,18 @@ func (w Workload) Validate() error {
 	case len(w.Faults) > 0 && w.Rebalances > 0:
 		return errors.New("faults and rebalances cannot be measured in one run")
 	}
+	if t := w.Tier; t != nil {
+		switch {
+		case t.SegmentBytes < 1<<14 || t.SegmentBytes > 1<<30:
+			return errors.New("tier: segment bytes must be 16 KiB..1 GiB")
+		case t.LatencyPartitions <= 0 || t.LatencyPartitions > 100:
+			return errors.New("tier: latency partitions must be 1..100")
+		case w.Records > 1<<24:
+			return errors.New("tier: at most 16777216 records")
+		case len(w.Faults) > 0 || w.Rebalances > 0 || w.Backlog > 0:
+			return errors.New("tier: no faults, rebalances or backlog")
+		}
+	}
 	for _, f := range w.Faults {
 		if f != FaultKill && f != FaultShutdown {
 			return fmt.Errorf("fault %q: want kill or shutdown", f)
@@ -368,6 +409,13 @@ func (w Workload) Validate() error {
 
 // Describe is a one-line summary of the workload for reports.
 func (w Workload) Describe() string {
+	if t := w.Tier; t != nil {
+		return fmt.Sprintf("tiered storage on one Strata broker with --tier s3 on a MinIO started by the harness: %d records of %d B (%.0f MiB) over %d partitions with segment.bytes %d, "+
+			"written to a tiered topic (remote.storage.enable, local.retention.ms 1) and to an untiered one; upload of every sealed segment timed against "+
+			"raw PUTs of the same sizes; after local retention and a broker restart, one raw Fetch pass from offset 0 over each topic; "+
+			"cold first-record latency on %d partitions of a third tiered topic",
+			w.Records, w.RecordSize, float64(w.Records*int64(w.RecordSize))/(1<<20), w.Partitions, t.SegmentBytes, t.LatencyPartitions)
+	}
 	rate := "max rate"
 	if w.Rate > 0 {
 		rate = fmt.Sprintf("%g records/s open loop", w.Rate)

@@ -3,6 +3,7 @@
 # are missing: kcat and zookeeper (Debian packages; zookeeper runs on the
 # machine's Java) and minio (built from source with `go install`, about two
 # minutes the first time). Usage: install-deps.sh NAME...
+# `install-deps.sh --path minio` prints where the MinIO binary is (or goes).
 set -euo pipefail
 
 need_apt_update=1
@@ -24,8 +25,10 @@ apt_install() {
 # where testenv looks for it: $STRATA_MINIO, or
 # ${XDG_CACHE_HOME:-$HOME/.cache}/strata/minio-$MINIO_VERSION/minio.
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+minio_path() { echo "${STRATA_MINIO:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/minio-$MINIO_VERSION/minio}"; }
 minio_install() {
-  local bin="${STRATA_MINIO:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/minio-$MINIO_VERSION/minio}"
+  local bin
+  bin="$(minio_path)"
   [ -x "$bin" ] && return 0
   local go="${GO:-go}"
   if ! command -v "$go" >/dev/null 2>&1; then
@@ -45,6 +48,13 @@ minio_install() {
   mv "$tmp/minio" "$bin"
   rm -rf "$tmp"
 }
+
+if [ "${1:-}" = --path ]; then
+  case "${2:-}" in
+    minio) minio_path; exit 0 ;;
+    *) echo "install-deps: --path knows only minio" >&2; exit 2 ;;
+  esac
+fi
 
 for dep in "$@"; do
   case "$dep" in

@@ -166,7 +166,17 @@ func runBench(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
-	suite, runErr := bench.RunSuite(ctx, runs, bench.Goals)
+	// The goals of the workloads that run (and those of every workload).
+	var goals []bench.Goal
+	for _, g := range bench.Goals {
+		for _, w := range ws {
+			if g.Workload == "" || g.Workload == w.Name {
+				goals = append(goals, g)
+				break
+			}
+		}
+	}
+	suite, runErr := bench.RunSuite(ctx, runs, goals)
 	suite.Command = "strata bench " + strings.Join(args, " ")
 	if err := suite.Write(*out); err != nil {
 		fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A local Strata cluster: ZooKeeper and three brokers on free loopback ports.
+# A local Strata cluster: ZooKeeper, MinIO (with a bucket) and three brokers
+# with tiered storage on it, on free loopback ports.
 #
 #   cluster.sh up             install what is missing, build, start, wait until ready
 #   cluster.sh status         show what runs and where
@@ -10,6 +11,15 @@
 #   STRATA_BIN    use this strata binary instead of building bin/strata
 #   READY_TIMEOUT seconds to wait for ZooKeeper and each broker (default 60)
 #   STOP_TIMEOUT  seconds between SIGTERM and SIGKILL on down (default 30)
+#   CLUSTER_TIER  1 (default): start MinIO and give the brokers
+#                 --tier s3://$TIER_BUCKET/$TIER_PREFIX on it; 0: no MinIO, no tier
+#   TIER_BUCKET   bucket made in MinIO (default strata)
+#   TIER_PREFIX   key prefix of the brokers' objects (default cluster)
+#   BROKER_ARGS   extra arguments to every `strata serve`, split on spaces
+#                 (e.g. "--set remote.log.manager.task.interval.ms=1000")
+#
+# MinIO's root credentials are made up once per state dir (minio/credentials)
+# and given to the brokers as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 #
 # `make cluster` / `make cluster-down` run this script; so do the tests.
 set -euo pipefail
@@ -25,6 +35,10 @@ BROKERS=(1 2 3)
 ZK_JAR=/usr/share/java/zookeeper.jar
 ZK_LOG_JAR=/usr/share/java/slf4j-simple.jar
 ZK_TICK_MS=200
+CLUSTER_TIER="${CLUSTER_TIER:-1}"
+TIER_BUCKET="${TIER_BUCKET:-strata}"
+TIER_PREFIX="${TIER_PREFIX:-cluster}"
+S3_REGION=us-east-1
 
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: error: $*" >&2; exit 1; }
@@ -48,6 +62,22 @@ for _ in range(int(sys.argv[1])):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 ' "$1"
+}
+
+# minio_ready PORT: MinIO's readiness probe answers 200.
+minio_ready() {
+  curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$1/minio/health/ready" 2>/dev/null
+}
+
+# make_bucket PORT: create TIER_BUCKET (signed S3 CreateBucket through
+# curl's SigV4); an existing bucket of ours is fine.
+make_bucket() {
+  local code
+  code="$(curl -sS -o "$DIR/minio/make-bucket.out" -w '%{http_code}' --max-time 10 -X PUT \
+    --aws-sigv4 "aws:amz:$S3_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+    "http://127.0.0.1:$1/$TIER_BUCKET")" || return 1
+  [ "$code" = 200 ] || grep -q BucketAlreadyOwnedByYou "$DIR/minio/make-bucket.out"
 }
 
 tail_log() { echo "--- last lines of $1:" >&2; tail -n 30 "$1" >&2 || true; }
@@ -94,11 +124,39 @@ cmd_up() {
   fi
   [ -x "$bin" ] || die "strata binary $bin is not executable"
 
-  local ports zk_port
-  read -r -a ports <<<"$(free_ports 4)"
-  zk_port="${ports[0]}"
+  local ports zk_port minio_port console_port
+  read -r -a ports <<<"$(free_ports 6)"
+  zk_port="${ports[0]}" minio_port="${ports[4]}" console_port="${ports[5]}"
 
-  # TODO(tier): start MinIO with a bucket here once tiered storage exists.
+  local tier_args=()
+  if [ "$CLUSTER_TIER" = 1 ]; then
+    "$ROOT/deploy/install-deps.sh" minio
+    command -v curl >/dev/null || die "curl is needed to make the MinIO bucket"
+    local minio_bin
+    minio_bin="$("$ROOT/deploy/install-deps.sh" --path minio)"
+    mkdir -p "$DIR/minio/data"
+    if [ ! -f "$DIR/minio/credentials" ]; then
+      (umask 077 && printf 'AWS_ACCESS_KEY_ID=strata\nAWS_SECRET_ACCESS_KEY=%s\n' \
+        "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$DIR/minio/credentials")
+    fi
+    # shellcheck disable=SC1091
+    . "$DIR/minio/credentials"
+    export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION="$S3_REGION"
+    log "starting MinIO on 127.0.0.1:$minio_port (console 127.0.0.1:$console_port)"
+    (cd "$DIR/minio" && MINIO_ROOT_USER="$AWS_ACCESS_KEY_ID" MINIO_ROOT_PASSWORD="$AWS_SECRET_ACCESS_KEY" \
+      MINIO_UPDATE=off MINIO_REGION="$S3_REGION" \
+      spawn "$PIDS/minio.pid" "$DIR/minio.log" \
+      "$minio_bin" server --address "127.0.0.1:$minio_port" --console-address "127.0.0.1:$console_port" "$DIR/minio/data")
+    local mdeadline=$((SECONDS + READY_TIMEOUT))
+    until minio_ready "$minio_port" && make_bucket "$minio_port"; do
+      alive "$PIDS/minio.pid" || { tail_log "$DIR/minio.log"; die "MinIO exited before it was ready"; }
+      [ "$SECONDS" -lt "$mdeadline" ] || { tail_log "$DIR/minio.log"; die "MinIO not ready (or bucket $TIER_BUCKET not made) within ${READY_TIMEOUT}s"; }
+      sleep 0.2
+    done
+    log "MinIO ready, bucket $TIER_BUCKET"
+    tier_args=(--tier "s3://$TIER_BUCKET/$TIER_PREFIX" --s3-endpoint "http://127.0.0.1:$minio_port"
+      --s3-region "$S3_REGION" --set remote.log.storage.system.enable=true)
+  fi
 
   mkdir -p "$DIR/zookeeper"
   cat >"$DIR/zookeeper/zoo.cfg" <<CFG
@@ -131,6 +189,8 @@ CFG
   done
   log "ZooKeeper ready"
 
+  local extra=()
+  read -r -a extra <<<"${BROKER_ARGS:-}"
   local i id addrs=()
   for i in "${!BROKERS[@]}"; do
     id="${BROKERS[$i]}"
@@ -139,7 +199,7 @@ CFG
     spawn "$PIDS/broker-$id.pid" "$DIR/broker-$id.log" \
       "$bin" serve --broker-id "$id" --listen "127.0.0.1:$port" \
       --data-dir "$DIR/broker-$id" --zookeeper "127.0.0.1:$zk_port/strata" \
-      --set min.insync.replicas=2 --set default.replication.factor=3
+      --set min.insync.replicas=2 --set default.replication.factor=3 "${tier_args[@]}" "${extra[@]}"
   done
   for id in "${BROKERS[@]}"; do
     local lf="$DIR/broker-$id.log" line=""
@@ -158,6 +218,14 @@ CFG
 BOOTSTRAP=${addrs[*]}
 ZOOKEEPER=127.0.0.1:$zk_port/strata
 ENV
+  if [ "$CLUSTER_TIER" = 1 ]; then
+    cat >>"$DIR/cluster.env" <<ENV
+S3_ENDPOINT=http://127.0.0.1:$minio_port
+S3_CONSOLE=http://127.0.0.1:$console_port
+S3_REGION=$S3_REGION
+TIER=s3://$TIER_BUCKET/$TIER_PREFIX
+ENV
+  fi
   unset IFS
   trap - EXIT
   log "cluster ready"
@@ -170,6 +238,14 @@ print_info() {
     . "$DIR/cluster.env"
     echo "bootstrap: $BOOTSTRAP"
     echo "zookeeper: $ZOOKEEPER"
+    if [ -n "${S3_ENDPOINT:-}" ]; then
+      # shellcheck disable=SC1091
+      . "$DIR/minio/credentials"
+      echo "minio: $S3_ENDPOINT"
+      echo "tier: $TIER (region $S3_REGION)"
+      echo "minio console: $S3_CONSOLE (user $AWS_ACCESS_KEY_ID, password $AWS_SECRET_ACCESS_KEY)"
+      echo "credentials: $DIR/minio/credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+    fi
   fi
   echo "logs: $DIR/*.log"
 }
@@ -197,6 +273,7 @@ stop() {
 stop_all() {
   local id
   for id in "${BROKERS[@]}"; do stop "broker-$id"; done
+  stop minio
   stop zookeeper
 }
 
