@@ -148,10 +148,11 @@
 //     every sealed segment (listed in the broker's data directory, which
 //     the harness owns) and remotecopylagsegments is 0. Upload MB/s are
 //     remotecopybytes_total (segments with their indexes) over that time.
-//     Raw PUT: as many objects of the same sizes PUT one after the other
-//     through tier.S3Store with the broker's default settings (the
-//     uploader, too, copies one object at a time), then GET back whole one
-//     after the other (raw GET).
+//     Raw PUT: as many objects of the same sizes PUT through tier.S3Store
+//     with the broker's default settings, one stream per partition (the
+//     broker copies up to remote.log.manager.copier.thread.pool.size
+//     partitions at once, each segment's objects in parallel), then GET
+//     back whole, as many at a time (raw GET).
 //  3. Once local retention has removed every uploaded local segment, the
 //     broker is restarted (SIGTERM, same data directory), so that nothing
 //     read from the bucket is cached in memory; the cold data has never

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,10 +56,11 @@ type TierResult struct {
 	// was 0. Bytes are remotecopybytes_total (segments with their indexes).
 	Upload         Throughput `json:"upload"`
 	UploadSegments int        `json:"upload_segments"`
-	// RawPut: the same number of objects of the segments' sizes PUT one
-	// after the other (as the uploader does) through tier.S3Store.
+	// RawPut: the same number of objects of the segments' sizes PUT
+	// through tier.S3Store, one stream per partition (the broker copies
+	// that many partitions at once).
 	RawPut Throughput `json:"raw_put"`
-	// RawGet: those objects read back whole, one after the other.
+	// RawGet: those objects read back whole, as many at a time.
 	RawGet Throughput `json:"raw_get"`
 	// ColdRead and LocalRead: one raw Fetch pass from offset 0 over the
 	// tiered topic (its local copies deleted, the broker restarted) and
@@ -160,10 +162,14 @@ func (t *tierRun) phases(ctx context.Context) error {
 	t.res.Topics = []string{tiered, local, probes}
 	seg := strconv.FormatInt(cfg.Tier.SegmentBytes, 10)
 	tieredCfg := func(segBytes string, copyDisable bool) map[string]*string {
-		return map[string]*string{
+		c := map[string]*string{
 			"remote.storage.enable": kadm.StringPtr("true"), "remote.log.copy.disable": kadm.StringPtr(strconv.FormatBool(copyDisable)),
-			"segment.bytes": kadm.StringPtr(segBytes), "local.retention.ms": kadm.StringPtr("1"), "file.delete.delay.ms": kadm.StringPtr("0"),
+			"segment.bytes": kadm.StringPtr(segBytes), "file.delete.delay.ms": kadm.StringPtr("0"),
 		}
+		if !copyDisable {
+			c["local.retention.ms"] = kadm.StringPtr("1")
+		}
+		return c
 	}
 	seeds := t.broker.Seeds()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -239,7 +245,9 @@ func (t *tierRun) phases(ctx context.Context) error {
 	}
 	t.progress("upload: %d sealed segments of %s; turning remote.log.copy.disable off", len(segs), tiered)
 	start := time.Now()
-	if err := alterTopic(ctx, adm, tiered, "remote.log.copy.disable", "false"); err != nil {
+	// Kafka accepts remote.log.copy.disable=true only with local retention
+	// equal to the total, so local.retention.ms drops in the same alter.
+	if err := alterTopic(ctx, adm, tiered, "remote.log.copy.disable", "false", "local.retention.ms", "1"); err != nil {
 		return err
 	}
 	after, err := t.waitCopied(ctx, before[metricCopyRequests], len(segs), tiered)
@@ -251,8 +259,8 @@ func (t *tierRun) phases(ctx context.Context) error {
 	t.progress("upload: %d segments, %.1f MB in %.2fs: %.1f MB/s", len(segs), float64(tr.Upload.Bytes)/1e6, tr.Upload.Seconds, tr.Upload.MBPerSec)
 	t.res.Broker = &Resources{BucketWrittenBytes: int64(after.vals[metricCopyBytes]), WrittenBytes: -1}
 
-	// Raw PUT and GET of objects of the same sizes, one after the other.
-	if err := t.rawPutGet(ctx, segs); err != nil {
+	// Raw PUT and GET of objects of the same sizes, a stream per partition.
+	if err := t.rawPutGet(ctx, segs, int(cfg.Partitions)); err != nil {
 		return err
 	}
 
@@ -358,8 +366,12 @@ func createTopicConfigs(ctx context.Context, adm *kadm.Client, topic string, par
 	}
 }
 
-func alterTopic(ctx context.Context, adm *kadm.Client, topic, key, value string) error {
-	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: kadm.StringPtr(value)}}, topic)
+func alterTopic(ctx context.Context, adm *kadm.Client, topic string, kv ...string) error {
+	var alters []kadm.AlterConfig
+	for i := 0; i+1 < len(kv); i += 2 {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: kv[i], Value: kadm.StringPtr(kv[i+1])})
+	}
+	rs, err := adm.AlterTopicConfigs(ctx, alters, topic)
 	if err == nil {
 		for _, r := range rs {
 			if r.Err != nil {
@@ -368,7 +380,7 @@ func alterTopic(ctx context.Context, adm *kadm.Client, topic, key, value string)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("set %s=%s on %s: %w", key, value, topic, err)
+		return fmt.Errorf("set %s on %s: %w", strings.Join(kv, "="), topic, err)
 	}
 	return nil
 }
@@ -557,9 +569,10 @@ func (t *tierRun) waitCopied(ctx context.Context, base float64, want int, what s
 	}
 }
 
-// rawPutGet PUTs one object per size through tier.S3Store, one after the
-// other, then GETs them back whole.
-func (t *tierRun) rawPutGet(ctx context.Context, sizes []int64) error {
+// rawPutGet PUTs one object per size through tier.S3Store, streams at a
+// time (the broker copies that many partitions at once), then GETs them
+// back whole, as many at a time.
+func (t *tierRun) rawPutGet(ctx context.Context, sizes []int64, streams int) error {
 	st, err := t.m.store("raw")
 	if err != nil {
 		return err
@@ -568,18 +581,41 @@ func (t *tierRun) rawPutGet(ctx context.Context, sizes []int64) error {
 	data := make([]byte, largest)
 	_, _ = rand.Read(data)
 	var total int64
+	for _, n := range sizes {
+		total += n
+	}
+	// each runs fn for every object, streams at a time.
+	each := func(fn func(i int, n int64) error) error {
+		errs := make([]error, streams)
+		var wg sync.WaitGroup
+		for w := range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(sizes); i += streams {
+					if err := fn(i, sizes[i]); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 	start := time.Now()
-	for i, n := range sizes {
+	if err := each(func(i int, n int64) error {
 		if err := st.Put(ctx, fmt.Sprintf("obj-%05d", i), bytes.NewReader(data[:n]), n); err != nil {
 			return fmt.Errorf("raw put: %w", err)
 		}
-		total += n
+		return nil
+	}); err != nil {
+		return err
 	}
 	t.tr.RawPut = throughput(0, total, time.Since(start))
-	t.progress("raw PUT: %d objects, %.1f MB in %.2fs: %.1f MB/s", len(sizes), float64(total)/1e6, t.tr.RawPut.Seconds, t.tr.RawPut.MBPerSec)
+	t.progress("raw PUT: %d objects, %d at a time, %.1f MB in %.2fs: %.1f MB/s", len(sizes), streams, float64(total)/1e6, t.tr.RawPut.Seconds, t.tr.RawPut.MBPerSec)
 	start = time.Now()
-	var got int64
-	for i, n := range sizes {
+	if err := each(func(i int, n int64) error {
 		rc, err := st.Get(ctx, fmt.Sprintf("obj-%05d", i), 0, n)
 		if err != nil {
 			return fmt.Errorf("raw get: %w", err)
@@ -589,10 +625,12 @@ func (t *tierRun) rawPutGet(ctx context.Context, sizes []int64) error {
 		if err != nil || m != n {
 			return fmt.Errorf("raw get: %d of %d bytes: %v", m, n, err)
 		}
-		got += m
+		return nil
+	}); err != nil {
+		return err
 	}
-	t.tr.RawGet = throughput(0, got, time.Since(start))
-	t.progress("raw GET: %d objects, %.1f MB in %.2fs: %.1f MB/s", len(sizes), float64(got)/1e6, t.tr.RawGet.Seconds, t.tr.RawGet.MBPerSec)
+	t.tr.RawGet = throughput(0, total, time.Since(start))
+	t.progress("raw GET: %d objects, %d at a time, %.1f MB in %.2fs: %.1f MB/s", len(sizes), streams, float64(total)/1e6, t.tr.RawGet.Seconds, t.tr.RawGet.MBPerSec)
 	return nil
 }
 
