@@ -106,8 +106,8 @@ func strataMetric(t *testing.T, srv *Server, name string) float64 {
 }
 
 // TestTierLifecyclePolicy checks the rules the embedded broker (its own
-// controller) asks for: tiered topics only, no expiration for unlimited
-// retention or compacted topics, updates on retention changes and
+// controller) asks for: tiered topics only (compacted topics cannot be
+// tiered), no expiration for unlimited retention, updates on retention changes and
 // deletion, and no rewrite while nothing changes. It also deletes an
 // orphan planted in a partition it leads.
 func TestTierLifecyclePolicy(t *testing.T) {
@@ -121,10 +121,9 @@ func TestTierLifecyclePolicy(t *testing.T) {
 	adm := ts.admin(t)
 	str := func(s string) *string { return &s }
 	for name, cfg := range map[string]map[string]*string{
-		"days":      {"remote.storage.enable": str("true"), "retention.ms": str("86400000")},
-		"forever":   {"remote.storage.enable": str("true"), "retention.ms": str("-1")},
-		"compacted": {"remote.storage.enable": str("true"), "cleanup.policy": str("compact")},
-		"local":     {"retention.ms": str("1000")},
+		"days":    {"remote.storage.enable": str("true"), "retention.ms": str("86400000")},
+		"forever": {"remote.storage.enable": str("true"), "retention.ms": str("-1")},
+		"local":   {"retention.ms": str("1000")},
 	} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, cfg, name); err != nil {
 			t.Fatalf("create %s: %v", name, err)
@@ -154,7 +153,7 @@ func TestTierLifecyclePolicy(t *testing.T) {
 			return true
 		}
 	}
-	waitFor(t, "the policy of the three tiered topics", 20*time.Second, want(map[string]int64{"days": 86400000, "forever": -1, "compacted": -1}))
+	waitFor(t, "the policy of the two tiered topics", 20*time.Second, want(map[string]int64{"days": 86400000, "forever": -1}))
 
 	// Passes go on (each reconciles, so lists), no rewrite.
 	_, syncs := store.last()
@@ -167,11 +166,11 @@ func TestTierLifecyclePolicy(t *testing.T) {
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: str("172800000")}}, "days"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the policy after the retention change", 20*time.Second, want(map[string]int64{"days": 172800000, "forever": -1, "compacted": -1}))
-	if _, err := adm.DeleteTopics(ctx, "forever", "compacted"); err != nil {
+	waitFor(t, "the policy after the retention change", 20*time.Second, want(map[string]int64{"days": 172800000, "forever": -1}))
+	if _, err := adm.DeleteTopics(ctx, "forever"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the policy after the deletions", 20*time.Second, want(map[string]int64{"days": 172800000}))
+	waitFor(t, "the policy after the deletion", 20*time.Second, want(map[string]int64{"days": 172800000}))
 
 	// An orphan in the partition the broker leads: objects of a segment
 	// without a manifest. The grace is 10 task intervals.
