@@ -96,8 +96,9 @@
 // # Uploads
 //
 // Uploader.CopyPartition is one pass of the partition leader's copy task
-// (the broker runs one every remote.log.manager.task.interval.ms, in a
-// goroutine of its own, for topics with remote.storage.enable=true and
+// (the broker runs one every remote.log.manager.task.interval.ms, on up
+// to remote.log.manager.copier.thread.pool.size partitions at once, for
+// topics with remote.storage.enable=true and
 // remote.log.copy.disable=false). A pass first settles what earlier
 // passes, or a process that died, left unfinished in the index: an entry
 // in COPY_SEGMENT_STARTED whose manifest is in the bucket in
@@ -114,7 +115,8 @@
 //  3. .log (the segment's whole batches), .index, .timeindex, the
 //     leader-epoch checkpoint of the segment's epochs (the first moved to
 //     its base offset), and the producer snapshot at its end offset + 1
-//     when the log still has it;
+//     when the log still has it, all PUT concurrently (step 4 waits for
+//     every one);
 //  4. the manifest in COPY_SEGMENT_FINISHED;
 //  5. index: COPY_SEGMENT_FINISHED.
 //
@@ -185,10 +187,12 @@
 // from the bucket (the manifest says DELETE_SEGMENT_STARTED).
 //
 // DeletePartition deletes a partition's whole remote log (every segment
-// the index knows, then anything left under the partition's prefix):
+// the index knows, then anything of the layout left under the
+// partition's prefix):
 // remote.storage.enable turned off with remote.log.delete.on.disable=true.
-// DeleteTopic deletes everything under a deleted topic's prefix (other
-// objects first, manifests last) and then all the topic's index entries
+// DeleteTopic deletes every object of the layout under a deleted topic's
+// prefix (other objects first, manifests last; keys outside the layout
+// stay, as they do in the reconciliation) and then all the topic's index entries
 // (index.ForgetTopic). Both are idempotent and safe to run on several
 // brokers at once; the broker persists its pending topic deletions in the
 // index (index.MarkTopicDeleted) and retries them every pass until the

@@ -185,13 +185,17 @@ func DeleteTopic(ctx context.Context, store ObjectStore, idx *index.Index, topic
 	return n, idx.ForgetTopic(topicID)
 }
 
-// deletePrefix deletes every object under prefix: the others first, then
-// the manifests, in DeleteMany batches.
+// deletePrefix deletes every object of the layout under prefix: the
+// others first, then the manifests, in DeleteMany batches. Keys outside
+// the layout (someone else's objects) stay, as in the reconciliation.
 func deletePrefix(ctx context.Context, store ObjectStore, prefix string) (int, error) {
 	var objs, manifests []string
 	for info, err := range store.List(ctx, prefix) {
 		if err != nil {
 			return 0, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		if _, err := ParseSegmentKey(info.Key); err != nil {
+			continue
 		}
 		if strings.HasSuffix(info.Key, ManifestSuffix) {
 			manifests = append(manifests, info.Key)

@@ -256,6 +256,11 @@ func TestDeleteTopicAndPartition(t *testing.T) {
 	if err := store.Put(context.Background(), stray, strings.NewReader("x"), 1); err != nil {
 		t.Fatal(err)
 	}
+	// A key outside the layout under the topic's prefix is not ours.
+	foreign := PartitionPrefix(index.TopicIDPartition{TopicID: topicX, Partition: 0}) + "README.txt"
+	if err := store.Put(context.Background(), foreign, strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := u.Index.RaiseLogStartOffset(upTP, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -282,9 +287,12 @@ func TestDeleteTopicAndPartition(t *testing.T) {
 		}
 	}
 	for _, k := range store.Keys() {
-		if strings.HasPrefix(k, TopicPrefix(topicX)) {
+		if strings.HasPrefix(k, TopicPrefix(topicX)) && k != foreign {
 			t.Fatalf("%s left after the topic's deletion", k)
 		}
+	}
+	if !slices.Contains(store.Keys(), foreign) {
+		t.Fatalf("%s, outside the layout, deleted with the topic", foreign)
 	}
 	if got := otherKeys(); !slices.Equal(got, before) {
 		t.Fatalf("the other topic's objects changed: %v", got)
