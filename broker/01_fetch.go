@@ -344,6 +344,9 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.log.LogEndOffset() {
 			r.code = 0 // between HW and LEO: nothing yet, not an error
 		}
+		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteNotReady(p) {
+			r.code = kerr.ReplicaNotAvailable.Code // below the local log start before the index is rebuilt: retried
+		}
 		if r.code == kerr.OffsetOutOfRange.Code && follower && s.movedToTier(p, t.fetchOffset) {
 			r.code = kerr.OffsetMovedToTieredStorage.Code // the follower rebuilds from our local tail (tier_follower.go)
 		}

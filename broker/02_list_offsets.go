@@ -65,6 +65,11 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 	if !client {
 		hw = p.log.LogEndOffset()
 	}
+	if ts != -1 && ts != -3 && ts != -4 && s.remoteNotReady(p) {
+		sp.ErrorCode = kerr.ReplicaNotAvailable.Code // the remote log is not known yet
+		sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+		return
+	}
 	switch ts {
 	case -1: // latest
 		sp.Offset = hw

@@ -41,6 +41,21 @@ func (s *Server) remoteReadable(p *partition) bool {
 	return ok && tt.remote
 }
 
+// remoteNotReady reports whether the partition is tiered while the index
+// is still to be rebuilt from the bucket (a new or wiped data directory,
+// until the first tier pass ends): its remote log is unknown, so what
+// depends on it (the earliest offset, reads below the local log start)
+// is answered REPLICA_NOT_AVAILABLE, which clients retry, as Kafka does
+// while its remote log metadata cache is not initialised.
+func (s *Server) remoteNotReady(p *partition) bool {
+	if !s.remoteReadable(p) {
+		return false
+	}
+	s.tier.mu.Lock()
+	defer s.tier.mu.Unlock()
+	return !s.tier.ready
+}
+
 // remoteLogStart is the partition's remote log start, if it has one, or
 // the log start offset DeleteRecords set when that is higher.
 func (s *Server) remoteLogStart(p *partition) (int64, bool) {

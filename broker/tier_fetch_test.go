@@ -258,3 +258,43 @@ func TestTieredFetchRemoteFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredIndexNotReady: until the index has been rebuilt from the
+// bucket (a wiped or new data directory), a tiered partition's earliest
+// offset and its reads below the local log start answer
+// REPLICA_NOT_AVAILABLE, which clients retry, not the local log start or
+// OFFSET_OUT_OF_RANGE (which would send consumers past the remote log).
+func TestTieredIndexNotReady(t *testing.T) {
+	const topic = "tiered-notready"
+	ts, p, _ := tieredBroker(t, tier.NewMemStore(), topic, 2, 1200)
+	localStart := p.log.LogStartOffset()
+	// Between two passes (they wait while the checks run, so the rebuild
+	// does not happen), the index is marked as still to be rebuilt.
+	ts.tier.passMu.Lock()
+	ts.tier.mu.Lock()
+	ts.tier.ready = false
+	ts.tier.mu.Unlock()
+	for _, c := range []struct {
+		timestamp int64
+		want      int64
+		code      int16
+	}{{-2, -1, kerr.ReplicaNotAvailable.Code}, {-5, -1, kerr.ReplicaNotAvailable.Code}, {-4, localStart, 0}} {
+		if off, code := listOffsets(t, ts, topic, c.timestamp); code != c.code || off != c.want {
+			t.Errorf("index not ready: ListOffsets %d: offset %d, error %d; want %d, error %d", c.timestamp, off, code, c.want, c.code)
+		}
+	}
+	codes, recs := fetchTwo(t, ts, topic)
+	if codes[0] != kerr.ReplicaNotAvailable.Code || codes[1] != 0 {
+		t.Errorf("index not ready: fetch at 0: error codes %v (%d bytes of partition 0), want [%d 0]", codes, recs[0], kerr.ReplicaNotAvailable.Code)
+	}
+	ts.tier.mu.Lock()
+	ts.tier.ready = true
+	ts.tier.mu.Unlock()
+	ts.tier.passMu.Unlock()
+	if off, code := listOffsets(t, ts, topic, -2); code != 0 || off != 0 {
+		t.Errorf("index ready: ListOffsets earliest: offset %d, error %d; want 0", off, code)
+	}
+	if codes, recs := fetchTwo(t, ts, topic); codes[0] != 0 || recs[0] == 0 {
+		t.Errorf("index ready: fetch at 0: error %d, %d bytes", codes[0], recs[0])
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -243,7 +244,16 @@ func TestClusterTierFollowerFromLocalTail(t *testing.T) {
 		p, ok := md.Topics[topic].Partitions[0]
 		return ok && p.Err == nil && p.Leader == follower
 	})
-	earliest, msg := ownOffset(ctx, t, follower, f.Addr(), topic, -2)
+	// Until its index is rebuilt from the bucket the new leader answers
+	// REPLICA_NOT_AVAILABLE (retriable), never its local log start.
+	var earliest int64
+	waitFor(t, 30*time.Second, "the new leader's earliest offset", func() bool {
+		earliest, msg = ownOffset(ctx, t, follower, f.Addr(), topic, -2)
+		if msg != "" && msg != fmt.Sprintf("error %d", kerr.ReplicaNotAvailable.Code) {
+			t.Fatalf("earliest offset on the new leader: %s", msg)
+		}
+		return msg == ""
+	})
 	if earliest != 0 {
 		t.Fatalf("earliest offset on the new leader %d (%s), want 0 (the remote log start)", earliest, msg)
 	}
