@@ -282,8 +282,11 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 	if x.closed {
 		return ErrClosed
 	}
-	// A partition may not fit one transaction: delete, then write, in
-	// batches. A crash in between is covered by the rebuild mark.
+	// A partition may not fit one transaction: write the new segments,
+	// then delete the keys of the old ones that nothing new overwrote, in
+	// batches. Readers (which do not take x.mu for long) see the old
+	// segments, then old and new together, then the new ones: never an
+	// empty partition. A crash in between is covered by the rebuild mark.
 	var old []SegmentMetadata
 	if err := x.db.View(func(txn *badger.Txn) error {
 		return scan(txn, tp, false, func(m *SegmentMetadata) bool { old = append(old, m.Clone()); return true })
@@ -292,16 +295,24 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 	}
 	wb := x.db.NewWriteBatch()
 	defer wb.Cancel()
+	written := map[string]bool{}
+	set := func(k, v []byte) error {
+		written[string(k)] = true
+		return wb.Set(k, v)
+	}
+	for i := range segs {
+		if err := setSegment(set, nil, &segs[i], vals[i]); err != nil {
+			return err
+		}
+	}
 	for i := range old {
 		for _, k := range keysOf(&old[i]) {
+			if written[string(k)] {
+				continue
+			}
 			if err := wb.Delete(k); err != nil {
 				return err
 			}
-		}
-	}
-	for i := range segs {
-		if err := setSegment(wb.Set, nil, &segs[i], vals[i]); err != nil {
-			return err
 		}
 	}
 	if err := wb.Flush(); err != nil {
