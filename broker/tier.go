@@ -6,7 +6,8 @@ package broker
 //
 // With Options.TierStore set and remote.log.storage.system.enable=true, the
 // broker opens <data-dir>/remote-index and, every
-// remote.log.manager.task.interval.ms, in one goroutine of its own, copies
+// remote.log.manager.task.interval.ms, in goroutines of its own (up to
+// remote.log.manager.copier.thread.pool.size partitions at once), copies
 // the sealed segments of every partition it leads whose topic has
 // remote.storage.enable=true and remote.log.copy.disable=false (see
 // tier.Uploader). A failing bucket fails that pass only; produce and fetch
@@ -274,6 +275,7 @@ func (s *Server) tierPass() {
 		ts.mu.Unlock()
 	}
 	defer s.tierHousekeeping()
+	var lagMu sync.Mutex
 	var lagBytes, lagSegments int64
 	defer func() {
 		ts.copyLagBytes.Set(float64(lagBytes))
@@ -281,41 +283,68 @@ func (s *Server) tierPass() {
 	}()
 	s.deleteRemoteTopics()
 	defer s.setRemoteLogSize()
+	// Partitions go through remote.log.manager.copier.thread.pool.size
+	// workers; one partition is only ever in one worker.
+	work := make(chan *partition)
+	var wg sync.WaitGroup
+	for range max(s.cfg.RemoteLogManagerCopierThreadPoolSize, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				b, n := s.tierPassPartition(p)
+				lagMu.Lock()
+				lagBytes += b
+				lagSegments += n
+				lagMu.Unlock()
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(work)
 	for _, p := range s.allPartitions() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
-		s.expireRemote(p)
-		if _, ok := s.tiered(p); !ok || !mayCopy {
-			continue
-		}
-		hw := p.hw.Load()
-		st, err := ts.uploader.CopyPartition(s.ctx, tierPartition(p), p.topic, p.log, hw)
-		ts.copyBytes.Add(float64(st.Bytes))
-		ts.copyRequests.Add(float64(st.Copied))
-		if err != nil {
-			ts.copyErrors.Inc()
-			if s.ctx.Err() == nil {
-				s.log.Warn("copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
-			}
-		}
-		if end, ok, err := ts.idx.LogEnd(tierPartition(p)); err == nil {
-			if !ok {
-				end = -1
-			}
-			for _, seg := range p.log.Segments() {
-				if seg.Sealed && seg.NextOffset <= hw && seg.NextOffset-1 > end {
-					lagBytes += seg.Size
-					lagSegments++
-				}
-			}
-		}
-		if st.Copied > 0 || st.Finished > 0 || st.Abandoned > 0 {
-			s.log.Info("copied segments to remote storage", "topic", p.topic, "partition", p.index,
-				"segments", st.Copied, "bytes", st.Bytes, "finished", st.Finished, "cleaned_up", st.Abandoned)
+		work <- p
+	}
+}
+
+// tierPassPartition is one partition's share of a tier pass: refresh,
+// remote retention and copy. It returns the partition's upload lag.
+func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
+	ts := s.tier
+	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
+	s.expireRemote(p)
+	if _, ok := s.tiered(p); !ok || !mayCopy {
+		return 0, 0
+	}
+	hw := p.hw.Load()
+	st, err := ts.uploader.CopyPartition(s.ctx, tierPartition(p), p.topic, p.log, hw)
+	ts.copyBytes.Add(float64(st.Bytes))
+	ts.copyRequests.Add(float64(st.Copied))
+	if err != nil {
+		ts.copyErrors.Inc()
+		if s.ctx.Err() == nil {
+			s.log.Warn("copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
+	if end, ok, err := ts.idx.LogEnd(tierPartition(p)); err == nil {
+		if !ok {
+			end = -1
+		}
+		for _, seg := range p.log.Segments() {
+			if seg.Sealed && seg.NextOffset <= hw && seg.NextOffset-1 > end {
+				lagBytes += seg.Size
+				lagSegments++
+			}
+		}
+	}
+	if st.Copied > 0 || st.Finished > 0 || st.Abandoned > 0 {
+		s.log.Info("copied segments to remote storage", "topic", p.topic, "partition", p.index,
+			"segments", st.Copied, "bytes", st.Bytes, "finished", st.Finished, "cleaned_up", st.Abandoned)
+	}
+	return lagBytes, lagSegments
 }
 
 // closeTier closes the index once the loop has stopped.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"strata/broker/plog"
@@ -242,10 +243,30 @@ func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, t
 	if err := u.putManifest(ctx, &m); err != nil {
 		return 0, err
 	}
-	for _, o := range objs {
-		if err := u.Store.Put(ctx, ObjectKey(&m, o.kind), u.Throttle.Reader(ctx, o.r), o.size); err != nil {
-			return 0, fmt.Errorf("upload %s of segment %d of %s: %w", o.kind.Suffix(), base, tp, err)
+	// The objects go up side by side: on S3 a small object costs a round
+	// trip as a large one does, so in series they would add up.
+	putCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	for i, o := range objs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := u.Store.Put(putCtx, ObjectKey(&m, o.kind), u.Throttle.Reader(putCtx, o.r), o.size); err != nil {
+				errs[i] = fmt.Errorf("upload %s of segment %d of %s: %w", o.kind.Suffix(), base, tp, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return 0, err
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
 	}
 	m.State, m.EventTimestamp = index.CopySegmentFinished, u.now()
 	if err := u.putManifest(ctx, &m); err != nil {

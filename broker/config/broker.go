@@ -112,6 +112,7 @@ type Broker struct {
 
 	RemoteLogStorageSystemEnable          bool
 	RemoteLogManagerTaskIntervalMs        int64
+	RemoteLogManagerCopierThreadPoolSize  int
 	RemoteLogManagerCopyMaxBytesPerSecond int64
 	// Bucket lifecycle rules and orphan reconciliation
 	// (remote.log.storage.lifecycle.*, remote.log.reconciliation.*;
@@ -254,6 +255,7 @@ func Load(props map[string]string) (*Broker, error) {
 
 	b.RemoteLogStorageSystemEnable = g.bool("remote.log.storage.system.enable")
 	b.RemoteLogManagerTaskIntervalMs = g.int("remote.log.manager.task.interval.ms")
+	b.RemoteLogManagerCopierThreadPoolSize = int(g.int("remote.log.manager.copier.thread.pool.size"))
 	b.RemoteLogManagerCopyMaxBytesPerSecond = g.int("remote.log.manager.copy.max.bytes.per.second")
 	b.RemoteLogStorageLifecycleRulesEnable = g.bool("remote.log.storage.lifecycle.rules.enable")
 	b.RemoteLogStorageLifecycleMarginMs = g.int("remote.log.storage.lifecycle.margin.ms")

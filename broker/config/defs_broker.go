@@ -155,6 +155,8 @@ var brokerTable = newTable([]*Def{
 		Doc: "The maximum local size of a tiered partition; -2 uses log.retention.bytes."},
 	{Name: "remote.log.manager.task.interval.ms", Type: Long, Default: str("30000"), Check: atLeast(1),
 		Doc: "How often the remote log manager copies and expires segments, in milliseconds."},
+	{Name: "remote.log.manager.copier.thread.pool.size", Type: Int, Default: str("10"), Check: atLeast(1),
+		Doc: "How many partitions the remote log manager copies (and expires) at once."},
 	{Name: "remote.log.manager.copy.max.bytes.per.second", Type: Long, Default: str(maxLong), Check: atLeast(1), Dynamic: ClusterWide,
 		Doc: "The maximum bytes per second copied to remote storage."},
 	{Name: "remote.log.storage.lifecycle.rules.enable", Type: Boolean, Default: str("false"),
