@@ -36,7 +36,10 @@ type window struct {
 	start time.Time
 }
 
-func (w window) measured(intended time.Time) bool { return !intended.Before(w.start) }
+// measured compares wall-clock nanoseconds, not the monotonic clock: the
+// consumer knows a record's intended time only from the nanoseconds in
+// its header, and both sides must classify every record alike.
+func (w window) measured(intended time.Time) bool { return intended.UnixNano() >= w.start.UnixNano() }
 
 // producers are the producer clients of one target run, each bound to one
 // topic.
