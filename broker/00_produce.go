@@ -17,6 +17,7 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,7 +71,17 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	s.awaitReplication(resp, waits, req.TimeoutMillis, setErr)
+	if len(waits) > 0 {
+		// Answered once replicated, by the connection's writer: the
+		// connection goes on reading (conn.go).
+		deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
+		return &delayedResponse{Response: resp, wait: func() {
+			s.awaitReplication(resp, waits, deadline, setErr)
+			if req.Version >= 10 {
+				s.addCurrentLeaders(s.ctrl.Metadata(), resp)
+			}
+		}}, nil
+	}
 	if req.Version >= 10 {
 		s.addCurrentLeaders(s.ctrl.Metadata(), resp)
 	}

@@ -15,9 +15,18 @@ import (
 )
 
 // clientConn is one client connection. One goroutine reads a request,
-// handles it and writes its response before reading the next: Kafka
-// processes one request per connection at a time, and writing inline
-// saves a goroutine hand-off per request.
+// handles it and writes its response before reading the next, as Kafka
+// processes one request per connection at a time; writing inline saves a
+// goroutine hand-off per request.
+//
+// Produce requests are the exception: an acks=-1 produce is appended at
+// once and its response, which waits for replication, goes to a writer
+// goroutine, so that the next produce on the connection (a producer keeps
+// up to five in flight) is appended while the first one waits, and
+// followers fetch both at once. Responses still go out in request order:
+// while any is queued, every response queues behind it, and a request
+// other than Produce is not handled before the queue is empty, so it
+// sees (and its answer follows) every earlier produce's outcome.
 type clientConn struct {
 	s        *Server
 	conn     net.Conn
@@ -25,15 +34,36 @@ type clientConn struct {
 	clientID string
 	closeMu  sync.Once
 	marker   markerGen
-	wbuf     []byte // response encoding buffer, reused
+	wbuf     []byte // response encoding buffer, reused; written by one goroutine at a time
+
+	queue   chan outResp // to the writer goroutine; nil until the first delayed response
+	writerD chan struct{}
+	qmu     sync.Mutex
+	qidle   *sync.Cond // signalled when queued reaches 0
+	queued  int        // responses queued and not yet written (guarded by qmu)
+	broken  bool       // a write failed: the connection is closing (guarded by qmu)
 }
 
+// maxQueuedResponses bounds the responses a connection holds for the
+// writer; a reader that would exceed it waits (backpressure).
+const maxQueuedResponses = 8
+
 // outResp is a response waiting to be written. slices are fetch record
-// ranges to be spliced in place of their markers (see sendfile.go).
+// ranges to be spliced in place of their markers (see sendfile.go); wait,
+// when set, completes the response (a delayed produce) before it is
+// encoded.
 type outResp struct {
 	corr   int32
 	kresp  kmsg.Response
 	slices []spliceRef
+	wait   func()
+}
+
+// delayedResponse is a handler's response that is complete only once
+// wait has returned: an acks=-1 produce waiting for replication.
+type delayedResponse struct {
+	kmsg.Response
+	wait func()
 }
 
 func newClientConn(s *Server, c net.Conn) *clientConn {
@@ -43,7 +73,87 @@ func newClientConn(s *Server, c net.Conn) *clientConn {
 		log:  s.log.With("remote", c.RemoteAddr().String()),
 	}
 	cc.marker.init()
+	cc.qidle = sync.NewCond(&cc.qmu)
 	return cc
+}
+
+// respond writes o inline when nothing is queued and o is complete, and
+// otherwise queues it for the writer goroutine. false means the
+// connection is broken.
+func (cc *clientConn) respond(o outResp) bool {
+	cc.qmu.Lock()
+	if cc.broken {
+		cc.qmu.Unlock()
+		return false
+	}
+	if cc.queued == 0 && o.wait == nil {
+		cc.qmu.Unlock()
+		return cc.send(o)
+	}
+	cc.queued++
+	cc.qmu.Unlock()
+	if cc.queue == nil {
+		cc.queue, cc.writerD = make(chan outResp, maxQueuedResponses), make(chan struct{})
+		go cc.writer()
+	}
+	cc.queue <- o
+	return true
+}
+
+// drain waits until every queued response is written; false means the
+// connection is broken.
+func (cc *clientConn) drain() bool {
+	cc.qmu.Lock()
+	defer cc.qmu.Unlock()
+	for cc.queued > 0 && !cc.broken {
+		cc.qidle.Wait()
+	}
+	return !cc.broken
+}
+
+// writer writes queued responses in order, completing delayed ones first.
+func (cc *clientConn) writer() {
+	defer close(cc.writerD)
+	for o := range cc.queue {
+		cc.qmu.Lock()
+		broken := cc.broken
+		cc.qmu.Unlock()
+		ok := !broken && cc.complete(o) && cc.send(o)
+		cc.qmu.Lock()
+		cc.queued--
+		if !ok && !cc.broken {
+			cc.broken = true
+			cc.close() // the reader's next read fails
+		}
+		if cc.queued == 0 || cc.broken {
+			cc.qidle.Broadcast()
+		}
+		cc.qmu.Unlock()
+	}
+}
+
+// complete runs a delayed response's wait, turning a panic into a closed
+// connection as handle does.
+func (cc *clientConn) complete(o outResp) (ok bool) {
+	if o.wait == nil {
+		return true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			cc.log.Error("handler panic", "api", kmsg.NameForKey(o.kresp.Key()), "panic", r)
+			ok = false
+		}
+	}()
+	o.wait()
+	return true
+}
+
+// stopWriter lets the writer finish what is queued and waits for it.
+func (cc *clientConn) stopWriter() {
+	if cc.queue != nil {
+		close(cc.queue)
+		<-cc.writerD
+	}
 }
 
 func (cc *clientConn) close() {
@@ -53,6 +163,7 @@ func (cc *clientConn) close() {
 // serve runs the connection until it closes.
 func (cc *clientConn) serve() {
 	defer cc.close()
+	defer cc.stopWriter()
 	if err := cc.readLoop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		cc.log.Debug("closing connection", "err", err)
 	}
@@ -109,7 +220,7 @@ func (cc *clientConn) readLoop() error {
 		entry, ok := apis[key]
 		if key == 18 && (!ok || version > entry.max || version < 0) {
 			// KIP-511: answer at v0 without parsing the body.
-			if !cc.send(outResp{corr: corr, kresp: unsupportedApiVersions()}) {
+			if !cc.respond(outResp{corr: corr, kresp: unsupportedApiVersions()}) {
 				return nil
 			}
 			continue
@@ -120,7 +231,7 @@ func (cc *clientConn) readLoop() error {
 		}
 		if !ok || version < entry.min || version > entry.max {
 			if resp := unsupportedResponse(kreq, version); resp != nil {
-				if !cc.send(outResp{corr: corr, kresp: resp}) {
+				if !cc.respond(outResp{corr: corr, kresp: resp}) {
 					return nil
 				}
 				continue
@@ -137,6 +248,9 @@ func (cc *clientConn) readLoop() error {
 		if err := kreq.ReadFrom(r.Src); err != nil {
 			return fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(key), version, err)
 		}
+		if key != 0 && !cc.drain() { // only produces overtake queued responses
+			return nil
+		}
 		out, err := cc.handle(entry.fn, kreq)
 		if err != nil {
 			return err
@@ -145,7 +259,7 @@ func (cc *clientConn) readLoop() error {
 			continue // acks=0
 		}
 		out.corr = corr
-		if !cc.send(out) {
+		if !cc.respond(out) {
 			return nil
 		}
 	}
@@ -165,6 +279,9 @@ func (cc *clientConn) handle(fn handler, kreq kmsg.Request) (out outResp, err er
 		return cc.s.handleFetchSpliced(cc, kreq.(*kmsg.FetchRequest))
 	}
 	resp, err := fn(cc.s, cc, kreq)
+	if d, ok := resp.(*delayedResponse); ok {
+		return outResp{kresp: d.Response, wait: d.wait}, err
+	}
 	return outResp{kresp: resp}, err
 }
 

@@ -312,3 +312,44 @@ func TestReplicationTruncatesDivergentTail(t *testing.T) {
 		t.Fatalf("broker 0 batches after rejoining: %+v; want offset 0 at epoch 0 and offset 1 at epoch 1", bs)
 	}
 }
+
+// TestProducePipelinedOnOneConnection: acks=-1 produces sent back to back
+// on one connection are all appended while the first waits for
+// replication (a producer keeps several in flight), and their responses,
+// and that of a request behind them, come back in request order once the
+// followers replicate.
+func TestProducePipelinedOnOneConnection(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "30000"})
+	c.createTopic("pl", []int32{0, 1, 2}, map[string]string{"min.insync.replicas": "2"})
+	rc := c.rc(0)
+	batch := func(v string) []byte { return plainBatch(time.Now().UnixMilli(), v).build(t) }
+	if off := rc.produceOK("pl", 0, batch("warm")); off != 0 {
+		t.Fatalf("first offset %d", off)
+	}
+	c.servers[1].pauseReplication(true)
+	c.servers[2].pauseReplication(true)
+	var corrs []int32
+	for _, v := range []string{"a", "b", "c"} {
+		corrs = append(corrs, rc.send(produceReq("pl", 0, -1, batch(v)), 9))
+	}
+	mdCorr := rc.send(kmsg.NewPtrMetadataRequest(), 12)
+	waitFor(t, "the three pipelined batches appended while the first waits", 10*time.Second, func() bool { return c.leo(0, "pl") == 4 })
+	c.servers[1].pauseReplication(false)
+	c.servers[2].pauseReplication(false)
+	for i, corr := range corrs {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(9)
+		rc.recv(corr, resp) // fails unless the responses come in order
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != int64(1+i) {
+			t.Fatalf("produce %d: error %d, base offset %d; want offset %d", i, p.ErrorCode, p.BaseOffset, 1+i)
+		}
+	}
+	md := kmsg.NewPtrMetadataResponse()
+	md.SetVersion(12)
+	rc.recv(mdCorr, md)
+	for _, id := range []int32{1, 2} {
+		if leo := c.leo(id, "pl"); leo != 4 {
+			t.Fatalf("broker %d log end %d after the acknowledgements, want 4", id, leo)
+		}
+	}
+}

@@ -4,8 +4,10 @@ package broker
 // once the high watermark passes each of its batches, with
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND when it does so while the ISR is below
 // min.insync.replicas, NOT_LEADER_OR_FOLLOWER when leadership moves away,
-// and REQUEST_TIMED_OUT after the request's timeout. Only the producing
-// connection waits: each connection is served by its own goroutine.
+// and REQUEST_TIMED_OUT after the request's timeout (counted from the
+// append). Only the producing connection's response waits, in that
+// connection's writer goroutine (conn.go); its reader goes on appending
+// the producer's next requests.
 
 import (
 	"time"
@@ -23,12 +25,12 @@ type produceWait struct {
 	topic, part int   // indexes into the response
 }
 
-func (s *Server) awaitReplication(resp *kmsg.ProduceResponse, waits []produceWait, timeoutMs int32,
+func (s *Server) awaitReplication(resp *kmsg.ProduceResponse, waits []produceWait, until time.Time,
 	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) {
 	if len(waits) == 0 {
 		return
 	}
-	deadline := time.NewTimer(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
+	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
 	ch := make(chan struct{}, 1)
 	for _, w := range waits {
