@@ -288,7 +288,7 @@ func TestReaderSharedGet(t *testing.T) {
 	const n = 8
 	errs := make(chan error, n)
 	var want []byte
-	want, _ = ReadRemote(context.Background(), NewMemStoreFrom(t, store), m, 120, 5000)
+	want, _ = ReadRemote(context.Background(), memStoreCopy(t, store), m, 120, 5000)
 	for range n {
 		go func() {
 			got, err := r.Read(context.Background(), m, 120, 5000)
@@ -314,9 +314,9 @@ func TestReaderSharedGet(t *testing.T) {
 	}
 }
 
-// NewMemStoreFrom copies a MemStore's objects into a new one (no faults,
+// memStoreCopy copies a MemStore's objects into a new one (no faults,
 // its own counters).
-func NewMemStoreFrom(t testing.TB, s *MemStore) *MemStore {
+func memStoreCopy(t testing.TB, s *MemStore) *MemStore {
 	t.Helper()
 	out := NewMemStore()
 	s.mu.Lock()
