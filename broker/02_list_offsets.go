@@ -9,7 +9,9 @@ package broker
 // start and nothing is tiered, so -5 answers -1; for a tiered topic -2 is
 // the remote log start, -5 the last offset of the uploaded segments, with
 // its leader epoch). A timestamp >= 0 gives
-// the first offset whose timestamp is at least it, or -1 when none is.
+// the first offset whose timestamp is at least it, or -1 when none is;
+// on a tiered partition the remote segments are searched first
+// (tier_fetch.go), and a failed remote read is KAFKA_STORAGE_ERROR.
 //
 // As in Kafka, only the leader answers, except for the debugging replica
 // id -2, which any replica serves from its own log; consumers (replica id
@@ -95,7 +97,16 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 			sp.ErrorCode = kerr.InvalidRequest.Code
 			return
 		}
-		off, fts, epoch, ok := p.log.OffsetForTimestamp(ts)
+		// Remote segments first (they hold the older records), then the
+		// local log (tier_fetch.go).
+		off, fts, epoch, ok, code := s.remoteOffsetForTimestamp(p, ts)
+		if code != 0 {
+			sp.ErrorCode = code
+			return
+		}
+		if !ok {
+			off, fts, epoch, ok = p.log.OffsetForTimestamp(ts)
+		}
 		if ok && off < hw {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, epoch
 		}

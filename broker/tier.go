@@ -19,8 +19,10 @@ package broker
 // local.retention.ms/bytes (-2: retention.ms/bytes) and deletes a segment
 // only once it is wholly uploaded (plog.EnforceTieredRetention); the log
 // start offset moves up with the local segments, and consumers read the
-// offsets below it from the bucket (tier_fetch.go); ListOffsets earliest
-// is then the remote log start. Followers do the same: every pass
+// offsets below it from the bucket through the broker's one tier.Reader,
+// with its cache and read-ahead (tier_fetch.go); ListOffsets earliest is
+// then the remote log start, and ListOffsets by timestamp searches the
+// remote segments before the local log. Followers do the same: every pass
 // refreshes their index of each tiered partition from the bucket, and
 // their local retention deletes only what it holds; a leader refreshes
 // once per leader epoch before its first upload, so it never uploads again
@@ -69,6 +71,7 @@ package broker
 // prefixed kafka_server_brokertopicmetrics_. DescribeLogDirs lists the
 // remote tier as a second log dir, and DescribeConfigs of a tiered topic
 // adds read-only size entries (see tier_retention.go and docs/protocol.md).
+// The remote reader's metrics are described in tier_fetch.go.
 
 import (
 	"errors"
@@ -104,6 +107,7 @@ type tierState struct {
 	copyBytes, copyRequests, copyErrors prometheus.Counter
 	copyLagBytes, copyLagSegments       prometheus.Gauge
 
+	read      *tierRead         // the remote reader and its metrics (tier_fetch.go)
 	retention *tierRetention    // remote retention and deletions (tier_retention.go)
 	follow    tierFollow        // index refresh and follower rebuilds (tier_follower.go)
 	house     *tierHousekeeping // lifecycle rules and reconciliation (tier_lifecycle.go)
@@ -170,6 +174,7 @@ func (s *Server) openTier() error {
 	}
 	s.tier.follow.init(s.metrics.reg)
 	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
+	s.tier.read = s.newTierRead(s.opts.TierStore, s.metrics.reg)
 	s.tier.retention = newTierRetention(s.metrics.reg)
 	s.tier.house = s.newTierHousekeeping(s.tier)
 	return nil
@@ -347,10 +352,11 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	return lagBytes, lagSegments
 }
 
-// closeTier closes the index once the loop has stopped.
+// closeTier closes the reader and the index once the loop has stopped.
 func (s *Server) closeTier() error {
 	if s.tier == nil {
 		return nil
 	}
+	s.tier.read.reader.Close()
 	return s.tier.idx.Close()
 }

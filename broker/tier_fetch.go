@@ -3,16 +3,40 @@ package broker
 // Remote reads of tiered storage: a consumer's fetch at an offset below
 // the local log start of a partition whose topic has
 // remote.storage.enable=true, and which the remote index holds (a
-// COPY_SEGMENT_FINISHED segment), is served from the bucket
-// (tier.ReadRemote) after the partition's local evaluation, outside any
-// partition lock, within remoteReadTimeout. The bytes go into the
-// response's records field as they are (no sendfile). A fetch with a
-// remote partition answers at once, without long polling. A missing or
-// corrupt object, or a failing bucket, gives that partition
-// KAFKA_STORAGE_ERROR (Kafka's answer to a failed remote read); the other
-// partitions of the fetch are unaffected. Followers (replica fetches)
-// get OFFSET_MOVED_TO_TIERED_STORAGE below the local log start instead,
-// and rebuild from the local tail (tier_follower.go).
+// COPY_SEGMENT_FINISHED segment), is served from the bucket through the
+// broker's one tier.Reader (a cache of .log chunks bounded by
+// remote.log.reader.cache.size.bytes, of index objects bounded by
+// remote.log.index.file.cache.total.size.bytes, and
+// remote.log.reader.readahead.chunks chunks of read-ahead) after the
+// partition's local evaluation, outside any partition lock, within
+// remoteReadTimeout. The bytes go into the response's records field as
+// they are (no sendfile). A fetch with a remote partition answers at
+// once, without long polling. A missing or corrupt object, or a failing
+// bucket, gives that partition KAFKA_STORAGE_ERROR (Kafka's answer to a
+// failed remote read); the other partitions of the fetch are unaffected.
+// Followers (replica fetches) get OFFSET_MOVED_TO_TIERED_STORAGE below
+// the local log start instead, and rebuild from the local tail
+// (tier_follower.go).
+//
+// ListOffsets by timestamp searches the remote log first, as Kafka does
+// (remote segments hold the older records): the first readable segment
+// at or after the log start whose max timestamp reaches the timestamp
+// (index.Index.SegmentForTimestamp), then the Reader's search in it
+// (tier.Reader.OffsetForTimestamp), the next such segment when it holds
+// no record at or after the log start; once the candidate segment starts
+// at or above the local log start the local log answers (it holds the
+// same records).
+//
+// Metrics: kafka_server_brokertopicmetrics_remotefetchbytes_total,
+// _remotefetchrequests_total (partition reads) and
+// _remotefetcherrors_total (Kafka's RemoteFetch*); the histogram
+// kafka_log_remote_remotelogmanager_remotelogreaderfetchrateandtimems of
+// the time a partition's remote read takes, in milliseconds as Kafka's
+// RemoteLogReaderFetchRateAndTimeMs; strata_remote_log_reader_cache_hits_total
+// and _misses_total (chunk and index lookups found in the cache, or
+// waiting for a GET), and the gauges
+// strata_remote_log_reader_cache_size_bytes and
+// strata_remote_log_reader_index_cache_size_bytes.
 
 import (
 	"context"
@@ -20,6 +44,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"strata/index"
@@ -28,6 +53,57 @@ import (
 
 // remoteReadTimeout bounds the remote read of one partition of a fetch.
 const remoteReadTimeout = 10 * time.Second
+
+// tierRead is the broker's remote reader and its metrics.
+type tierRead struct {
+	reader                           *tier.Reader
+	fetchBytes, fetchReqs, fetchErrs prometheus.Counter
+	latency                          prometheus.Histogram // ms
+}
+
+func (s *Server) newTierRead(store tier.ObjectStore, reg prometheus.Registerer) *tierRead {
+	r := tier.NewReader(tier.ReaderConfig{
+		Store:           store,
+		CacheBytes:      s.cfg.RemoteLogReaderCacheSizeBytes,
+		IndexCacheBytes: s.cfg.RemoteLogIndexFileCacheTotalSizeBytes,
+		ReadAhead:       s.cfg.RemoteLogReaderReadaheadChunks,
+	})
+	tr := &tierRead{
+		reader: r,
+		fetchBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotefetchbytes_total", Help: "Record bytes read from remote storage for consumer fetches.",
+		}),
+		fetchReqs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotefetchrequests_total", Help: "Partition reads of consumer fetches served from remote storage.",
+		}),
+		fetchErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_remotefetcherrors_total", Help: "Partition reads from remote storage that failed (KAFKA_STORAGE_ERROR).",
+		}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kafka_log_remote_remotelogmanager_remotelogreaderfetchrateandtimems",
+			Help:    "Time a partition's read from remote storage took, in milliseconds.",
+			Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000},
+		}),
+	}
+	stat := func(f func(tier.ReaderStats) int64) func() float64 {
+		return func() float64 { return float64(f(r.Stats())) }
+	}
+	reg.MustRegister(tr.fetchBytes, tr.fetchReqs, tr.fetchErrs, tr.latency,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_remote_log_reader_cache_hits_total", Help: "Lookups of remote .log chunks and index objects found in the reader's cache.",
+		}, stat(func(st tier.ReaderStats) int64 { return st.Hits })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_remote_log_reader_cache_misses_total", Help: "Lookups of remote .log chunks and index objects that waited for a GET (their own or a read-ahead's).",
+		}, stat(func(st tier.ReaderStats) int64 { return st.Misses })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_remote_log_reader_cache_size_bytes", Help: "Bytes of remote .log chunks in the reader's cache (bound: remote.log.reader.cache.size.bytes).",
+		}, stat(func(st tier.ReaderStats) int64 { return st.CacheBytes })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strata_remote_log_reader_index_cache_size_bytes", Help: "Bytes of parsed remote index objects in the reader's cache (bound: remote.log.index.file.cache.total.size.bytes).",
+		}, stat(func(st tier.ReaderStats) int64 { return st.IndexBytes })),
+	)
+	return tr
+}
 
 // remoteReadable reports whether the partition's topic is tiered
 // (remote.storage.enable=true) on a broker with tiered storage on.
@@ -82,6 +158,16 @@ func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs []byte, ok bool, code int16) {
 	ctx, cancel := context.WithTimeout(s.ctx, remoteReadTimeout)
 	defer cancel()
+	tr := s.tier.read
+	start := time.Now()
+	defer func() {
+		tr.fetchReqs.Inc()
+		tr.latency.Observe(float64(time.Since(start)) / float64(time.Millisecond))
+		tr.fetchBytes.Add(float64(len(recs)))
+		if code != 0 {
+			tr.fetchErrs.Inc()
+		}
+	}()
 	tp := tierPartition(p)
 	for range 64 { // segments emptied by compaction hold no batch at offset: try the next
 		m, err := s.tier.idx.SegmentForOffset(tp, offset)
@@ -92,7 +178,7 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs []by
 			s.log.Warn("remote index: segment for offset", "topic", p.topic, "partition", p.index, "offset", offset, "err", err)
 			return nil, true, kerr.KafkaStorageError.Code
 		}
-		b, err := tier.ReadRemote(ctx, s.tier.store, &m, offset, maxBytes)
+		b, err := tr.reader.Read(ctx, &m, offset, maxBytes)
 		if err != nil {
 			s.log.Warn("remote read failed", "topic", p.topic, "partition", p.index, "offset", offset,
 				"segment", m.SegmentID.String(), "err", err)
@@ -156,4 +242,44 @@ func (s *Server) remoteLogEnd(p *partition) (end int64, epoch int32, ok bool) {
 		s.log.Warn("remote index: log end", "topic", p.topic, "partition", p.index, "err", err)
 	}
 	return 0, -1, false
+}
+
+// remoteOffsetForTimestamp is the remote part of ListOffsets by timestamp
+// (see the top of this file): the first record at or after the log start
+// whose timestamp is >= ts, with its timestamp and leader epoch; found is
+// false when the remote log has none below the local log start (the
+// local log answers then); a failed read is an error code.
+func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int64, epoch int32, found bool, code int16) {
+	from, ok := s.remoteLogStart(p)
+	if !ok {
+		return -1, -1, -1, false, 0
+	}
+	localStart := p.log.LogStartOffset()
+	ctx, cancel := context.WithTimeout(s.ctx, remoteReadTimeout)
+	defer cancel()
+	tp := tierPartition(p)
+	for range 64 { // segments whose records at or after from are all older: try the next
+		m, err := s.tier.idx.SegmentForTimestamp(tp, ts, from)
+		if errors.Is(err, index.ErrNotFound) {
+			return -1, -1, -1, false, 0
+		}
+		if err != nil {
+			s.log.Warn("remote index: segment for timestamp", "topic", p.topic, "partition", p.index, "timestamp", ts, "err", err)
+			return -1, -1, -1, false, kerr.KafkaStorageError.Code
+		}
+		if m.StartOffset >= localStart {
+			return -1, -1, -1, false, 0
+		}
+		off, rts, epoch, ok, err := s.tier.read.reader.OffsetForTimestamp(ctx, &m, ts, from)
+		if err != nil {
+			s.log.Warn("remote read by timestamp failed", "topic", p.topic, "partition", p.index, "timestamp", ts,
+				"segment", m.SegmentID.String(), "err", err)
+			return -1, -1, -1, false, kerr.KafkaStorageError.Code
+		}
+		if ok {
+			return off, rts, epoch, true, 0
+		}
+		from = m.EndOffset + 1
+	}
+	return -1, -1, -1, false, kerr.KafkaStorageError.Code
 }

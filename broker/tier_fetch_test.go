@@ -22,16 +22,21 @@ import (
 // tieredBroker starts a broker with the given tier and a topic with
 // remote.storage.enable=true, small segments and little local retention,
 // produces n records (tierValue) and waits until every sealed segment is
-// uploaded and the local log start has moved past 0.
-func tieredBroker(t *testing.T, store tier.ObjectStore, topic string, partitions int32, n int) (*testServer, *partition, index.TopicIDPartition) {
+// uploaded and the local log start has moved past 0. props are more
+// broker configs, key then value.
+func tieredBroker(t *testing.T, store tier.ObjectStore, topic string, partitions int32, n int, props ...string) (*testServer, *partition, index.TopicIDPartition) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg, err := config.Load(map[string]string{
+	kv := map[string]string{
 		"broker.id": "0", "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir,
 		"remote.log.storage.system.enable":    "true",
 		"remote.log.manager.task.interval.ms": "100",
 		"log.retention.check.interval.ms":     "100",
-	})
+	}
+	for i := 0; i+1 < len(props); i += 2 {
+		kv[props[i]] = props[i+1]
+	}
+	cfg, err := config.Load(kv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +196,14 @@ func fetchTwo(t *testing.T, ts *testServer, topic string) (codes [2]int16, recs 
 // TestTieredFetchRemoteFailures: a failing bucket, a missing .log object
 // and a corrupt one each give the remote partition KAFKA_STORAGE_ERROR,
 // while the other partition of the same fetch is served; the broker keeps
-// serving, and a repaired object is read again.
+// serving, and a repaired object is read again. The reader caches no .log
+// chunk (remote.log.reader.cache.size.bytes=0), so that every fetch GETs
+// the object as it is now: a cached chunk of an object damaged in place
+// would be served (objects never change in place otherwise).
 func TestTieredFetchRemoteFailures(t *testing.T) {
 	store := tier.NewMemStore()
 	const topic = "tiered-fail"
-	ts, _, tp := tieredBroker(t, store, topic, 2, 120)
+	ts, _, tp := tieredBroker(t, store, topic, 2, 120, "remote.log.reader.cache.size.bytes", "0")
 	// Partition 1 holds a little local data only.
 	cl := ts.client(t, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Partition: 1, Value: []byte("local")}).FirstErr(); err != nil {
@@ -278,7 +286,7 @@ func TestTieredIndexNotReady(t *testing.T) {
 		timestamp int64
 		want      int64
 		code      int16
-	}{{-2, -1, kerr.ReplicaNotAvailable.Code}, {-5, -1, kerr.ReplicaNotAvailable.Code}, {-4, localStart, 0}} {
+	}{{-2, -1, kerr.ReplicaNotAvailable.Code}, {-5, -1, kerr.ReplicaNotAvailable.Code}, {0, -1, kerr.ReplicaNotAvailable.Code}, {-4, localStart, 0}} {
 		if off, code := listOffsets(t, ts, topic, c.timestamp); code != c.code || off != c.want {
 			t.Errorf("index not ready: ListOffsets %d: offset %d, error %d; want %d, error %d", c.timestamp, off, code, c.want, c.code)
 		}

@@ -2,8 +2,8 @@
 // interface and its implementations, the --tier URL, the key layout of
 // remote segments in the bucket, and the rebuild of the remote segment
 // index (package index) from the bucket alone or one partition's refresh,
-// the uploader of sealed segments, the remote read of a fetch
-// (ReadRemote), remote retention and deletion (ExpirePartition,
+// the uploader of sealed segments, the remote reads of fetches and of
+// ListOffsets by timestamp (Reader), remote retention and deletion (ExpirePartition,
 // DeletePartition, DeleteTopic), bucket lifecycle rules (LifecycleStore)
 // and the reconciliation of orphaned objects (Reconciler).
 //
@@ -203,18 +203,58 @@
 //
 // # Reads
 //
-// ReadRemote serves a fetch at an offset of a COPY_SEGMENT_FINISHED
-// segment: it GETs the whole .index object (at most MaxIndexObject bytes;
-// Kafka's offset index, 8-byte entries of relative offset and position),
-// takes the position of the last entry at or below the offset (0 without
-// an index), then reads the .log object from there with ranged GETs of at
-// least 64 KiB or the fetch's max bytes, skipping batches whose last
-// offset is below the offset, and returns whole batches: the first always
-// (KIP-74), the others while they fit in max bytes. Batch headers are
-// checked against the object's size only (the consumer checks CRCs); a
-// header out of bounds or an object shorter than the manifest says is
-// ErrCorruptSegment. The broker turns any failure into
-// KAFKA_STORAGE_ERROR for that partition.
+// A Reader (the broker holds one) serves remote reads of
+// COPY_SEGMENT_FINISHED segments. Reader.Read answers a fetch at an
+// offset: it takes the position of the last .index entry at or below the
+// offset (Kafka's offset index, 8-byte entries of relative offset and
+// position; 0 without an index), reads the .log from there, skipping
+// batches whose last offset is below the offset, and returns whole
+// batches: the first always (KIP-74), the others while they fit in max
+// bytes; nothing when the segment holds no batch at or past the offset.
+// Batch headers are checked against the object's size only (the consumer
+// checks CRCs); a header out of bounds, an index that does not parse or
+// points past the log, or an object shorter than the manifest says is
+// ErrCorruptSegment, a missing object ErrNotFound. The broker turns any
+// failure into KAFKA_STORAGE_ERROR for that partition. ReadRemote is the
+// same read without a cache.
+//
+// Cache. The .log objects are read in aligned chunks (ChunkSize, 1 MiB by
+// default: chunk i is bytes [i*ChunkSize, (i+1)*ChunkSize), one ranged GET)
+// kept in an LRU bounded by the sum of their sizes (CacheBytes); the
+// .index and .timeindex objects are read whole (at most MaxIndexObject
+// bytes each, exactly the size the manifest gives), checked and parsed
+// once, and kept parsed in a second LRU (IndexCacheBytes). Keys are the
+// segment id (fresh for every upload, so cached bytes never go stale), the
+// object kind and the chunk. Concurrent lookups of one key share one GET,
+// which runs on the Reader's own context (bounded by GetTimeout) so that
+// a caller giving up fails no one else; errors are not cached. Answers
+// within one chunk are slices of it, others copies; a read holds the
+// chunks it uses until it returns, so the bound is on the cache, not on
+// reads under way.
+//
+// Read-ahead. After a read that starts where the previous read of the
+// segment ended, or ends in the last quarter of a chunk, the Reader
+// starts GETs of the next ReadAhead chunks of the segment (none past its
+// end, none cached or already under way) in the background, at most
+// ReadAheadInFlight at once (default 4 * ReadAhead), all cancelled by
+// Close. The GETs are registered before the read returns, so a consumer
+// that reads on finds the chunk cached or under way: from offset 0 it
+// waits for the first chunk of each segment and rarely for another.
+// Read-ahead stays within a segment.
+//
+// By timestamp. Reader.OffsetForTimestamp answers ListOffsets for a
+// timestamp within one segment as Kafka's LogSegment.findOffsetByTimestamp:
+// the .timeindex (12-byte entries: 8-byte timestamp, 4-byte relative
+// offset) gives the offset of the last entry below the timestamp, the
+// .index its position (or that of the start offset asked for, if
+// higher); from there the batches are scanned to the first whose max
+// timestamp reaches the timestamp and that ends at or after the start
+// offset, and its records (decompressed when compressed) give the first
+// record at or after the start offset with a timestamp at or after it,
+// with that timestamp and the batch's leader epoch. The parsing and the
+// record walk are package plog's, the same code that answers for local
+// segments. The broker picks the segments by their max timestamp from
+// the index (index.Index.SegmentForTimestamp).
 //
 // # Rebuilding the index
 //

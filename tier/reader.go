@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"time"
 
+	"strata/broker/plog"
 	"strata/index"
 )
 
@@ -14,46 +17,151 @@ import (
 // its metadata says: a batch header out of bounds, an index past the log.
 var ErrCorruptSegment = errors.New("corrupt remote segment")
 
-// MaxIndexObject bounds the .index object a read loads whole.
+// ErrReaderClosed is returned by a Reader's reads after Close.
+var ErrReaderClosed = errors.New("remote reader closed")
+
+// MaxIndexObject bounds the .index and .timeindex objects a read loads
+// whole.
 const MaxIndexObject = 16 << 20
 
-// readChunk is the least a ranged GET of the .log object asks for, so that
-// skipping the few batches between an index entry and the wanted offset
-// takes one request.
-const readChunk = 64 << 10
+// DefaultChunkSize is the Reader's default chunk of the .log objects: the
+// unit of its GETs and of its cache.
+const DefaultChunkSize = 1 << 20
 
 // batchHeader is the part of a record batch header a read parses: base
 // offset, length, partition leader epoch, magic, crc, attributes, last
 // offset delta.
 const batchHeader = 27
 
+// ReaderConfig configures a Reader. Zero values take the defaults noted.
+type ReaderConfig struct {
+	Store ObjectStore
+	// ChunkSize is the aligned unit in which .log objects are read and
+	// cached (default DefaultChunkSize).
+	ChunkSize int64
+	// CacheBytes bounds the cached .log chunks; 0 caches none (a read
+	// still shares the GETs of concurrent reads of the same chunk).
+	CacheBytes int64
+	// IndexCacheBytes bounds the cached .index and .timeindex objects
+	// (parsed; a .timeindex takes 4/3 of its bytes); 0 caches none.
+	IndexCacheBytes int64
+	// ReadAhead is how many chunks past a sequential read are fetched in
+	// the background; 0 none.
+	ReadAhead int
+	// ReadAheadInFlight bounds the read-ahead GETs under way at once
+	// (default 4 * ReadAhead).
+	ReadAheadInFlight int
+	// GetTimeout bounds one GET (default 30s).
+	GetTimeout time.Duration
+}
+
+// ReaderStats are a Reader's counters since it was made, and its cache
+// sizes now.
+type ReaderStats struct {
+	Hits          int64 // lookups of a chunk or index object found in the cache
+	Misses        int64 // lookups that had to wait for a GET (their own, or one under way)
+	DemandGets    int64 // GETs started by a read (not by read-ahead)
+	ReadAheadGets int64 // GETs started by read-ahead
+	CacheBytes    int64 // bytes of .log chunks cached
+	IndexBytes    int64 // bytes of parsed index objects cached
+}
+
+// Reader reads remote segments for fetches and ListOffsets by timestamp,
+// through a cache of .log chunks and index objects, with read-ahead for
+// sequential readers (see the package doc). It is safe for concurrent use.
+type Reader struct {
+	cfg    ReaderConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // GET goroutines
+
+	mu       sync.Mutex
+	closed   bool
+	data     *lru // .log chunks: []byte
+	indexes  *lru // plog.OffsetIndex, plog.TimeIndex
+	inflight map[cacheKey]*call
+	ahead    int                  // read-ahead GETs under way
+	lastEnd  map[index.UUID]int64 // per segment: where its last read ended
+	stats    ReaderStats
+}
+
+// NewReader returns a Reader; Close stops its background GETs.
+func NewReader(cfg ReaderConfig) *Reader {
+	if cfg.ChunkSize <= 0 {
+		cfg.ChunkSize = DefaultChunkSize
+	}
+	if cfg.ReadAheadInFlight <= 0 {
+		cfg.ReadAheadInFlight = 4 * cfg.ReadAhead
+	}
+	if cfg.GetTimeout <= 0 {
+		cfg.GetTimeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Reader{
+		cfg: cfg, ctx: ctx, cancel: cancel,
+		data: newLRU(max(cfg.CacheBytes, 0)), indexes: newLRU(max(cfg.IndexCacheBytes, 0)),
+		inflight: map[cacheKey]*call{}, lastEnd: map[index.UUID]int64{},
+	}
+}
+
+// Close cancels the GETs under way and waits for them; later reads fail
+// with ErrReaderClosed.
+func (r *Reader) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+}
+
+// Stats returns the counters and cache sizes.
+func (r *Reader) Stats() ReaderStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.stats
+	st.CacheBytes, st.IndexBytes = r.data.size, r.indexes.size
+	return st
+}
+
+// segRef is what a read needs of a segment's .log object.
+type segRef struct {
+	id   index.UUID
+	key  string
+	size int64
+}
+
 // ReadRemote reads whole record batches of a remote segment for a fetch at
+// offset, as Reader.Read, without a cache or read-ahead.
+func ReadRemote(ctx context.Context, s ObjectStore, m *index.SegmentMetadata, offset int64, maxBytes int) ([]byte, error) {
+	r := NewReader(ReaderConfig{Store: s, ChunkSize: 64 << 10})
+	defer r.Close()
+	return r.Read(ctx, m, offset, maxBytes)
+}
+
+// Read reads whole record batches of a remote segment for a fetch at
 // offset: from the first batch whose last offset reaches offset, as many
 // as fit in maxBytes, and always that first batch whole (KIP-74). The
 // position to start at comes from the segment's .index object (Kafka's
 // offset index: 8-byte entries of relative offset and position), or 0
-// without one; the .log object is then read with ranged GETs of what is
-// needed. An empty result means the segment holds no batch at or past
+// without one; the .log object is read in aligned chunks, through the
+// cache. An empty result means the segment holds no batch at or past
 // offset (compaction); a missing object is ErrNotFound, inconsistent
-// bytes ErrCorruptSegment.
-func ReadRemote(ctx context.Context, s ObjectStore, m *index.SegmentMetadata, offset int64, maxBytes int) ([]byte, error) {
+// bytes ErrCorruptSegment. The result must not be modified (it may be
+// the cache's).
+func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int64, maxBytes int) ([]byte, error) {
 	if offset < m.StartOffset || offset > m.EndOffset {
 		return nil, fmt.Errorf("%w: offset %d outside segment [%d, %d]", ErrInvalidRange, offset, m.StartOffset, m.EndOffset)
 	}
-	size := m.SegmentSize
-	pos, err := indexPosition(ctx, s, m, offset)
+	oi, err := r.offsetIndex(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	if pos > size {
-		return nil, fmt.Errorf("%w: %s: index position %d past the log's %d bytes", ErrCorruptSegment, ObjectKey(m, index.ObjectLog), pos, size)
-	}
-	key := ObjectKey(m, index.ObjectLog)
-	rr := &rangeReader{ctx: ctx, s: s, key: key, size: size, start: pos}
-	chunk := int64(max(maxBytes, readChunk))
+	seg := &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
+	pos := oi.Lookup(offset)
+	sr := &segReader{r: r, seg: seg}
 	cur, out := pos, int64(-1)
-	for cur < size {
-		h, err := rr.bytes(cur, batchHeader, chunk)
+	for cur < seg.size {
+		h, err := sr.bytes(ctx, cur, batchHeader)
 		if err != nil {
 			return nil, err
 		}
@@ -65,21 +173,17 @@ func ReadRemote(ctx context.Context, s ObjectStore, m *index.SegmentMetadata, of
 			last = base + int64(int32(binary.BigEndian.Uint32(h[23:])))
 		}
 		end := cur + 12 + length
-		if length < batchHeader-12 || end > size || last < base {
-			return nil, fmt.Errorf("%w: %s: batch at position %d (length %d, magic %d) out of bounds", ErrCorruptSegment, key, cur, length, magic)
+		if length < batchHeader-12 || end > seg.size || last < base {
+			return nil, fmt.Errorf("%w: %s: batch at position %d (length %d, magic %d) out of bounds", ErrCorruptSegment, seg.key, cur, length, magic)
 		}
 		if last < offset {
 			cur = end
-			rr.drop(cur)
 			continue
 		}
 		if out < 0 {
 			out = cur
 		} else if end-out > int64(maxBytes) {
 			break
-		}
-		if _, err := rr.bytes(cur, end-cur, chunk); err != nil {
-			return nil, err
 		}
 		cur = end
 		if cur-out >= int64(maxBytes) {
@@ -89,89 +193,161 @@ func ReadRemote(ctx context.Context, s ObjectStore, m *index.SegmentMetadata, of
 	if out < 0 {
 		return nil, nil
 	}
-	return rr.slice(out, cur), nil
-}
-
-// indexPosition is the .log position of the greatest offset index entry
-// at or below offset; 0 when the segment has no index object.
-func indexPosition(ctx context.Context, s ObjectStore, m *index.SegmentMetadata, offset int64) (int64, error) {
-	e, ok := m.Object(index.ObjectOffsetIndex)
-	if !ok || e.Size == 0 {
-		return 0, nil
-	}
-	key := ObjectKey(m, index.ObjectOffsetIndex)
-	if e.Size > MaxIndexObject || e.Size%8 != 0 {
-		return 0, fmt.Errorf("%w: %s: %d bytes", ErrCorruptSegment, key, e.Size)
-	}
-	b, err := ReadAll(ctx, s, key)
+	b, err := sr.bytes(ctx, out, cur-out)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if int64(len(b)) != e.Size {
-		return 0, fmt.Errorf("%w: %s: %d bytes, manifest says %d", ErrCorruptSegment, key, len(b), e.Size)
-	}
-	rel := offset - m.StartOffset
-	pos := int64(0)
-	lo, hi := 0, len(b)/8 // entries ascending; find the last with relative offset <= rel
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if int64(binary.BigEndian.Uint32(b[mid*8:])) <= rel {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if lo > 0 {
-		pos = int64(binary.BigEndian.Uint32(b[(lo-1)*8+4:]))
-	}
-	return pos, nil
+	r.readAhead(seg, out, cur)
+	return b, nil
 }
 
-// rangeReader holds the bytes [start, start+len(buf)) of an object, and
-// extends them with ranged GETs.
-type rangeReader struct {
-	ctx   context.Context
-	s     ObjectStore
-	key   string
-	size  int64
-	start int64
-	buf   []byte
-}
-
-// bytes returns the object's bytes [at, at+n), reading at least chunk
-// bytes per GET.
-func (r *rangeReader) bytes(at, n, chunk int64) ([]byte, error) {
-	if at < r.start || at+n > r.size {
-		return nil, fmt.Errorf("%w: %s: bytes [%d, %d) of %d", ErrCorruptSegment, r.key, at, at+n, r.size)
+// OffsetForTimestamp answers ListOffsets by timestamp within a remote
+// segment, as Kafka's LogSegment.findOffsetByTimestamp: the first batch at
+// or after from whose max timestamp is >= ts, found from the position the
+// .timeindex and .index give, and in it the first record at or after from
+// whose timestamp is >= ts (compressed records decompressed), with its
+// timestamp and the batch's leader epoch. ok is false when the segment
+// holds no such record.
+func (r *Reader) OffsetForTimestamp(ctx context.Context, m *index.SegmentMetadata, ts, from int64) (offset, timestamp int64, epoch int32, ok bool, err error) {
+	from = max(from, m.StartOffset)
+	if from > m.EndOffset {
+		return -1, -1, -1, false, nil
 	}
-	for have := r.start + int64(len(r.buf)); have < at+n; have = r.start + int64(len(r.buf)) {
-		want := min(max(at+n-have, chunk), r.size-have)
-		body, err := r.s.Get(r.ctx, r.key, have, want)
+	oi, err := r.offsetIndex(ctx, m)
+	if err != nil {
+		return -1, -1, -1, false, err
+	}
+	ti, err := r.timeIndex(ctx, m)
+	if err != nil {
+		return -1, -1, -1, false, err
+	}
+	pos := oi.Lookup(from)
+	if o, found := ti.LookupBefore(ts); found {
+		pos = max(pos, oi.Lookup(o))
+	}
+	seg := &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
+	sr := &segReader{r: r, seg: seg}
+	for cur := pos; cur < seg.size; {
+		h, err := sr.bytes(ctx, cur, 12)
 		if err != nil {
-			return nil, err
+			return -1, -1, -1, false, err
 		}
-		got := int64(len(r.buf))
-		r.buf = append(r.buf, make([]byte, want)...)
-		_, err = io.ReadFull(body, r.buf[got:])
-		body.Close()
+		length := int64(int32(binary.BigEndian.Uint32(h[8:])))
+		end := cur + 12 + length
+		if length < plog.BatchHeaderSize-12 || end > seg.size {
+			return -1, -1, -1, false, fmt.Errorf("%w: %s: batch at position %d (length %d) out of bounds", ErrCorruptSegment, seg.key, cur, length)
+		}
+		b, err := sr.bytes(ctx, cur, end-cur)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: read %d bytes at %d: %v", ErrCorruptSegment, r.key, want, have, err)
+			return -1, -1, -1, false, err
 		}
+		if off, rts, ep, found := plog.BatchOffsetForTimestamp(b, ts, from); found {
+			return off, rts, ep, true, nil
+		}
+		cur = end
 	}
-	return r.buf[at-r.start : at-r.start+n], nil
+	return -1, -1, -1, false, nil
 }
 
-// drop forgets the bytes before at.
-func (r *rangeReader) drop(at int64) {
-	if at <= r.start {
-		return
+// offsetIndex returns the segment's parsed .index, empty without one.
+func (r *Reader) offsetIndex(ctx context.Context, m *index.SegmentMetadata) (plog.OffsetIndex, error) {
+	v, err := r.indexObject(ctx, m, index.ObjectOffsetIndex, func(b []byte) (any, int64, error) {
+		x, err := plog.ParseOffsetIndex(b, m.StartOffset, m.EndOffset+1, m.SegmentSize)
+		return x, x.Bytes(), err
+	})
+	if v == nil || err != nil {
+		return plog.OffsetIndex{}, err
 	}
-	if at >= r.start+int64(len(r.buf)) {
-		r.buf, r.start = r.buf[:0], at
-		return
-	}
-	r.buf = append(r.buf[:0], r.buf[at-r.start:]...)
-	r.start = at
+	return v.(plog.OffsetIndex), nil
 }
 
-func (r *rangeReader) slice(from, to int64) []byte { return r.buf[from-r.start : to-r.start] }
+// timeIndex returns the segment's parsed .timeindex, empty without one.
+func (r *Reader) timeIndex(ctx context.Context, m *index.SegmentMetadata) (plog.TimeIndex, error) {
+	v, err := r.indexObject(ctx, m, index.ObjectTimeIndex, func(b []byte) (any, int64, error) {
+		x, err := plog.ParseTimeIndex(b, m.StartOffset, m.EndOffset+1)
+		return x, x.Bytes(), err
+	})
+	if v == nil || err != nil {
+		return plog.TimeIndex{}, err
+	}
+	return v.(plog.TimeIndex), nil
+}
+
+// indexObject reads a whole index object of the size the manifest gives
+// and parses it, through the index cache; nil when the segment has none.
+func (r *Reader) indexObject(ctx context.Context, m *index.SegmentMetadata, kind index.ObjectKind, parse func([]byte) (any, int64, error)) (any, error) {
+	e, ok := m.Object(kind)
+	if !ok || e.Size == 0 {
+		return nil, nil
+	}
+	key := ObjectKey(m, kind)
+	if e.Size < 0 || e.Size > MaxIndexObject {
+		return nil, fmt.Errorf("%w: %s: %d bytes", ErrCorruptSegment, key, e.Size)
+	}
+	return r.lookup(ctx, r.indexes, cacheKey{m.SegmentID, kind, -1}, func(ctx context.Context) (any, int64, error) {
+		body, err := r.cfg.Store.Get(ctx, key, 0, e.Size+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer body.Close()
+		b, err := io.ReadAll(io.LimitReader(body, e.Size+1))
+		if err != nil {
+			return nil, 0, fmt.Errorf("read %s: %w", key, err)
+		}
+		if int64(len(b)) != e.Size {
+			return nil, 0, fmt.Errorf("%w: %s: %d bytes, manifest says %d", ErrCorruptSegment, key, len(b), e.Size)
+		}
+		v, size, err := parse(b)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: %s: %v", ErrCorruptSegment, key, err)
+		}
+		return v, size, nil
+	})
+}
+
+// segReader is one read's view of a segment's .log: the chunks it has
+// used, so that it looks each up once.
+type segReader struct {
+	r      *Reader
+	seg    *segRef
+	chunks map[int64][]byte
+}
+
+// bytes returns the .log bytes [at, at+n): a slice of one chunk, or a
+// copy when they span several.
+func (s *segReader) bytes(ctx context.Context, at, n int64) ([]byte, error) {
+	if at < 0 || n < 0 || at+n > s.seg.size {
+		return nil, fmt.Errorf("%w: %s: bytes [%d, %d) of %d", ErrCorruptSegment, s.seg.key, at, at+n, s.seg.size)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	cs := s.r.cfg.ChunkSize
+	first, last := at/cs, (at+n-1)/cs
+	var out []byte
+	if first != last {
+		out = make([]byte, 0, n)
+	}
+	for i := first; i <= last; i++ {
+		c, ok := s.chunks[i]
+		if !ok {
+			var err error
+			if c, err = s.r.chunk(ctx, s.seg, i); err != nil {
+				return nil, err
+			}
+			if s.chunks == nil {
+				s.chunks = map[int64][]byte{}
+			}
+			s.chunks[i] = c
+		}
+		lo, hi := max(at-i*cs, 0), min(at+n-i*cs, int64(len(c)))
+		if lo > hi || hi > int64(len(c)) {
+			return nil, fmt.Errorf("%w: %s: chunk %d holds %d bytes", ErrCorruptSegment, s.seg.key, i, len(c))
+		}
+		if first == last {
+			return c[lo:hi:hi], nil
+		}
+		out = append(out, c[lo:hi]...)
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"strata/index"
 )
@@ -107,6 +108,309 @@ func FuzzReadRemote(f *testing.F) {
 		got, err := ReadRemote(context.Background(), store, m, offset, maxBytes)
 		if err == nil && len(got) > len(logb) {
 			t.Fatalf("%d bytes from a %d-byte object", len(got), len(logb))
+		}
+	})
+}
+
+// seqSegment is a segment of n fake batches of 1..3 records and 100..2000
+// bytes from offset 100, indexed every other batch, in a new MemStore.
+func seqSegment(t testing.TB, n int) (*MemStore, *index.SegmentMetadata, []byte) {
+	t.Helper()
+	var logb, idx []byte
+	off := int64(100)
+	for i := range n {
+		size, k := 100+i*47%1900, int64(1+i%3)
+		if i%2 == 0 {
+			idx = binary.BigEndian.AppendUint32(idx, uint32(off+k-1-100))
+			idx = binary.BigEndian.AppendUint32(idx, uint32(len(logb)))
+		}
+		logb = append(logb, fakeBatch(off, off+k-1, size)...)
+		off += k
+	}
+	store := NewMemStore()
+	return store, remoteSegment(t, store, logb, idx, off-1), logb
+}
+
+func newTestReader(t testing.TB, cfg ReaderConfig) *Reader {
+	t.Helper()
+	r := NewReader(cfg)
+	t.Cleanup(r.Close)
+	return r
+}
+
+// readAll reads the segment from its start in fetches of maxBytes, as a
+// consumer does, checking each answer against ReadRemote's.
+func readAll(t *testing.T, r *Reader, store ObjectStore, m *index.SegmentMetadata, maxBytes int) int {
+	t.Helper()
+	ctx := context.Background()
+	reads := 0
+	for off := m.StartOffset; off <= m.EndOffset; reads++ {
+		got, err := r.Read(ctx, m, off, maxBytes)
+		if err != nil {
+			t.Fatalf("read %d: %v", off, err)
+		}
+		want, err := ReadRemote(ctx, store, m, off, maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || len(got) == 0 {
+			t.Fatalf("read %d: %d bytes, ReadRemote %d", off, len(got), len(want))
+		}
+		for b := got; len(b) > 0; {
+			n := 12 + int(binary.BigEndian.Uint32(b[8:]))
+			off = int64(binary.BigEndian.Uint64(b)) + int64(binary.BigEndian.Uint32(b[23:])) + 1
+			b = b[n:]
+		}
+	}
+	return reads
+}
+
+// TestReaderCacheHit: a second read of the same offset GETs nothing.
+func TestReaderCacheHit(t *testing.T) {
+	store, m, _ := seqSegment(t, 40)
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: 4096, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+	ctx := context.Background()
+	first, err := r.Read(ctx, m, 150, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets := store.Calls(OpGet)
+	if gets < 2 {
+		t.Fatalf("%d GETs for a cold read, want the .index and a chunk", gets)
+	}
+	hits := r.Stats().Hits
+	again, err := r.Read(ctx, m, 150, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, again) {
+		t.Fatal("second read differs")
+	}
+	if n := store.Calls(OpGet); n != gets {
+		t.Fatalf("a cached read made %d GETs", n-gets)
+	}
+	if st := r.Stats(); st.Hits <= hits || st.CacheBytes == 0 || st.IndexBytes == 0 {
+		t.Fatalf("stats %+v after a hit", st)
+	}
+}
+
+// TestReaderCacheBound: reads all over a segment never hold more chunk
+// bytes, or index bytes, than the bounds, and still answer right.
+func TestReaderCacheBound(t *testing.T) {
+	store, m, _ := seqSegment(t, 120)
+	const chunk = 2048
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: 3*chunk + 100, IndexCacheBytes: 1 << 20, ReadAhead: 2})
+	ctx := context.Background()
+	for i := range 300 {
+		off := m.StartOffset + int64(i*7919)%(m.EndOffset-m.StartOffset+1)
+		got, err := r.Read(ctx, m, off, 1+i*37%5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ReadRemote(ctx, store, m, off, 1+i*37%5000)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("read %d differs", off)
+		}
+		if st := r.Stats(); st.CacheBytes > 3*chunk+100 {
+			t.Fatalf("cache holds %d bytes, bound %d", st.CacheBytes, 3*chunk+100)
+		}
+	}
+	r.Close() // read-aheads land before Close returns
+	if st := r.Stats(); st.CacheBytes > 3*chunk+100 || st.CacheBytes == 0 {
+		t.Fatalf("cache holds %d bytes, bound %d", st.CacheBytes, 3*chunk+100)
+	}
+	// An index bound below the .index object's size caches no index.
+	r2 := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: 1 << 20, IndexCacheBytes: 8})
+	var gets [2]int64
+	for i := range 2 {
+		if _, err := r2.Read(ctx, m, m.EndOffset, 1); err != nil {
+			t.Fatal(err)
+		}
+		gets[i] = r2.Stats().DemandGets
+	}
+	if st := r2.Stats(); st.IndexBytes != 0 || gets[1] != gets[0]+1 {
+		t.Fatalf("stats %+v, GETs %v: want no index cached, and the .index GET again", st, gets)
+	}
+}
+
+// TestReaderReadAhead: a consumer reading a segment from its start finds
+// the chunks fetched ahead of it: of its many chunks it GETs one or two
+// itself, read-ahead the others; a second pass is all hits.
+func TestReaderReadAhead(t *testing.T) {
+	store, m, logb := seqSegment(t, 200)
+	const chunk = 4096
+	chunks := (len(logb) + chunk - 1) / chunk
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: 1 << 30, IndexCacheBytes: 1 << 20, ReadAhead: 2})
+	before := store.Calls(OpGet)
+	reads := readAll(t, r, store, m, 1500)
+	st := r.Stats()
+	// DemandGets counts the .index too.
+	if st.DemandGets-1 > 2 || st.DemandGets-1+st.ReadAheadGets != int64(chunks) {
+		t.Fatalf("sequential pass over %d chunks (%d reads): %+v; want at most 2 demand GETs of chunks and the rest read ahead", chunks, reads, st)
+	}
+	if chunks < 20 {
+		t.Fatalf("only %d chunks", chunks)
+	}
+	gets := store.Calls(OpGet) - before
+	// The same pass again: no GET, no miss.
+	readGets := store.Calls(OpGet)
+	misses := r.Stats().Misses
+	for off := m.StartOffset; off <= m.EndOffset; off += 13 {
+		if _, err := r.Read(context.Background(), m, off, 1500); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := store.Calls(OpGet) - readGets; n > 0 {
+		t.Fatalf("second pass made %d GETs (first pass %d)", n, gets)
+	}
+	if st := r.Stats(); st.Misses != misses {
+		t.Fatalf("second pass missed %d times", st.Misses-misses)
+	}
+	// Without read-ahead every chunk is a demand GET.
+	r3 := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: 1 << 30, IndexCacheBytes: 1 << 20})
+	readAll(t, r3, store, m, 1500)
+	if st := r3.Stats(); st.DemandGets-1 != int64(chunks) || st.ReadAheadGets != 0 {
+		t.Fatalf("pass without read-ahead: %+v, want %d demand GETs", st, chunks+1)
+	}
+}
+
+// TestReaderSharedGet: concurrent reads of one chunk share one GET.
+func TestReaderSharedGet(t *testing.T) {
+	store, m, _ := seqSegment(t, 40)
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: 1 << 20, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+	release := make(chan struct{})
+	store.SetFault(func(op Op, key string) error {
+		if op == OpGet {
+			<-release
+		}
+		return nil
+	})
+	const n = 8
+	errs := make(chan error, n)
+	var want []byte
+	want, _ = ReadRemote(context.Background(), memStoreCopy(t, store), m, 120, 5000)
+	for range n {
+		go func() {
+			got, err := r.Read(context.Background(), m, 120, 5000)
+			if err == nil && !bytes.Equal(got, want) {
+				err = errors.New("wrong bytes")
+			}
+			errs <- err
+		}()
+	}
+	// Every reader waits on the one .index GET under way.
+	waitFor(t, func() bool { return r.Stats().Misses == n })
+	if g := store.Calls(OpGet); g != 1 {
+		t.Fatalf("%d GETs under way for %d readers, want 1", g, n)
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g := store.Calls(OpGet); g != 2 {
+		t.Fatalf("%d GETs for %d concurrent reads, want 2 (.index, one chunk)", g, n)
+	}
+}
+
+// memStoreCopy copies a MemStore's objects into a new one (no faults,
+// its own counters).
+func memStoreCopy(t testing.TB, s *MemStore) *MemStore {
+	t.Helper()
+	out := NewMemStore()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, o := range s.objects {
+		out.objects[k] = memObject{data: o.data, modTime: o.modTime}
+	}
+	return out
+}
+
+// waitFor waits until cond holds, failing after ten seconds.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReaderErrors: missing objects are ErrNotFound, inconsistent ones
+// ErrCorruptSegment, a failing bucket its error; errors are not cached.
+func TestReaderErrors(t *testing.T) {
+	ctx := context.Background()
+	t.Run("missing log", func(t *testing.T) {
+		store, m, _ := seqSegment(t, 10)
+		store.Delete(ctx, ObjectKey(m, index.ObjectLog))
+		r := newTestReader(t, ReaderConfig{Store: store, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+		if _, err := r.Read(ctx, m, 100, 100); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("read: %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("missing index", func(t *testing.T) {
+		store, m, _ := seqSegment(t, 10)
+		store.Delete(ctx, ObjectKey(m, index.ObjectOffsetIndex))
+		r := newTestReader(t, ReaderConfig{Store: store, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+		if _, err := r.Read(ctx, m, 100, 100); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("read: %v, want ErrNotFound", err)
+		}
+	})
+	corrupt := map[string]func(*MemStore, *index.SegmentMetadata){
+		"index size": func(s *MemStore, m *index.SegmentMetadata) {
+			m.Objects[1].Size += 3
+			s.Put(ctx, ObjectKey(m, index.ObjectOffsetIndex), bytes.NewReader(make([]byte, m.Objects[1].Size)), m.Objects[1].Size)
+		},
+		"index shorter than the manifest": func(s *MemStore, m *index.SegmentMetadata) { m.Objects[1].Size += 8 },
+		"index past the log": func(s *MemStore, m *index.SegmentMetadata) {
+			b := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 0), uint32(m.SegmentSize+5))
+			s.Put(ctx, ObjectKey(m, index.ObjectOffsetIndex), bytes.NewReader(b), 8)
+			m.Objects[1].Size = 8
+		},
+		"log shorter than the manifest": func(s *MemStore, m *index.SegmentMetadata) { m.SegmentSize += 4096 },
+		"batch out of bounds": func(s *MemStore, m *index.SegmentMetadata) {
+			b := fakeBatch(100, 100, 100)
+			binary.BigEndian.PutUint32(b[8:], 1<<20)
+			s.Put(ctx, ObjectKey(m, index.ObjectLog), bytes.NewReader(b), 100)
+			s.Delete(ctx, ObjectKey(m, index.ObjectOffsetIndex))
+			m.SegmentSize, m.Objects = 100, m.Objects[:1]
+		},
+	}
+	for name, f := range corrupt {
+		t.Run(name, func(t *testing.T) {
+			store, m, _ := seqSegment(t, 10)
+			f(store, m)
+			r := newTestReader(t, ReaderConfig{Store: store, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+			if _, err := r.Read(ctx, m, 100, 100); !errors.Is(err, ErrCorruptSegment) {
+				t.Fatalf("read: %v, want ErrCorruptSegment", err)
+			}
+			if _, _, _, _, err := r.OffsetForTimestamp(ctx, m, 0, 0); !errors.Is(err, ErrCorruptSegment) {
+				t.Fatalf("by timestamp: %v, want ErrCorruptSegment", err)
+			}
+		})
+	}
+	t.Run("failing bucket, then not", func(t *testing.T) {
+		store, m, _ := seqSegment(t, 10)
+		boom := errors.New("boom")
+		store.SetFault(func(op Op, key string) error { return boom })
+		r := newTestReader(t, ReaderConfig{Store: store, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+		if _, err := r.Read(ctx, m, 100, 100); !errors.Is(err, boom) {
+			t.Fatalf("read: %v, want the bucket's error", err)
+		}
+		store.SetFault(nil)
+		if b, err := r.Read(ctx, m, 100, 100); err != nil || len(b) == 0 {
+			t.Fatalf("read after the bucket recovered: %d bytes, %v", len(b), err)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		store, m, _ := seqSegment(t, 10)
+		r := NewReader(ReaderConfig{Store: store})
+		r.Close()
+		if _, err := r.Read(ctx, m, 100, 100); !errors.Is(err, ErrReaderClosed) {
+			t.Fatalf("read after Close: %v", err)
 		}
 	})
 }

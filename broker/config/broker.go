@@ -114,6 +114,10 @@ type Broker struct {
 	RemoteLogManagerTaskIntervalMs        int64
 	RemoteLogManagerCopierThreadPoolSize  int
 	RemoteLogManagerCopyMaxBytesPerSecond int64
+	// The remote reader's caches and read-ahead.
+	RemoteLogIndexFileCacheTotalSizeBytes int64
+	RemoteLogReaderCacheSizeBytes         int64
+	RemoteLogReaderReadaheadChunks        int
 	// Bucket lifecycle rules and orphan reconciliation
 	// (remote.log.storage.lifecycle.*, remote.log.reconciliation.*;
 	// interval -1: off).
@@ -257,6 +261,9 @@ func Load(props map[string]string) (*Broker, error) {
 	b.RemoteLogManagerTaskIntervalMs = g.int("remote.log.manager.task.interval.ms")
 	b.RemoteLogManagerCopierThreadPoolSize = int(g.int("remote.log.manager.copier.thread.pool.size"))
 	b.RemoteLogManagerCopyMaxBytesPerSecond = g.int("remote.log.manager.copy.max.bytes.per.second")
+	b.RemoteLogIndexFileCacheTotalSizeBytes = g.int("remote.log.index.file.cache.total.size.bytes")
+	b.RemoteLogReaderCacheSizeBytes = g.int("remote.log.reader.cache.size.bytes")
+	b.RemoteLogReaderReadaheadChunks = int(g.int("remote.log.reader.readahead.chunks"))
 	b.RemoteLogStorageLifecycleRulesEnable = g.bool("remote.log.storage.lifecycle.rules.enable")
 	b.RemoteLogStorageLifecycleMarginMs = g.int("remote.log.storage.lifecycle.margin.ms")
 	b.RemoteLogReconciliationIntervalMs = g.int("remote.log.reconciliation.interval.ms")
@@ -308,6 +315,9 @@ func (b *Broker) Validate() error {
 		atLeast("remote.log.manager.task.interval.ms", b.RemoteLogManagerTaskIntervalMs, 1),
 		atLeast("remote.log.storage.lifecycle.margin.ms", b.RemoteLogStorageLifecycleMarginMs, 0),
 		atLeast("remote.log.reconciliation.grace.ms", b.RemoteLogReconciliationGraceMs, 0),
+		atLeast("remote.log.index.file.cache.total.size.bytes", b.RemoteLogIndexFileCacheTotalSizeBytes, 1),
+		atLeast("remote.log.reader.cache.size.bytes", b.RemoteLogReaderCacheSizeBytes, 0),
+		atLeast("remote.log.reader.readahead.chunks", int64(b.RemoteLogReaderReadaheadChunks), 0),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -322,6 +332,9 @@ func (b *Broker) Validate() error {
 	}
 	if err := oneOf(ReplicaSelectorClasses...)(b.ReplicaSelectorClass); err != nil {
 		return fmt.Errorf("replica.selector.class: %w", err)
+	}
+	if b.RemoteLogReaderReadaheadChunks > 64 {
+		return fmt.Errorf("remote.log.reader.readahead.chunks: must be <= 64, got %d", b.RemoteLogReaderReadaheadChunks)
 	}
 	if err := reconcileInterval(b.RemoteLogReconciliationIntervalMs); err != nil {
 		return fmt.Errorf("remote.log.reconciliation.interval.ms: %w", err)

@@ -212,25 +212,15 @@ func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, b
 		sc := newScanner(v.f, from, v.size, false)
 		for sc.next() {
 			h := sc.h
-			if h.MaxTimestamp < ts || h.lastOffset() < logStart || h.RecordCount == 0 {
-				continue // an empty batch (kept by the cleaner) holds no record
+			if !mayHoldTimestamp(&h, ts, logStart) {
+				continue
 			}
 			b, err := readBatch(v.f, sc.at)
 			if err != nil {
 				return -1, -1, -1, false
 			}
-			var rOff, rTs int64 = -1, -1
-			if err := walkRecords(b, logStart, func(o, t int64) bool {
-				if o >= logStart && t >= ts {
-					rOff, rTs = o, t
-					return false
-				}
-				return true
-			}); err != nil || rOff < 0 {
-				// Unreadable records: answer with the batch.
-				rOff, rTs = max(h.BaseOffset, logStart), h.MaxTimestamp
-			}
-			return rOff, rTs, h.LeaderEpoch, true
+			off, rts := recordForTimestamp(b, &h, ts, logStart)
+			return off, rts, h.LeaderEpoch, true
 		}
 		if errors.Is(sc.err, errBadBatch) && from != 0 {
 			from = 0
@@ -238,6 +228,32 @@ func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, b
 		}
 		return -1, -1, -1, false
 	}
+}
+
+// mayHoldTimestamp reports whether the batch may hold the answer to a
+// search for the first record at or after from with a timestamp >= ts:
+// its max timestamp reaches ts, it ends at or after from, and it holds a
+// record (an empty batch, kept by the cleaner, holds none).
+func mayHoldTimestamp(h *batchHeader, ts, from int64) bool {
+	return h.MaxTimestamp >= ts && h.lastOffset() >= from && h.RecordCount > 0
+}
+
+// recordForTimestamp returns the offset and timestamp of the first record
+// of the batch b (whole batch bytes, header h, mayHoldTimestamp true) at or
+// after from with a timestamp >= ts; unreadable records answer with the
+// batch (its base offset, at least from, and max timestamp).
+func recordForTimestamp(b []byte, h *batchHeader, ts, from int64) (int64, int64) {
+	var rOff, rTs int64 = -1, -1
+	if err := walkRecords(b, from, func(o, t int64) bool {
+		if o >= from && t >= ts {
+			rOff, rTs = o, t
+			return false
+		}
+		return true
+	}); err != nil || rOff < 0 {
+		rOff, rTs = max(h.BaseOffset, from), h.MaxTimestamp
+	}
+	return rOff, rTs
 }
 
 // MaxTimestamp returns the offset and timestamp of the record with the
