@@ -67,6 +67,10 @@ func (s *Server) newTierRead(store tier.ObjectStore, reg prometheus.Registerer) 
 		CacheBytes:      s.cfg.RemoteLogReaderCacheSizeBytes,
 		IndexCacheBytes: s.cfg.RemoteLogIndexFileCacheTotalSizeBytes,
 		ReadAhead:       s.cfg.RemoteLogReaderReadaheadChunks,
+		Next: func(m *index.SegmentMetadata) (index.SegmentMetadata, bool) {
+			next, err := s.tier.idx.SegmentForOffset(m.Partition, m.EndOffset+1)
+			return next, err == nil
+		},
 	})
 	tr := &tierRead{
 		reader: r,

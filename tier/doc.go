@@ -207,7 +207,9 @@
 // COPY_SEGMENT_FINISHED segments. Reader.Read answers a fetch at an
 // offset: it takes the position of the last .index entry at or below the
 // offset (Kafka's offset index, 8-byte entries of relative offset and
-// position; 0 without an index), reads the .log from there, skipping
+// position; 0 without an index, and 0 without reading it for a read at
+// the segment's start offset, where a sequential consumer enters every
+// segment), reads the .log from there, skipping
 // batches whose last offset is below the offset, and returns whole
 // batches: the first always (KIP-74), the others while they fit in max
 // bytes; nothing when the segment holds no batch at or past the offset.
@@ -238,9 +240,12 @@
 // end, none cached or already under way) in the background, at most
 // ReadAheadInFlight at once (default 4 * ReadAhead), all cancelled by
 // Close. The GETs are registered before the read returns, so a consumer
-// that reads on finds the chunk cached or under way: from offset 0 it
-// waits for the first chunk of each segment and rarely for another.
-// Read-ahead stays within a segment.
+// that reads on finds the chunk cached or under way. When the read-ahead
+// window reaches the segment's end and ReaderConfig.Next names the
+// segment that follows (the broker looks it up in the index), the first
+// ReadAhead chunks of that one are fetched too (Reader.Prefetch), so that
+// a consumer from offset 0 waits for the first chunk of the partition and
+// rarely for another.
 //
 // By timestamp. Reader.OffsetForTimestamp answers ListOffsets for a
 // timestamp within one segment as Kafka's LogSegment.findOffsetByTimestamp:

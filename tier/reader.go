@@ -53,6 +53,10 @@ type ReaderConfig struct {
 	ReadAheadInFlight int
 	// GetTimeout bounds one GET (default 30s).
 	GetTimeout time.Duration
+	// Next, when set, returns the segment that follows m (the one holding
+	// m.EndOffset+1), so that read-ahead goes on into it; ok is false
+	// when there is none.
+	Next func(m *index.SegmentMetadata) (next index.SegmentMetadata, ok bool)
 }
 
 // ReaderStats are a Reader's counters since it was made, and its cache
@@ -152,12 +156,15 @@ func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int6
 	if offset < m.StartOffset || offset > m.EndOffset {
 		return nil, fmt.Errorf("%w: offset %d outside segment [%d, %d]", ErrInvalidRange, offset, m.StartOffset, m.EndOffset)
 	}
-	oi, err := r.offsetIndex(ctx, m)
-	if err != nil {
-		return nil, err
-	}
 	seg := &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
-	pos := oi.Lookup(offset)
+	pos := int64(0)
+	if offset > m.StartOffset { // at the start, the first batch is at 0: no .index GET
+		oi, err := r.offsetIndex(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		pos = oi.Lookup(offset)
+	}
 	sr := &segReader{r: r, seg: seg}
 	cur, out := pos, int64(-1)
 	for cur < seg.size {
@@ -197,7 +204,14 @@ func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int6
 	if err != nil {
 		return nil, err
 	}
-	r.readAhead(seg, out, cur)
+	if r.readAhead(seg, out, cur) && r.cfg.Next != nil {
+		// The read-ahead window passes the segment's end: start on the
+		// next segment's first chunks, which a sequential reader reads
+		// at its start offset.
+		if next, ok := r.cfg.Next(m); ok && next.SegmentID != m.SegmentID {
+			r.Prefetch(&next)
+		}
+	}
 	return b, nil
 }
 

@@ -178,9 +178,9 @@ func (r *Reader) fetchChunk(seg *segRef, i int64) fetchFunc {
 // previous read of the segment ended, or it ended in the last quarter of
 // a chunk. At most ReadAhead chunks past end, none already cached or
 // under way, and no more than ReadAheadInFlight read-aheads at once.
-func (r *Reader) readAhead(seg *segRef, start, end int64) {
+func (r *Reader) readAhead(seg *segRef, start, end int64) (pastEnd bool) {
 	if r.cfg.ReadAhead <= 0 || end <= start {
-		return
+		return false
 	}
 	cs := r.cfg.ChunkSize
 	last := (end - 1) / cs
@@ -192,9 +192,31 @@ func (r *Reader) readAhead(seg *segRef, start, end int64) {
 	}
 	r.lastEnd[seg.id] = end
 	if !(seen && prev == start) && (last+1)*cs-end > cs/4 {
+		return false
+	}
+	r.aheadLocked(seg, last+1, last+int64(r.cfg.ReadAhead))
+	return (last+int64(r.cfg.ReadAhead)+1)*cs >= seg.size
+}
+
+// Prefetch starts reading the first ReadAhead chunks of m's .log object
+// in the background, within the read-ahead bound.
+func (r *Reader) Prefetch(m *index.SegmentMetadata) {
+	if r.cfg.ReadAhead <= 0 {
 		return
 	}
-	for i := last + 1; i <= last+int64(r.cfg.ReadAhead) && i*cs < seg.size; i++ {
+	seg := &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.aheadLocked(seg, 0, int64(r.cfg.ReadAhead)-1)
+}
+
+// aheadLocked starts background GETs of chunks first..last of seg that
+// are neither cached nor under way, while the read-ahead bound allows.
+func (r *Reader) aheadLocked(seg *segRef, first, last int64) {
+	if r.closed {
+		return
+	}
+	for i := first; i <= last && i*r.cfg.ChunkSize < seg.size; i++ {
 		k := cacheKey{seg.id, index.ObjectLog, i}
 		if r.data.has(k) || r.inflight[k] != nil {
 			continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -355,7 +356,7 @@ func TestReaderErrors(t *testing.T) {
 		store, m, _ := seqSegment(t, 10)
 		store.Delete(ctx, ObjectKey(m, index.ObjectOffsetIndex))
 		r := newTestReader(t, ReaderConfig{Store: store, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
-		if _, err := r.Read(ctx, m, 100, 100); !errors.Is(err, ErrNotFound) {
+		if _, err := r.Read(ctx, m, 101, 100); !errors.Is(err, ErrNotFound) { // past the start: the .index is needed
 			t.Fatalf("read: %v, want ErrNotFound", err)
 		}
 	})
@@ -384,7 +385,7 @@ func TestReaderErrors(t *testing.T) {
 			store, m, _ := seqSegment(t, 10)
 			f(store, m)
 			r := newTestReader(t, ReaderConfig{Store: store, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
-			if _, err := r.Read(ctx, m, 100, 100); !errors.Is(err, ErrCorruptSegment) {
+			if _, err := r.Read(ctx, m, 101, 100); !errors.Is(err, ErrCorruptSegment) {
 				t.Fatalf("read: %v, want ErrCorruptSegment", err)
 			}
 			if _, _, _, _, err := r.OffsetForTimestamp(ctx, m, 0, 0); !errors.Is(err, ErrCorruptSegment) {
@@ -413,4 +414,50 @@ func TestReaderErrors(t *testing.T) {
 			t.Fatalf("read after Close: %v", err)
 		}
 	})
+}
+
+// TestReaderSegmentStartAndNext: a read at a segment's start offset GETs
+// no .index (its first batch is at position 0), and read-ahead that
+// passes a segment's end starts on the segment Next names, so that a
+// sequential reader finds its first chunk fetched.
+func TestReaderSegmentStartAndNext(t *testing.T) {
+	ctx := context.Background()
+	store, m, _ := seqSegment(t, 40)
+	store2, m2, _ := seqSegment(t, 40)
+	for k, o := range memStoreCopy(t, store2).objects { // the second segment beside the first
+		store.objects[k] = o
+	}
+	const chunk = 4096
+	var asked []index.UUID
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: 1 << 30, IndexCacheBytes: 1 << 20, ReadAhead: 2,
+		Next: func(s *index.SegmentMetadata) (index.SegmentMetadata, bool) {
+			asked = append(asked, s.SegmentID)
+			if s.SegmentID == m.SegmentID {
+				return *m2, true
+			}
+			return index.SegmentMetadata{}, false
+		}})
+	before := store.Calls(OpGet)
+	if _, err := r.Read(ctx, m, m.StartOffset, 100); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.Calls(OpGet) - before; n != 1 {
+		t.Fatalf("%d GETs for a read at the segment's start, want 1 (.log only)", n)
+	}
+	readAll(t, r, store, m, 1500)
+	if !slices.Contains(asked, m.SegmentID) {
+		t.Fatal("read-ahead did not ask for the next segment")
+	}
+	waitFor(t, func() bool { // the read-ahead GETs done
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.inflight) == 0
+	})
+	before, misses := store.Calls(OpGet), r.Stats().Misses
+	if _, err := r.Read(ctx, m2, m2.StartOffset, 1500); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.Calls(OpGet) - before; n != 0 || r.Stats().Misses != misses {
+		t.Fatalf("the next segment's first read: %d GETs, %d misses; want its first chunk read ahead", n, r.Stats().Misses-misses)
+	}
 }
