@@ -297,11 +297,11 @@ var tableRows = slices.Concat(
 		tierRow("upload MB/s (segments and indexes, remotecopybytes_total)", func(t *TierResult) (float64, bool) { return t.Upload.MBPerSec, t.Upload.Seconds > 0 }),
 		tierRow("upload segments", func(t *TierResult) (float64, bool) { return float64(t.UploadSegments), true }),
 		tierRow("upload s", func(t *TierResult) (float64, bool) { return t.Upload.Seconds, t.Upload.Seconds > 0 }),
-		tierRow("raw PUT MB/s (same sizes, one at a time)", func(t *TierResult) (float64, bool) { return t.RawPut.MBPerSec, t.RawPut.Seconds > 0 }),
+		tierRow("raw PUT MB/s (same sizes, a stream per partition)", func(t *TierResult) (float64, bool) { return t.RawPut.MBPerSec, t.RawPut.Seconds > 0 }),
 		tierRow("upload / raw PUT", func(t *TierResult) (float64, bool) {
 			return t.UploadRatio(), t.RawPut.Seconds > 0 && t.Upload.Seconds > 0
 		}),
-		tierRow("raw GET MB/s (same objects, one at a time)", func(t *TierResult) (float64, bool) { return t.RawGet.MBPerSec, t.RawGet.Seconds > 0 }),
+		tierRow("raw GET MB/s (same objects, a stream per partition)", func(t *TierResult) (float64, bool) { return t.RawGet.MBPerSec, t.RawGet.Seconds > 0 }),
 		tierRow("cold read records/s (bucket, after restart)", func(t *TierResult) (float64, bool) { return t.ColdRead.RecordsPerSec, t.ColdRead.Records > 0 }),
 		tierRow("cold read batch MB/s", func(t *TierResult) (float64, bool) { return t.ColdRead.MBPerSec, t.ColdRead.Records > 0 }),
 		tierRow("cold read records from the bucket", func(t *TierResult) (float64, bool) { return float64(t.RemoteRecords), t.ColdRead.Records > 0 }),
