@@ -223,7 +223,7 @@
 // failure into KAFKA_STORAGE_ERROR for that partition. ReadRemote is the
 // same read without a cache.
 //
-// Cache. The .log objects are read in aligned chunks (ChunkSize, 1 MiB by
+// Cache. The .log objects are read in aligned chunks (ChunkSize, 4 MiB by
 // default: chunk i is bytes [i*ChunkSize, (i+1)*ChunkSize), one ranged GET)
 // kept in an LRU bounded by the sum of their sizes (CacheBytes); the
 // .index and .timeindex objects are read whole (at most MaxIndexObject

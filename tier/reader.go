@@ -25,8 +25,11 @@ var ErrReaderClosed = errors.New("remote reader closed")
 const MaxIndexObject = 16 << 20
 
 // DefaultChunkSize is the Reader's default chunk of the .log objects: the
-// unit of its GETs and of its cache.
-const DefaultChunkSize = 1 << 20
+// unit of its GETs and of its cache. On MinIO a GET has a fixed cost of
+// about a few MiB of transfer: the tier bench read 1.5x faster from the
+// bucket with 4 MiB chunks than with 1 MiB (8 MiB gained little more and
+// took more memory).
+const DefaultChunkSize = 4 << 20
 
 // batchHeader is the part of a record batch header a read parses: base
 // offset, length, partition leader epoch, magic, crc, attributes, last
