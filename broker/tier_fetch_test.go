@@ -92,20 +92,7 @@ func tieredBroker(t *testing.T, store tier.ObjectStore, topic string, partitions
 // listOffsets asks ListOffsets v9 for one timestamp of partition 0.
 func listOffsets(t *testing.T, ts *testServer, topic string, timestamp int64) (int64, int16) {
 	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 9
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = 0, -1, timestamp
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testCtx(t), ts.client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := resp.Topics[0].Partitions[0]
+	sp := listOffsetsAt(t, ts, topic, timestamp)
 	return sp.Offset, sp.ErrorCode
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"strata/broker/config"
@@ -86,7 +87,8 @@ func startTierServer(t *testing.T, store tier.ObjectStore, logs *syncBuffer, set
 	return &testServer{Server: srv, dir: dir}
 }
 
-func strataMetric(t *testing.T, srv *Server, name string) float64 {
+// soleMetric returns the one sample of a metric of srv's registry.
+func soleMetric(t *testing.T, srv *Server, name string) *dto.Metric {
 	t.Helper()
 	fams, err := srv.Registry().Gather()
 	if err != nil {
@@ -94,15 +96,21 @@ func strataMetric(t *testing.T, srv *Server, name string) float64 {
 	}
 	for _, f := range fams {
 		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			m := f.GetMetric()[0]
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			return m.GetCounter().GetValue()
+			return f.GetMetric()[0]
 		}
 	}
 	t.Fatalf("no metric %s", name)
-	return 0
+	return nil
+}
+
+// strataMetric reads a gauge or a counter of srv's registry.
+func strataMetric(t *testing.T, srv *Server, name string) float64 {
+	t.Helper()
+	m := soleMetric(t, srv, name)
+	if g := m.GetGauge(); g != nil {
+		return g.GetValue()
+	}
+	return m.GetCounter().GetValue()
 }
 
 // TestTierLifecyclePolicy checks the rules the embedded broker (its own

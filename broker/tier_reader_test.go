@@ -35,33 +35,7 @@ func listOffsetsAt(t *testing.T, ts *testServer, topic string, timestamp int64) 
 // histogramCount reads the sample count of a histogram of s's registry.
 func histogramCount(t *testing.T, s *Server, name string) uint64 {
 	t.Helper()
-	mfs, err := s.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
-	}
-	t.Fatalf("no histogram %s", name)
-	return 0
-}
-
-// gaugeValue reads a gauge of s's registry.
-func gaugeValue(t *testing.T, s *Server, name string) float64 {
-	t.Helper()
-	mfs, err := s.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
+	return soleMetric(t, s, name).GetHistogram().GetSampleCount()
 }
 
 // TestTieredReaderListOffsetsAndMetrics: on a tiered partition whose old
@@ -136,7 +110,7 @@ func TestTieredReaderListOffsetsAndMetrics(t *testing.T) {
 	if c := histogramCount(t, ts.Server, "kafka_log_remote_remotelogmanager_remotelogreaderfetchrateandtimems"); c < 2 {
 		t.Errorf("remote read latency histogram: %d samples", c)
 	}
-	if v := gaugeValue(t, ts.Server, "strata_remote_log_reader_cache_size_bytes"); v <= 0 {
+	if v := strataMetric(t, ts.Server, "strata_remote_log_reader_cache_size_bytes"); v <= 0 {
 		t.Errorf("cache size %v after remote reads", v)
 	}
 
