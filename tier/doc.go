@@ -109,17 +109,15 @@
 // wholly below the high watermark and past the remote log end (the last
 // offset of the COPY_SEGMENT_FINISHED segments):
 //
-//  1. index: AddSegment in COPY_SEGMENT_STARTED, with a fresh segment id
-//     (so that a later pass of this broker cleans up an attempt that did
-//     not end);
-//  2. the manifest in COPY_SEGMENT_STARTED (so that a rebuilt index knows
-//     the attempt too), and
+//  1. index: AddSegment in COPY_SEGMENT_STARTED, with a fresh segment id;
+//  2. the manifest in COPY_SEGMENT_STARTED (so that a rebuilt or
+//     refreshed index knows the attempt and a later pass cleans it up: a
+//     leader's refresh replaces its index with what the manifests say);
 //  3. .log (the segment's whole batches), .index, .timeindex, the
 //     leader-epoch checkpoint of the segment's epochs (the first moved to
 //     its base offset), and the producer snapshot at its end offset + 1
-//     when the log still has it, all PUT concurrently with the manifest
-//     (step 4 waits for every one; objects left without a manifest by a
-//     crash and a lost index are orphans for the reconciliation);
+//     when the log still has it, all PUT concurrently (step 4 waits for
+//     every one);
 //  4. the manifest in COPY_SEGMENT_FINISHED;
 //  5. index: COPY_SEGMENT_FINISHED.
 //

@@ -177,7 +177,7 @@ func (u *Uploader) putManifest(ctx context.Context, m *index.SegmentMetadata) er
 }
 
 // copySegment uploads one segment: index entry COPY_SEGMENT_STARTED,
-// manifest in that state together with the objects, the manifest in
+// manifest in that state, the objects, the manifest in
 // COPY_SEGMENT_FINISHED, then the index entry. It returns the bytes
 // uploaded.
 func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, base int64) (int64, error) {
@@ -240,24 +240,18 @@ func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, t
 	if err := u.Index.AddSegment(m); err != nil {
 		return 0, err
 	}
-	// The STARTED manifest and the objects go up side by side: on S3 a
-	// small object costs a round trip as a large one does, so in series
-	// they would add up. Until the manifest is there, the index entry
-	// (above) is what lets a later pass clean up; objects of a lost index
-	// without a manifest are the reconciliation's orphans.
+	// The STARTED manifest goes first: a leader's refresh replaces its
+	// index with what the bucket's manifests say, so objects without one
+	// would be forgotten by the index that is to clean them up.
+	if err := u.putManifest(ctx, &m); err != nil {
+		return 0, err
+	}
+	// The objects go up side by side: on S3 a small object costs a round
+	// trip as a large one does, so in series they would add up.
 	putCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, len(objs)+1)
+	errs := make([]error, len(objs))
 	var wg sync.WaitGroup
-	started := m.Clone()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := u.putManifest(putCtx, &started); err != nil {
-			errs[len(objs)] = err
-			cancel()
-		}
-	}()
 	for i, o := range objs {
 		wg.Add(1)
 		go func() {

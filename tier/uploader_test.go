@@ -361,3 +361,37 @@ func TestUploaderThrottle(t *testing.T) {
 		t.Fatal("Kafka's default (Long.MAX_VALUE) and 0 must mean no limit")
 	}
 }
+
+// TestUploaderManifestBeforeObjects: a segment's objects go up only once
+// its COPY_SEGMENT_STARTED manifest is in the bucket. A leader's refresh
+// replaces its index with what the manifests say, so objects uploaded
+// before their manifest by a process that then died would be known to
+// no index, and no pass would clean them up.
+func TestUploaderManifestBeforeObjects(t *testing.T) {
+	l, _ := testLog(t, 20)
+	u, store := newTestUploader(t)
+	down := errors.New("manifest refused")
+	var objectsBefore []string
+	manifests := 0
+	store.SetFault(func(op Op, key string) error {
+		if op != OpPut {
+			return nil
+		}
+		if strings.HasSuffix(key, ManifestSuffix) {
+			if manifests++; manifests == 3 { // the second segment's STARTED manifest
+				return down
+			}
+			return nil
+		}
+		if manifests == 3 {
+			objectsBefore = append(objectsBefore, key)
+		}
+		return nil
+	})
+	if _, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset()); !errors.Is(err, down) {
+		t.Fatalf("CopyPartition: %v, want the manifest's failure", err)
+	}
+	if len(objectsBefore) != 0 {
+		t.Fatalf("objects PUT before their segment's manifest: %v", objectsBefore)
+	}
+}
