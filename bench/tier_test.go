@@ -95,11 +95,11 @@ func TestTierPresetSmall(t *testing.T) {
 	if res.TopicRecords != 6002 || tr.ColdRead.Records != res.TopicRecords || tr.LocalRead.Records != res.TopicRecords {
 		t.Errorf("topic holds %d records; cold read %d, local read %d", res.TopicRecords, tr.ColdRead.Records, tr.LocalRead.Records)
 	}
-	// All but the records that rolled the active segments; those too
-	// when the broker's periodic roll (segment.ms is 1 ms until the
-	// harness sets it back) sealed their segments as well.
-	if tr.RemoteRecords != 6000 && tr.RemoteRecords != 6002 {
-		t.Errorf("%d records below the local log start, want 6000 (all but the rolled ones) or 6002", tr.RemoteRecords)
+	// All but the records that rolled the active segments (one per
+	// partition); those too where the broker's periodic roll (segment.ms
+	// is 1 ms until the harness sets it back) sealed their segments.
+	if tr.RemoteRecords < 6000 || tr.RemoteRecords > 6002 {
+		t.Errorf("%d records below the local log start, want 6000 (all but the rolled ones) to 6002", tr.RemoteRecords)
 	}
 	if tr.ColdFirstRecord.N != 3 || tr.ColdFirstRecord.MaxMs < tr.ColdFirstRecord.P50Ms || tr.ColdFirstRecord.P50Ms <= 0 || tr.LocalFirstRecord.N != 2 {
 		t.Errorf("first record: cold %+v, local %+v", tr.ColdFirstRecord, tr.LocalFirstRecord)
