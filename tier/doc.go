@@ -121,6 +121,13 @@
 //  4. the manifest in COPY_SEGMENT_FINISHED;
 //  5. index: COPY_SEGMENT_FINISHED.
 //
+// Two segments of a partition are in flight at a time: steps 1 to 3 of
+// the next one run while the previous one's objects finish, and steps 4
+// and 5 are taken strictly in segment order, so the remote log end (which
+// local retention trusts) never passes a segment that is not wholly
+// uploaded. A failure leaves both in COPY_SEGMENT_STARTED for the next
+// pass to clean up.
+//
 // Object bytes are read through Uploader.Throttle, which paces all
 // uploads of the broker together to
 // remote.log.manager.copy.max.bytes.per.second (with a second's burst).

@@ -74,6 +74,24 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 	if !ok {
 		remoteEnd = -1
 	}
+	// Two segments at a time: the next one's index entry, manifest and
+	// objects start while the previous one's objects finish, and
+	// segments are finished (FINISHED manifest, then index) strictly in
+	// order, so the remote log end never passes a segment not uploaded.
+	var pending *segUpload
+	finish := func() error {
+		if pending == nil {
+			return nil
+		}
+		n, err := pending.finish(ctx)
+		pending = nil
+		if err != nil {
+			return err
+		}
+		st.Copied++
+		st.Bytes += n
+		return nil
+	}
 	for _, seg := range src.Segments() {
 		if !seg.Sealed || seg.NextOffset > hw {
 			break
@@ -81,17 +99,23 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 		if seg.NextOffset-1 <= remoteEnd || seg.NextOffset == seg.BaseOffset {
 			continue
 		}
-		n, err := u.copySegment(ctx, tp, topic, src, seg.BaseOffset)
-		if errors.Is(err, plog.ErrSegmentNotReady) {
-			break // not flushed yet, or deleted meanwhile: the next pass sees
-		}
+		next, err := u.startCopy(ctx, tp, topic, src, seg.BaseOffset)
 		if err != nil {
+			if ferr := finish(); ferr != nil {
+				return st, ferr
+			}
+			if errors.Is(err, plog.ErrSegmentNotReady) {
+				break // not flushed yet, or deleted meanwhile: the next pass sees
+			}
 			return st, err
 		}
-		st.Copied++
-		st.Bytes += n
+		if err := finish(); err != nil {
+			next.abort() // left COPY_SEGMENT_STARTED: the next pass cleans it up
+			return st, err
+		}
+		pending = next
 	}
-	return st, nil
+	return st, finish()
 }
 
 // cleanup settles every entry of the partition that is not
@@ -176,16 +200,32 @@ func (u *Uploader) putManifest(ctx context.Context, m *index.SegmentMetadata) er
 	return nil
 }
 
-// copySegment uploads one segment: index entry COPY_SEGMENT_STARTED,
-// manifest in that state, the objects, the manifest in
-// COPY_SEGMENT_FINISHED, then the index entry. It returns the bytes
-// uploaded.
-func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, base int64) (int64, error) {
+// segUpload is a segment whose objects are going up (startCopy).
+type segUpload struct {
+	u      *Uploader
+	seg    *plog.SealedSegment
+	m      index.SegmentMetadata
+	topic  string
+	total  int64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   []error
+}
+
+// startCopy starts uploading one segment: index entry
+// COPY_SEGMENT_STARTED, manifest in that state, then the objects, in the
+// background; finish completes it.
+func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, base int64) (*segUpload, error) {
 	seg, err := src.OpenSealedSegment(base)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer seg.Close()
+	done := false
+	defer func() {
+		if !done {
+			seg.Close()
+		}
+	}()
 	type object struct {
 		kind index.ObjectKind
 		r    io.Reader
@@ -200,7 +240,7 @@ func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, t
 	}{{index.ObjectOffsetIndex, seg.Index, seg.Index.Size}, {index.ObjectTimeIndex, seg.TimeIndex, seg.TimeIndex.Size}} {
 		n, err := f.size()
 		if err != nil {
-			return 0, fmt.Errorf("segment %d of %s: %w", base, tp, err)
+			return nil, fmt.Errorf("segment %d of %s: %w", base, tp, err)
 		}
 		objs = append(objs, object{f.kind, io.NewSectionReader(f.file, 0, n), n})
 	}
@@ -219,7 +259,7 @@ func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, t
 	if seg.Snapshot != nil {
 		objs = append(objs, object{index.ObjectProducerSnapshot, bytes.NewReader(seg.Snapshot), int64(len(seg.Snapshot))})
 	}
-	m := index.SegmentMetadata{
+	su := &segUpload{u: u, seg: seg, topic: topic, m: index.SegmentMetadata{
 		Partition:      tp,
 		SegmentID:      index.NewUUID(),
 		Topic:          topic,
@@ -231,55 +271,73 @@ func (u *Uploader) copySegment(ctx context.Context, tp index.TopicIDPartition, t
 		SegmentSize:    seg.Size,
 		LeaderEpochs:   epochs,
 		State:          index.CopySegmentStarted,
-	}
-	var total int64
+	}}
+	m := &su.m
 	for _, o := range objs {
 		m.Objects = append(m.Objects, index.ObjectEntry{Kind: o.kind, Size: o.size})
-		total += o.size
+		su.total += o.size
 	}
-	if err := u.Index.AddSegment(m); err != nil {
-		return 0, err
+	if err := u.Index.AddSegment(*m); err != nil {
+		return nil, err
 	}
 	// The STARTED manifest goes first: a leader's refresh replaces its
 	// index with what the bucket's manifests say, so objects without one
 	// would be forgotten by the index that is to clean them up.
-	if err := u.putManifest(ctx, &m); err != nil {
-		return 0, err
+	if err := u.putManifest(ctx, m); err != nil {
+		return nil, err
 	}
 	// The objects go up side by side: on S3 a small object costs a round
 	// trip as a large one does, so in series they would add up.
 	putCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(objs))
-	var wg sync.WaitGroup
+	su.cancel = cancel
+	su.errs = make([]error, len(objs))
 	for i, o := range objs {
-		wg.Add(1)
+		su.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			if err := u.Store.Put(putCtx, ObjectKey(&m, o.kind), u.Throttle.Reader(putCtx, o.r), o.size); err != nil {
-				errs[i] = fmt.Errorf("upload %s of segment %d of %s: %w", o.kind.Suffix(), base, tp, err)
+			defer su.wg.Done()
+			if err := u.Store.Put(putCtx, ObjectKey(m, o.kind), u.Throttle.Reader(putCtx, o.r), o.size); err != nil {
+				su.errs[i] = fmt.Errorf("upload %s of segment %d of %s: %w", o.kind.Suffix(), base, tp, err)
 				cancel()
 			}
 		}()
 	}
-	wg.Wait()
-	for _, err := range errs {
+	done = true
+	return su, nil
+}
+
+// abort stops the objects' uploads and releases the segment; the entry
+// stays COPY_SEGMENT_STARTED for the next pass to clean up.
+func (su *segUpload) abort() {
+	su.cancel()
+	su.wg.Wait()
+	su.seg.Close()
+}
+
+// finish waits for the objects, then writes the manifest in
+// COPY_SEGMENT_FINISHED and the index entry. It returns the bytes
+// uploaded.
+func (su *segUpload) finish(ctx context.Context) (int64, error) {
+	su.wg.Wait()
+	su.cancel()
+	su.seg.Close()
+	for _, err := range su.errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return 0, err
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(su.errs...); err != nil {
 		return 0, err
 	}
+	u, m := su.u, &su.m
 	m.State, m.EventTimestamp = index.CopySegmentFinished, u.now()
-	if err := u.putManifest(ctx, &m); err != nil {
+	if err := u.putManifest(ctx, m); err != nil {
 		return 0, err
 	}
 	if _, err := u.Index.UpdateSegment(index.SegmentUpdate{
-		Partition: tp, SegmentID: m.SegmentID, State: index.CopySegmentFinished, EventTimestamp: m.EventTimestamp, BrokerID: u.BrokerID,
+		Partition: m.Partition, SegmentID: m.SegmentID, State: index.CopySegmentFinished, EventTimestamp: m.EventTimestamp, BrokerID: u.BrokerID,
 	}); err != nil {
 		return 0, err
 	}
-	u.logger().Debug("copied segment to remote storage", "partition", tp.String(), "topic", topic, "base", base, "end", m.EndOffset, "bytes", total, "segment_id", m.SegmentID.String())
-	return total, nil
+	u.logger().Debug("copied segment to remote storage", "partition", m.Partition.String(), "topic", su.topic, "base", m.StartOffset, "end", m.EndOffset, "bytes", su.total, "segment_id", m.SegmentID.String())
+	return su.total, nil
 }

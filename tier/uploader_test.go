@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,11 +245,13 @@ func TestUploaderFailuresResume(t *testing.T) {
 	if !errors.Is(err, down) || st.Copied != 2 {
 		t.Fatalf("CopyPartition = %+v, %v; want 2 copied, then the failure", st, err)
 	}
+	// The failed segment is left COPY_SEGMENT_STARTED, and so is the next
+	// one, started while the failed one's objects went up.
 	idxSegs, _ := u.Index.Segments(upTP)
-	if len(idxSegs) != 3 || idxSegs[2].State != index.CopySegmentStarted {
+	if len(idxSegs) != 4 || idxSegs[2].State != index.CopySegmentStarted || idxSegs[3].State != index.CopySegmentStarted {
 		t.Fatalf("index after the failure: %+v", idxSegs)
 	}
-	started := idxSegs[2]
+	started := idxSegs[2:]
 
 	// Local retention may delete only what is uploaded.
 	end, ok, err := u.Index.LogEnd(upTP)
@@ -272,18 +275,20 @@ func TestUploaderFailuresResume(t *testing.T) {
 	if _, err := u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset()); !errors.Is(err, down) {
 		t.Fatalf("CopyPartition with the bucket down = %v", err)
 	}
-	if again, _ := u.Index.Segments(upTP); len(again) != 3 || again[2].State != index.CopySegmentStarted {
+	if again, _ := u.Index.Segments(upTP); len(again) != 4 || again[2].State != index.CopySegmentStarted || again[3].State != index.CopySegmentStarted {
 		t.Fatalf("index changed while the bucket was down: %+v", again)
 	}
 
 	store.SetFault(nil)
 	st, err = u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset())
-	if err != nil || st.Abandoned != 1 || st.Copied != len(segs)-2 {
-		t.Fatalf("CopyPartition after recovery = %+v, %v; want 1 abandoned, %d copied", st, err, len(segs)-2)
+	if err != nil || st.Abandoned != 2 || st.Copied != len(segs)-2 {
+		t.Fatalf("CopyPartition after recovery = %+v, %v; want 2 abandoned, %d copied", st, err, len(segs)-2)
 	}
 	for _, k := range store.Keys() {
-		if strings.Contains(k, started.SegmentID.String()) {
-			t.Fatalf("object %s of the abandoned attempt is still in the bucket", k)
+		for _, a := range started {
+			if strings.Contains(k, a.SegmentID.String()) {
+				t.Fatalf("object %s of the abandoned attempt is still in the bucket", k)
+			}
 		}
 	}
 	checkUploaded(t, u, store, files, segs) // the first two are gone locally but stay uploaded
@@ -394,4 +399,53 @@ func TestUploaderManifestBeforeObjects(t *testing.T) {
 	if len(objectsBefore) != 0 {
 		t.Fatalf("objects PUT before their segment's manifest: %v", objectsBefore)
 	}
+}
+
+// TestUploaderPipelinesSegments: the next segment's upload starts while
+// the previous one's objects are still going up, and segments are
+// finished in order: the remote log end never passes a segment that is
+// not uploaded.
+func TestUploaderPipelinesSegments(t *testing.T) {
+	l, dir := testLog(t, 8)
+	u, store := newTestUploader(t)
+	segs := sealed(l)
+	secondStarted := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	logs, manifests := 0, 0
+	store.SetFault(func(op Op, key string) error {
+		if op != OpPut {
+			return nil
+		}
+		mu.Lock()
+		if strings.HasSuffix(key, ManifestSuffix) {
+			// The first segment's STARTED manifest, then the second's
+			// (in series, the first segment's FINISHED one would be next).
+			if manifests++; manifests == 2 {
+				once.Do(func() { close(secondStarted) })
+			}
+		}
+		first := strings.HasSuffix(key, ".log") && logs == 0
+		if strings.HasSuffix(key, ".log") {
+			logs++
+		}
+		mu.Unlock()
+		if first {
+			select { // the first .log waits for the second segment to start
+			case <-secondStarted:
+			case <-time.After(5 * time.Second):
+				return errors.New("the second segment did not start while the first one's .log was going up")
+			}
+			if end, ok, _ := u.Index.LogEnd(upTP); ok {
+				return fmt.Errorf("remote log end %d before the first segment finished", end)
+			}
+		}
+		return nil
+	})
+	st, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset())
+	if err != nil || st.Copied != len(segs) {
+		t.Fatalf("CopyPartition = %+v, %v; want %d copied", st, err, len(segs))
+	}
+	store.SetFault(nil)
+	checkUploaded(t, u, store, localFiles(t, dir), segs)
 }
