@@ -173,16 +173,29 @@ func TestTierRemoteRetentionMinIO(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	after := minioBucket(t, mc, m.Bucket(), prefix)
 	stem := func(s *index.SegmentMetadata) string {
 		return strings.TrimSuffix(tier.ManifestKey(s), tier.ManifestSuffix)
 	}
-	for i := range expired {
-		for k := range after {
-			if strings.HasPrefix(k, stem(&expired[i])) {
-				t.Errorf("object %s of expired segment %d remains", k, expired[i].StartOffset)
+	// The earliest offset moves once the last expired segment is
+	// DELETE_SEGMENT_STARTED, before its objects go: wait for them.
+	var after map[string][]byte
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		after = minioBucket(t, mc, m.Bucket(), prefix)
+		var left []string
+		for i := range expired {
+			for k := range after {
+				if strings.HasPrefix(k, stem(&expired[i])) {
+					left = append(left, fmt.Sprintf("%s (segment %d)", k, expired[i].StartOffset))
+				}
 			}
 		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("objects of expired segments remain after 30s: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	for i := range kept {
 		for k := range objsBefore {
