@@ -137,6 +137,11 @@ type segRef struct {
 	size int64
 }
 
+// logRef is m's .log object.
+func logRef(m *index.SegmentMetadata) *segRef {
+	return &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
+}
+
 // ReadRemote reads whole record batches of a remote segment for a fetch at
 // offset, as Reader.Read, without a cache or read-ahead.
 func ReadRemote(ctx context.Context, s ObjectStore, m *index.SegmentMetadata, offset int64, maxBytes int) ([]byte, error) {
@@ -159,7 +164,7 @@ func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int6
 	if offset < m.StartOffset || offset > m.EndOffset {
 		return nil, fmt.Errorf("%w: offset %d outside segment [%d, %d]", ErrInvalidRange, offset, m.StartOffset, m.EndOffset)
 	}
-	seg := &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
+	seg := logRef(m)
 	pos := int64(0)
 	if offset > m.StartOffset { // at the start, the first batch is at 0: no .index GET
 		oi, err := r.offsetIndex(ctx, m)
@@ -242,7 +247,7 @@ func (r *Reader) OffsetForTimestamp(ctx context.Context, m *index.SegmentMetadat
 	if o, found := ti.LookupBefore(ts); found {
 		pos = max(pos, oi.Lookup(o))
 	}
-	seg := &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
+	seg := logRef(m)
 	sr := &segReader{r: r, seg: seg}
 	for cur := pos; cur < seg.size; {
 		h, err := sr.bytes(ctx, cur, 12)

@@ -204,7 +204,7 @@ func (r *Reader) Prefetch(m *index.SegmentMetadata) {
 	if r.cfg.ReadAhead <= 0 {
 		return
 	}
-	seg := &segRef{id: m.SegmentID, key: ObjectKey(m, index.ObjectLog), size: m.SegmentSize}
+	seg := logRef(m)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.aheadLocked(seg, 0, int64(r.cfg.ReadAhead)-1)
