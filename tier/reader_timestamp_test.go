@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"strata/broker/plog"
 	"strata/index"
 )
 
@@ -61,16 +60,7 @@ func tsBatch(t testing.TB, tss []int64, codec kgo.CompressionCodec, compress boo
 // timestamp >= the target), through compressed batches and timestamps out
 // of order, and agree with the local log's answer.
 func TestReaderOffsetForTimestamp(t *testing.T) {
-	dir := t.TempDir()
-	cfg := plog.DefaultConfig()
-	cfg.SegmentBytes = 4096
-	cfg.IndexIntervalBytes = 300
-	cfg.FileDeleteDelayMs = 0
-	l, err := plog.Open(plog.Options{Dir: dir, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, _ := openTestLog(t, 4096, 300)
 	codecs := []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
 	const t0 = 1_700_000_000_000
 	var recs []tsRecord

@@ -39,21 +39,30 @@ func rawBatch(ts int64, n, size int) []byte {
 	return raw
 }
 
-// testLog is a real partition log in a temporary directory with small
-// segments, holding batches appends of about 500 bytes in leader epoch 0,
-// then 5 more in epoch 2; everything flushed.
-func testLog(t *testing.T, appends int) (*plog.Log, string) {
+// openTestLog opens an empty partition log in a temporary directory with
+// the given segment.bytes and index.interval.bytes, closed at the end of
+// the test.
+func openTestLog(t *testing.T, segmentBytes int64, indexInterval int32) (*plog.Log, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := plog.DefaultConfig()
-	cfg.SegmentBytes = 2048
+	cfg.SegmentBytes = segmentBytes
+	cfg.IndexIntervalBytes = indexInterval
 	cfg.FileDeleteDelayMs = 0
-	cfg.IndexIntervalBytes = 100
 	l, err := plog.Open(plog.Options{Dir: dir, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	return l, dir
+}
+
+// testLog is a real partition log in a temporary directory with small
+// segments, holding batches appends of about 500 bytes in leader epoch 0,
+// then 5 more in epoch 2; everything flushed.
+func testLog(t *testing.T, appends int) (*plog.Log, string) {
+	t.Helper()
+	l, dir := openTestLog(t, 2048, 100)
 	for i := range appends + 5 {
 		epoch := int32(0)
 		if i >= appends {
