@@ -28,6 +28,7 @@ import (
 
 	"strata/broker/plog"
 	"strata/controller"
+	"strata/tier"
 )
 
 func init() { register(1, 4, 16, nil) } // served by handleFetchSpliced
@@ -50,9 +51,9 @@ type fetchResult struct {
 	start   int64
 	slice   plog.FileSlice
 
-	remote      bool   // to be read from the bucket (tier_fetch.go), at most remoteLimit bytes
-	remoteLimit int    // bytes
-	records     []byte // records read from the bucket
+	remote      bool        // to be read from the bucket (tier_fetch.go), at most remoteLimit bytes
+	remoteLimit int         // bytes
+	records     tier.Pinned // records read from the bucket, held until the response is written
 
 	preferred  int32 // KIP-392 preferred read replica; -1 none
 	asFollower bool  // a consumer fetch served by this follower
@@ -201,8 +202,13 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 
 	s.fetchRemote(results)
 
-	// Build the response.
+	// Build the response. Remote records are held until it is written.
 	out := outResp{kresp: resp}
+	for i := range results {
+		if results[i].records.Len > 0 {
+			out.release = append(out.release, results[i].records.Release)
+		}
+	}
 	topicIdx := map[string]int{}
 	var leaderHint map[int32]bool
 	for i := range results {
@@ -213,7 +219,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			}
 		}
 		if sp := r.t.sess; sp != nil {
-			changed := r.slice.Len > 0 || len(r.records) > 0 || r.code != 0 || r.preferred >= 0 || sp.hw != r.hw || sp.lso != r.lso || sp.logStart != r.start
+			changed := r.slice.Len > 0 || r.records.Len > 0 || r.code != 0 || r.preferred >= 0 || sp.hw != r.hw || sp.lso != r.lso || sp.logStart != r.start
 			if r.code == 0 {
 				sp.hw, sp.lso, sp.logStart = r.hw, r.lso, r.start
 			}
@@ -252,9 +258,11 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			}
 		}
 		rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null records field
-		if len(r.records) > 0 {
-			rp.RecordBatches = r.records
-			s.metrics.bytesOut.Add(float64(len(r.records)))
+		if r.records.Len > 0 {
+			m := cc.marker.next()
+			rp.RecordBatches = m[:]
+			out.slices = append(out.slices, spliceRef{marker: m, mem: r.records.Parts, memLen: r.records.Len})
+			s.metrics.bytesOut.Add(float64(r.records.Len))
 		} else if r.slice.Len > 0 {
 			m := cc.marker.next()
 			rp.RecordBatches = m[:]

@@ -51,12 +51,22 @@ const maxQueuedResponses = 8
 // outResp is a response waiting to be written. slices are fetch record
 // ranges to be spliced in place of their markers (see sendfile.go); wait,
 // when set, completes the response (a delayed produce) before it is
-// encoded.
+// encoded; release lets go of what the slices hold (remote reads' cached
+// chunks) once the response is written or dropped.
 type outResp struct {
-	corr   int32
-	kresp  kmsg.Response
-	slices []spliceRef
-	wait   func()
+	corr    int32
+	kresp   kmsg.Response
+	slices  []spliceRef
+	wait    func()
+	release []func()
+}
+
+// done runs the response's releases.
+func (o *outResp) done() {
+	for _, f := range o.release {
+		f()
+	}
+	o.release = nil
 }
 
 // delayedResponse is a handler's response that is complete only once
@@ -84,11 +94,14 @@ func (cc *clientConn) respond(o outResp) bool {
 	cc.qmu.Lock()
 	if cc.broken {
 		cc.qmu.Unlock()
+		o.done()
 		return false
 	}
 	if cc.queued == 0 && o.wait == nil {
 		cc.qmu.Unlock()
-		return cc.send(o)
+		ok := cc.send(o)
+		o.done()
+		return ok
 	}
 	cc.queued++
 	cc.qmu.Unlock()
@@ -119,6 +132,7 @@ func (cc *clientConn) writer() {
 		broken := cc.broken
 		cc.qmu.Unlock()
 		ok := !broken && cc.complete(o) && cc.send(o)
+		o.done()
 		cc.qmu.Lock()
 		cc.queued--
 		if !ok && !cc.broken {

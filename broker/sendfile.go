@@ -1,10 +1,12 @@
 package broker
 
 // Zero-copy fetch responses. The fetch handler puts a 16-byte marker in the
-// Records field of each partition that has data on disk; kmsg encodes the
-// response around it. The writer then sends the encoded bytes up to each
-// marker, a corrected length prefix, and the segment bytes straight from
-// the file with sendfile(2), so record data never enters user space.
+// Records field of each partition that has data on disk or in the remote
+// reader's cache; kmsg encodes the response around it. The writer then
+// sends the encoded bytes up to each marker, a corrected length prefix,
+// and the records: segment bytes straight from the file with sendfile(2),
+// so they never enter user space, or the cached chunks of a remote read
+// with one writev(2), so the broker never copies them.
 
 import (
 	"bytes"
@@ -22,9 +24,20 @@ import (
 	"strata/internal/vfs"
 )
 
+// spliceRef is what replaces a marker: a file slice, or (memLen > 0)
+// in-memory parts.
 type spliceRef struct {
 	marker [16]byte
 	slice  plog.FileSlice
+	mem    [][]byte
+	memLen int64
+}
+
+func (r *spliceRef) len() int64 {
+	if r.memLen > 0 {
+		return r.memLen
+	}
+	return r.slice.Len
 }
 
 type markerGen struct {
@@ -80,7 +93,7 @@ func (cc *clientConn) writeSpliced(buf []byte, flexible bool, refs []spliceRef) 
 			return errors.New("fetch marker misplaced")
 		}
 		cuts = append(cuts, cut{start: at - mlen, end: at + 16, ref: r})
-		size += r.slice.Len - 16 + int64(bytesPrefixLen(r.slice.Len, flexible)-mlen)
+		size += r.len() - 16 + int64(bytesPrefixLen(r.len(), flexible)-mlen)
 		pos = at + 16
 	}
 	if size > 1<<31-1 {
@@ -97,14 +110,21 @@ func (cc *clientConn) writeSpliced(buf []byte, flexible bool, refs []spliceRef) 
 	var scratch []byte
 	for _, c := range cuts {
 		scratch = append(scratch[:0], buf[prev:c.start]...)
-		scratch = appendBytesPrefix(scratch, c.ref.slice.Len, flexible)
+		scratch = appendBytesPrefix(scratch, c.ref.len(), flexible)
+		prev = c.end
+		if c.ref.memLen > 0 {
+			bufs := append(net.Buffers{scratch}, c.ref.mem...)
+			if _, err := bufs.WriteTo(cc.conn); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, err := cc.conn.Write(scratch); err != nil {
 			return err
 		}
 		if err := sendSlice(cc.conn, tcp, c.ref.slice); err != nil {
 			return err
 		}
-		prev = c.end
 	}
 	_, err := cc.conn.Write(buf[prev:])
 	return err

@@ -9,8 +9,11 @@ package broker
 // remote.log.index.file.cache.total.size.bytes, and
 // remote.log.reader.readahead.chunks chunks of read-ahead) after the
 // partition's local evaluation, outside any partition lock, within
-// remoteReadTimeout. The bytes go into the response's records field as
-// they are (no sendfile). A fetch with a remote partition answers at
+// remoteReadTimeout. The bytes stay in the Reader's chunks (pinned) and
+// are written from there to the connection, in place of their marker in
+// the encoded response as local slices are (sendfile.go), so they are
+// not copied in the broker; the chunks are released once the response is
+// written. A fetch with a remote partition answers at
 // once, without long polling. A missing or corrupt object, or a failing
 // bucket, gives that partition KAFKA_STORAGE_ERROR (Kafka's answer to a
 // failed remote read); the other partitions of the fetch are unaffected.
@@ -157,9 +160,10 @@ func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 	return start, ok
 }
 
-// readRemote serves a fetch at offset from the bucket: the records, or
-// ok=false when the remote log does not hold offset, or an error code.
-func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs []byte, ok bool, code int16) {
+// readRemote serves a fetch at offset from the bucket: the records, pinned
+// until released, or ok=false when the remote log does not hold offset,
+// or an error code.
+func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier.Pinned, ok bool, code int16) {
 	ctx, cancel := context.WithTimeout(s.ctx, remoteReadTimeout)
 	defer cancel()
 	tr := s.tier.read
@@ -167,7 +171,7 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs []by
 	defer func() {
 		tr.fetchReqs.Inc()
 		tr.latency.Observe(float64(time.Since(start)) / float64(time.Millisecond))
-		tr.fetchBytes.Add(float64(len(recs)))
+		tr.fetchBytes.Add(float64(recs.Len))
 		if code != 0 {
 			tr.fetchErrs.Inc()
 		}
@@ -176,24 +180,24 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs []by
 	for range 64 { // segments emptied by compaction hold no batch at offset: try the next
 		m, err := s.tier.idx.SegmentForOffset(tp, offset)
 		if errors.Is(err, index.ErrNotFound) {
-			return nil, false, 0
+			return tier.Pinned{}, false, 0
 		}
 		if err != nil {
 			s.log.Warn("remote index: segment for offset", "topic", p.topic, "partition", p.index, "offset", offset, "err", err)
-			return nil, true, kerr.KafkaStorageError.Code
+			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
-		b, err := tr.reader.Read(ctx, &m, offset, maxBytes)
+		b, err := tr.reader.ReadPinned(ctx, &m, offset, maxBytes)
 		if err != nil {
 			s.log.Warn("remote read failed", "topic", p.topic, "partition", p.index, "offset", offset,
 				"segment", m.SegmentID.String(), "err", err)
-			return nil, true, kerr.KafkaStorageError.Code
+			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
-		if len(b) > 0 {
+		if b.Len > 0 {
 			return b, true, 0
 		}
 		offset = m.EndOffset + 1
 	}
-	return nil, true, kerr.KafkaStorageError.Code
+	return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 }
 
 // fetchRemote does the remote reads a fetch's evaluation left, one

@@ -237,10 +237,18 @@
 // segment id (fresh for every upload, so cached bytes never go stale), the
 // object kind and the chunk. Concurrent lookups of one key share one GET,
 // which runs on the Reader's own context (bounded by GetTimeout) so that
-// a caller giving up fails no one else; errors are not cached. Answers
-// within one chunk are slices of it, others copies; a read holds the
-// chunks it uses until it returns, so the bound is on the cache, not on
-// reads under way.
+// a caller giving up fails no one else; errors are not cached.
+// Reader.ReadPinned answers with slices of the chunks (one per chunk the
+// answer spans) and pins those chunks until the caller releases them:
+// the broker writes them to the client's connection with one writev and
+// releases them once the response is written, so remote records are never
+// copied in the broker. Reader.Read copies the answer instead. A chunk
+// that has left the cache and is no longer pinned gives its buffer to the
+// next chunk fetched (at most ReadAheadInFlight+4 spare buffers are
+// kept), so a sequential reader's GETs land in memory already mapped;
+// buffers of 2 MiB and more are advised for transparent huge pages
+// before first use (Linux). Pinned chunks live beyond the cache bound
+// until released: the bound is on the cache, not on reads under way.
 //
 // Read-ahead. After a read that starts where the previous read of the
 // segment ended, or ends in the last quarter of a chunk, the Reader

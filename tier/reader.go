@@ -90,6 +90,8 @@ type Reader struct {
 	ahead    int                  // read-ahead GETs under way
 	lastEnd  map[index.UUID]int64 // per segment: where its last read ended
 	stats    ReaderStats
+	free     [][]byte // recycled chunk buffers of ChunkSize bytes
+	maxFree  int
 }
 
 // NewReader returns a Reader; Close stops its background GETs.
@@ -104,11 +106,16 @@ func NewReader(cfg ReaderConfig) *Reader {
 		cfg.GetTimeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Reader{
+	r := &Reader{
 		cfg: cfg, ctx: ctx, cancel: cancel,
 		data: newLRU(max(cfg.CacheBytes, 0)), indexes: newLRU(max(cfg.IndexCacheBytes, 0)),
 		inflight: map[cacheKey]*call{}, lastEnd: map[index.UUID]int64{},
+		// Enough recycled buffers for the read-ahead under way and a few
+		// demand reads; more would be memory the cache bound does not see.
+		maxFree: cfg.ReadAheadInFlight + 4,
 	}
+	r.data.onEvict = r.evictLocked
+	return r
 }
 
 // Close cancels the GETs under way and waits for them; later reads fail
@@ -151,34 +158,87 @@ func ReadRemote(ctx context.Context, s ObjectStore, m *index.SegmentMetadata, of
 }
 
 // Read reads whole record batches of a remote segment for a fetch at
+// offset, as ReadPinned, into bytes of its own.
+func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int64, maxBytes int) ([]byte, error) {
+	p, err := r.ReadPinned(ctx, m, offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Release()
+	return p.Bytes(), nil
+}
+
+// Pinned is what ReadPinned read: Len bytes of record batches in Parts,
+// slices of cached chunks that stay valid, and must not be modified, until
+// Release.
+type Pinned struct {
+	Parts [][]byte
+	Len   int64
+	sr    *segReader
+}
+
+// Release lets the chunks go; the Parts must not be used after it. It may
+// be called more than once.
+func (p *Pinned) Release() {
+	if p.sr != nil {
+		p.sr.release()
+		p.sr = nil
+	}
+	p.Parts = nil
+}
+
+// Bytes returns a copy of the parts in one slice (nil when empty).
+func (p *Pinned) Bytes() []byte {
+	if p.Len == 0 {
+		return nil
+	}
+	b := make([]byte, 0, p.Len)
+	for _, part := range p.Parts {
+		b = append(b, part...)
+	}
+	return b
+}
+
+// ReadPinned reads whole record batches of a remote segment for a fetch at
 // offset: from the first batch whose last offset reaches offset, as many
 // as fit in maxBytes, and always that first batch whole (KIP-74). The
 // position to start at comes from the segment's .index object (Kafka's
 // offset index: 8-byte entries of relative offset and position), or 0
 // without one; the .log object is read in aligned chunks, through the
-// cache. An empty result means the segment holds no batch at or past
-// offset (compaction); a missing object is ErrNotFound, inconsistent
-// bytes ErrCorruptSegment. The result must not be modified (it may be
-// the cache's).
-func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int64, maxBytes int) ([]byte, error) {
-	if offset < m.StartOffset || offset > m.EndOffset {
-		return nil, fmt.Errorf("%w: offset %d outside segment [%d, %d]", ErrInvalidRange, offset, m.StartOffset, m.EndOffset)
+// cache, and the result is slices of those chunks, held until Release,
+// so that a fetch writes them to its connection without copying them. An
+// empty result means the segment holds no batch at or past offset
+// (compaction); a missing object is ErrNotFound, inconsistent bytes
+// ErrCorruptSegment. On an error nothing is held.
+func (r *Reader) ReadPinned(ctx context.Context, m *index.SegmentMetadata, offset int64, maxBytes int) (Pinned, error) {
+	sr := &segReader{r: r, seg: logRef(m)}
+	p, err := r.readPinned(ctx, sr, m, offset, maxBytes)
+	if err != nil || p.Len == 0 {
+		sr.release()
+		return Pinned{}, err
 	}
-	seg := logRef(m)
+	p.sr = sr
+	return p, nil
+}
+
+func (r *Reader) readPinned(ctx context.Context, sr *segReader, m *index.SegmentMetadata, offset int64, maxBytes int) (Pinned, error) {
+	if offset < m.StartOffset || offset > m.EndOffset {
+		return Pinned{}, fmt.Errorf("%w: offset %d outside segment [%d, %d]", ErrInvalidRange, offset, m.StartOffset, m.EndOffset)
+	}
+	seg := sr.seg
 	pos := int64(0)
 	if offset > m.StartOffset { // at the start, the first batch is at 0: no .index GET
 		oi, err := r.offsetIndex(ctx, m)
 		if err != nil {
-			return nil, err
+			return Pinned{}, err
 		}
 		pos = oi.Lookup(offset)
 	}
-	sr := &segReader{r: r, seg: seg}
 	cur, out := pos, int64(-1)
 	for cur < seg.size {
 		h, err := sr.bytes(ctx, cur, batchHeader)
 		if err != nil {
-			return nil, err
+			return Pinned{}, err
 		}
 		base := int64(binary.BigEndian.Uint64(h[0:]))
 		length := int64(int32(binary.BigEndian.Uint32(h[8:])))
@@ -189,7 +249,7 @@ func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int6
 		}
 		end := cur + 12 + length
 		if length < batchHeader-12 || end > seg.size || last < base {
-			return nil, fmt.Errorf("%w: %s: batch at position %d (length %d, magic %d) out of bounds", ErrCorruptSegment, seg.key, cur, length, magic)
+			return Pinned{}, fmt.Errorf("%w: %s: batch at position %d (length %d, magic %d) out of bounds", ErrCorruptSegment, seg.key, cur, length, magic)
 		}
 		if last < offset {
 			cur = end
@@ -206,11 +266,11 @@ func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int6
 		}
 	}
 	if out < 0 {
-		return nil, nil
+		return Pinned{}, nil
 	}
-	b, err := sr.bytes(ctx, out, cur-out)
+	parts, err := sr.parts(ctx, out, cur-out)
 	if err != nil {
-		return nil, err
+		return Pinned{}, err
 	}
 	if r.readAhead(seg, out, cur) && r.cfg.Next != nil {
 		// The read-ahead window passes the segment's end: start on the
@@ -220,7 +280,7 @@ func (r *Reader) Read(ctx context.Context, m *index.SegmentMetadata, offset int6
 			r.Prefetch(&next)
 		}
 	}
-	return b, nil
+	return Pinned{Parts: parts, Len: cur - out}, nil
 }
 
 // OffsetForTimestamp answers ListOffsets by timestamp within a remote
@@ -249,6 +309,7 @@ func (r *Reader) OffsetForTimestamp(ctx context.Context, m *index.SegmentMetadat
 	}
 	seg := logRef(m)
 	sr := &segReader{r: r, seg: seg}
+	defer sr.release()
 	for cur := pos; cur < seg.size; {
 		h, err := sr.bytes(ctx, cur, 12)
 		if err != nil {
@@ -328,16 +389,45 @@ func (r *Reader) indexObject(ctx context.Context, m *index.SegmentMetadata, kind
 }
 
 // segReader is one read's view of a segment's .log: the chunks it has
-// used, so that it looks each up once.
+// used, each looked up once and pinned until release.
 type segReader struct {
 	r      *Reader
 	seg    *segRef
-	chunks map[int64][]byte
+	chunks map[int64]*chunkBuf
 }
 
-// bytes returns the .log bytes [at, at+n): a slice of one chunk, or a
-// copy when they span several.
-func (s *segReader) bytes(ctx context.Context, at, n int64) ([]byte, error) {
+// chunk returns chunk i, pinned until release.
+func (s *segReader) chunk(ctx context.Context, i int64) ([]byte, error) {
+	if cb, ok := s.chunks[i]; ok {
+		return cb.b, nil
+	}
+	cb, err := s.r.chunk(ctx, s.seg, i)
+	if err != nil {
+		return nil, err
+	}
+	if s.chunks == nil {
+		s.chunks = map[int64]*chunkBuf{}
+	}
+	s.chunks[i] = cb
+	return cb.b, nil
+}
+
+// release unpins the chunks the read used.
+func (s *segReader) release() {
+	if len(s.chunks) == 0 {
+		return
+	}
+	s.r.mu.Lock()
+	for _, cb := range s.chunks {
+		s.r.unpinLocked(cb)
+	}
+	s.r.mu.Unlock()
+	s.chunks = nil
+}
+
+// parts returns the .log bytes [at, at+n) as slices of the chunks they
+// lie in, in order.
+func (s *segReader) parts(ctx context.Context, at, n int64) ([][]byte, error) {
 	if at < 0 || n < 0 || at+n > s.seg.size {
 		return nil, fmt.Errorf("%w: %s: bytes [%d, %d) of %d", ErrCorruptSegment, s.seg.key, at, at+n, s.seg.size)
 	}
@@ -346,30 +436,34 @@ func (s *segReader) bytes(ctx context.Context, at, n int64) ([]byte, error) {
 	}
 	cs := s.r.cfg.ChunkSize
 	first, last := at/cs, (at+n-1)/cs
-	var out []byte
-	if first != last {
-		out = make([]byte, 0, n)
-	}
+	out := make([][]byte, 0, last-first+1)
 	for i := first; i <= last; i++ {
-		c, ok := s.chunks[i]
-		if !ok {
-			var err error
-			if c, err = s.r.chunk(ctx, s.seg, i); err != nil {
-				return nil, err
-			}
-			if s.chunks == nil {
-				s.chunks = map[int64][]byte{}
-			}
-			s.chunks[i] = c
+		c, err := s.chunk(ctx, i)
+		if err != nil {
+			return nil, err
 		}
 		lo, hi := max(at-i*cs, 0), min(at+n-i*cs, int64(len(c)))
-		if lo > hi || hi > int64(len(c)) {
+		if lo >= hi {
 			return nil, fmt.Errorf("%w: %s: chunk %d holds %d bytes", ErrCorruptSegment, s.seg.key, i, len(c))
 		}
-		if first == last {
-			return c[lo:hi:hi], nil
+		out = append(out, c[lo:hi:hi])
+	}
+	return out, nil
+}
+
+// bytes returns the .log bytes [at, at+n): a slice of one chunk, or a
+// copy when they span several.
+func (s *segReader) bytes(ctx context.Context, at, n int64) ([]byte, error) {
+	parts, err := s.parts(ctx, at, n)
+	if err != nil || len(parts) <= 1 {
+		if len(parts) == 1 {
+			return parts[0], nil
 		}
-		out = append(out, c[lo:hi]...)
+		return nil, err
+	}
+	out := make([]byte, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
 	}
 	return out, nil
 }

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -459,5 +462,133 @@ func TestReaderSegmentStartAndNext(t *testing.T) {
 	}
 	if n := store.Calls(OpGet) - before; n != 0 || r.Stats().Misses != misses {
 		t.Fatalf("the next segment's first read: %d GETs, %d misses; want its first chunk read ahead", n, r.Stats().Misses-misses)
+	}
+}
+
+// TestReaderPinnedChunksNotReused: the parts a ReadPinned returns keep
+// their bytes while later reads evict their chunks and fetch others, and
+// the evicted chunks' buffers hold later chunks only once released.
+func TestReaderPinnedChunksNotReused(t *testing.T) {
+	store, m, logb := seqSegment(t, 200)
+	const chunk = 4096
+	if len(logb) < 8*chunk {
+		t.Fatalf("segment of %d bytes, want 8 chunks", len(logb))
+	}
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: chunk, IndexCacheBytes: 1 << 20})
+	ctx := context.Background()
+	first, err := r.ReadPinned(ctx, m, m.StartOffset, chunk)
+	if err != nil || first.Len == 0 {
+		t.Fatalf("read: %v (%d bytes)", err, first.Len)
+	}
+	want := first.Bytes()
+	// Read the rest of the segment through the one-chunk cache.
+	readAll(t, r, store, m, 3000)
+	if got := first.Bytes(); !bytes.Equal(got, want) {
+		t.Fatal("a pinned read's bytes changed while its chunk was evicted and others fetched")
+	}
+	r.mu.Lock()
+	free := len(r.free)
+	r.mu.Unlock()
+	first.Release()
+	first.Release() // twice is harmless
+	r.mu.Lock()
+	if len(r.free) != free+1 {
+		t.Errorf("%d free buffers after releasing an evicted chunk, had %d", len(r.free), free)
+	}
+	r.mu.Unlock()
+	if first.Parts != nil {
+		t.Error("parts kept after Release")
+	}
+	// A new read takes the recycled buffer, and still reads right.
+	readAll(t, r, store, m, 3000)
+}
+
+// TestReaderPinnedConcurrent: many readers at random offsets through a
+// small cache with read-ahead, each holding its parts a while before
+// checking them against the object: a buffer reused while pinned shows
+// as wrong bytes.
+func TestReaderPinnedConcurrent(t *testing.T) {
+	store, m, _ := seqSegment(t, 300)
+	const chunk = 2048
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: 3 * chunk, IndexCacheBytes: 1 << 20, ReadAhead: 2})
+	ref := memStoreCopy(t, store)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			for i := range 150 {
+				off := m.StartOffset + int64((g*7919+i*104729)%int(m.EndOffset-m.StartOffset+1))
+				size := 1 + (g*31+i*977)%9000
+				p, err := r.ReadPinned(ctx, m, off, size)
+				if err != nil {
+					errs <- err
+					return
+				}
+				want, err := ReadRemote(ctx, ref, m, off, size)
+				if err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(time.Duration(i%3) * 100 * time.Microsecond)
+				got := p.Bytes()
+				p.Release()
+				if !bytes.Equal(got, want) {
+					errs <- fmt.Errorf("read at %d (max %d): %d bytes differ from the object's %d", off, size, len(got), len(want))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e := r.data.ll.Front(); e != nil; e = e.Next() {
+		if cb := e.Value.(*lruEntry).val.(*chunkBuf); cb.pins != 0 {
+			t.Fatalf("a cached chunk holds %d pins after every read was released", cb.pins)
+		}
+	}
+	if len(r.free) > r.maxFree {
+		t.Fatalf("%d free buffers, bound %d", len(r.free), r.maxFree)
+	}
+}
+
+// TestReaderCanceledWaiterUnpins: a read that gives up waiting for a GET
+// leaves no pin on the chunk when it lands.
+func TestReaderCanceledWaiterUnpins(t *testing.T) {
+	store, m, _ := seqSegment(t, 40)
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: 1 << 20, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+	release := make(chan struct{})
+	store.SetFault(func(op Op, key string) error {
+		if op == OpGet && strings.HasSuffix(key, ".log") {
+			<-release
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.ReadPinned(ctx, m, m.StartOffset, 100)
+		done <- err
+	}()
+	waitFor(t, func() bool { return r.Stats().Misses == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled read: %v", err)
+	}
+	close(release)
+	waitFor(t, func() bool { return r.Stats().CacheBytes > 0 })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e := r.data.ll.Front(); e != nil; e = e.Next() {
+		if cb := e.Value.(*lruEntry).val.(*chunkBuf); cb.pins != 0 {
+			t.Fatalf("the chunk holds %d pins after its only reader gave up", cb.pins)
+		}
 	}
 }
