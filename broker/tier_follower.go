@@ -37,7 +37,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -310,24 +309,9 @@ func (s *Server) remoteSegmentAt(ctx context.Context, p *partition, offset int64
 // auxObject downloads one small object of a remote segment; nil when the
 // segment has none of that kind.
 func (s *Server) auxObject(ctx context.Context, m *index.SegmentMetadata, kind index.ObjectKind) ([]byte, error) {
-	o, ok := m.Object(kind)
-	if !ok {
-		return nil, nil
-	}
-	if o.Size > maxAuxObject {
-		return nil, fmt.Errorf("%s of remote segment %s: %d bytes, more than %d", kind.Suffix(), m.SegmentID, o.Size, maxAuxObject)
-	}
-	rd, err := s.tier.store.Get(ctx, tier.ObjectKey(m, kind), 0, o.Size+1)
+	b, err := tier.GetObject(ctx, s.tier.store, m, kind, maxAuxObject)
 	if err != nil {
 		return nil, fmt.Errorf("%s of remote segment %s: %w", kind.Suffix(), m.SegmentID, err)
-	}
-	defer rd.Close()
-	b, err := io.ReadAll(io.LimitReader(rd, o.Size+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s of remote segment %s: %w", kind.Suffix(), m.SegmentID, err)
-	}
-	if int64(len(b)) != o.Size {
-		return nil, fmt.Errorf("%s of remote segment %s: %d bytes, manifest says %d", kind.Suffix(), m.SegmentID, len(b), o.Size)
 	}
 	return b, nil
 }

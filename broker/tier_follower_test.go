@@ -298,7 +298,7 @@ func TestTieredFollowerRebuildRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.SetFault(func(op tier.Op, key string) error {
-		if op == tier.OpGet && strings.HasSuffix(key, ".leader-epoch-checkpoint") {
+		if op == tier.OpGet && strings.HasSuffix(key, index.ObjectIndexes.Suffix()) { // the leader-epoch-checkpoint is packed there
 			return errors.New("bucket down")
 		}
 		return nil

@@ -275,16 +275,26 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 		next = md.EndOffset + 1
 		listed[tier.ManifestKey(&md)] = true
 		for _, o := range md.Objects {
+			if o.Packed {
+				continue // in the .indexes object, checked below
+			}
 			key := tier.ObjectKey(&md, o.Kind)
 			listed[key] = true
 			if objects[key] != o.Size {
 				t.Fatalf("%s: %d bytes in the bucket, manifest says %d", key, objects[key], o.Size)
 			}
 		}
-		for _, k := range []index.ObjectKind{index.ObjectLog, index.ObjectOffsetIndex, index.ObjectTimeIndex, index.ObjectLeaderEpochCheckpoint} {
+		for _, k := range []index.ObjectKind{index.ObjectLog, index.ObjectIndexes, index.ObjectOffsetIndex, index.ObjectTimeIndex, index.ObjectLeaderEpochCheckpoint} {
 			if _, ok := md.Object(k); !ok {
 				t.Fatalf("segment %d has no %s object", md.StartOffset, k.Suffix())
 			}
+		}
+		// The small objects are packed in .indexes: the checkpoint is
+		// Kafka's text format, at the offset the manifest gives.
+		packs := get(tier.ObjectKey(&md, index.ObjectIndexes))
+		if o, _ := md.Object(index.ObjectLeaderEpochCheckpoint); !o.Packed || o.Offset+o.Size > int64(len(packs)) ||
+			!strings.HasPrefix(string(packs[o.Offset:o.Offset+o.Size]), "0\n") {
+			t.Fatalf("segment %d: packed leader-epoch-checkpoint %+v in %d bytes of .indexes", md.StartOffset, o, len(packs))
 		}
 		logBytes := get(tier.ObjectKey(&md, index.ObjectLog))
 		if local, ok := localLogs[md.StartOffset]; ok && !bytes.Equal(local, logBytes) {

@@ -21,7 +21,7 @@ func seg(tp TopicIDPartition, start, end, maxTS int64, epochs ...EpochEntry) Seg
 		Partition: tp, SegmentID: NewUUID(), Topic: "orders",
 		StartOffset: start, EndOffset: end, MaxTimestamp: maxTS, EventTimestamp: 1000,
 		BrokerID: 1, SegmentSize: 4096, LeaderEpochs: epochs, State: CopySegmentStarted,
-		Objects: []ObjectEntry{{ObjectLog, 4096}, {ObjectOffsetIndex, 80}, {ObjectTimeIndex, 120}},
+		Objects: []ObjectEntry{{Kind: ObjectLog, Size: 4096}, {Kind: ObjectOffsetIndex, Size: 80}, {Kind: ObjectTimeIndex, Size: 120}},
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 
 // The manifest object format; see the package doc.
 const (
-	manifestMagic   = "SRSM" // Strata Remote Segment Manifest
-	ManifestVersion = 1
+	manifestMagic = "SRSM" // Strata Remote Segment Manifest
+	// ManifestVersion is the newest version written: 2 when a segment has
+	// packed objects, 1 (a subset) otherwise.
+	ManifestVersion = 2
 	manifestHeader  = 4 + 2 + 4 // magic, version, crc
 	// MaxManifestSize bounds what DecodeManifest accepts (and what a reader
 	// needs to fetch): far above any real manifest.
@@ -32,10 +34,25 @@ func EncodeManifest(m *SegmentMetadata) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	n := manifestHeader + 16 + 4 + 16 + 1 + 8*4 + 4 + 8 + 2 + len(m.Topic) + 4 + 12*len(m.LeaderEpochs) + 1 + 9*len(m.Objects)
+	var own, packed []ObjectEntry
+	for _, o := range m.Objects {
+		if o.Packed {
+			packed = append(packed, o)
+		} else {
+			own = append(own, o)
+		}
+	}
+	if len(own) > 255 || len(packed) > 255 {
+		return nil, fmt.Errorf("%w: %d objects", ErrInvalidMetadata, len(m.Objects))
+	}
+	version := uint16(1)
+	if len(packed) > 0 {
+		version = 2
+	}
+	n := manifestHeader + 16 + 4 + 16 + 1 + 8*4 + 4 + 8 + 2 + len(m.Topic) + 4 + 12*len(m.LeaderEpochs) + 1 + 9*len(own) + 1 + 17*len(packed)
 	b := make([]byte, 0, n)
 	b = append(b, manifestMagic...)
-	b = binary.BigEndian.AppendUint16(b, ManifestVersion)
+	b = binary.BigEndian.AppendUint16(b, version)
 	b = append(b, 0, 0, 0, 0) // crc, below
 	b = append(b, m.Partition.TopicID[:]...)
 	b = binary.BigEndian.AppendUint32(b, uint32(m.Partition.Partition))
@@ -53,10 +70,18 @@ func EncodeManifest(m *SegmentMetadata) ([]byte, error) {
 		b = binary.BigEndian.AppendUint32(b, uint32(e.Epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.StartOffset))
 	}
-	b = append(b, byte(len(m.Objects)))
-	for _, o := range m.Objects {
+	b = append(b, byte(len(own)))
+	for _, o := range own {
 		b = append(b, byte(o.Kind))
 		b = binary.BigEndian.AppendUint64(b, uint64(o.Size))
+	}
+	if version >= 2 {
+		b = append(b, byte(len(packed)))
+		for _, o := range packed {
+			b = append(b, byte(o.Kind))
+			b = binary.BigEndian.AppendUint64(b, uint64(o.Offset))
+			b = binary.BigEndian.AppendUint64(b, uint64(o.Size))
+		}
 	}
 	binary.BigEndian.PutUint32(b[6:10], crc32.Checksum(b[manifestHeader:], castagnoli))
 	if len(b) > MaxManifestSize {
@@ -76,8 +101,9 @@ func DecodeManifest(b []byte) (SegmentMetadata, error) {
 	if len(b) < manifestHeader || string(b[:4]) != manifestMagic {
 		return m, fmt.Errorf("%w: no manifest magic", ErrManifestCorrupt)
 	}
-	if v := binary.BigEndian.Uint16(b[4:6]); v != ManifestVersion {
-		return m, fmt.Errorf("%w: version %d, this broker reads %d", ErrManifestVersion, v, ManifestVersion)
+	version := binary.BigEndian.Uint16(b[4:6])
+	if version < 1 || version > ManifestVersion {
+		return m, fmt.Errorf("%w: version %d, this broker reads 1 to %d", ErrManifestVersion, version, ManifestVersion)
 	}
 	if want, got := binary.BigEndian.Uint32(b[6:10]), crc32.Checksum(b[manifestHeader:], castagnoli); want != got {
 		return m, fmt.Errorf("%w: crc %08x, computed %08x", ErrManifestCorrupt, want, got)
@@ -107,6 +133,20 @@ func DecodeManifest(b []byte) (SegmentMetadata, error) {
 		m.Objects = make([]ObjectEntry, n)
 		for i := range m.Objects {
 			m.Objects[i] = ObjectEntry{Kind: ObjectKind(d.u8()), Size: int64(d.u64())}
+		}
+	}
+	if version >= 2 {
+		// Version 2 is written only for packed objects: never none.
+		n := int64(d.u8())
+		if n == 0 && !d.short {
+			return SegmentMetadata{}, fmt.Errorf("%w: version 2 without packed objects", ErrManifestCorrupt)
+		}
+		if d.need(n * 17) {
+			for range n {
+				o := ObjectEntry{Kind: ObjectKind(d.u8()), Packed: true}
+				o.Offset, o.Size = int64(d.u64()), int64(d.u64())
+				m.Objects = append(m.Objects, o)
+			}
 		}
 	}
 	if d.short {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -12,7 +13,7 @@ func sampleManifest() SegmentMetadata {
 	m := seg(tpA1, 1000, 1999, 1700000000123, EpochEntry{3, 1000}, EpochEntry{5, 1500})
 	m.SegmentID = UUID{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x40, 1, 0x80, 2, 3, 4, 5, 6, 7, 8}
 	m.State = CopySegmentFinished
-	m.Objects = append(m.Objects, ObjectEntry{ObjectLeaderEpochCheckpoint, 30}, ObjectEntry{ObjectProducerSnapshot, 0})
+	m.Objects = append(m.Objects, ObjectEntry{Kind: ObjectLeaderEpochCheckpoint, Size: 30}, ObjectEntry{Kind: ObjectProducerSnapshot, Size: 0})
 	return m
 }
 
@@ -68,6 +69,65 @@ func TestManifestLayout(t *testing.T) {
 	}
 }
 
+// packedManifest is sampleManifest with its small objects packed in an
+// .indexes object, as the uploader writes them (version 2).
+func packedManifest() SegmentMetadata {
+	m := sampleManifest()
+	m.Objects = []ObjectEntry{{Kind: ObjectLog, Size: m.SegmentSize}, {Kind: ObjectIndexes, Size: 110},
+		{Kind: ObjectOffsetIndex, Size: 80, Packed: true}, {Kind: ObjectLeaderEpochCheckpoint, Size: 30, Packed: true, Offset: 80},
+		{Kind: ObjectProducerSnapshot, Size: 0, Packed: true, Offset: 110}}
+	return m
+}
+
+func TestManifestPacked(t *testing.T) {
+	m := packedManifest()
+	b, err := EncodeManifest(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.BigEndian.Uint16(b[4:]); v != 2 {
+		t.Fatalf("version %d for packed objects, want 2", v)
+	}
+	got, err := DecodeManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, m) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
+	}
+	// Without packed objects the manifest stays version 1.
+	plain := sampleManifest()
+	if b1, _ := EncodeManifest(&plain); binary.BigEndian.Uint16(b1[4:]) != 1 {
+		t.Fatal("a manifest without packed objects is not version 1")
+	}
+	for _, c := range []struct {
+		name string
+		f    func(m *SegmentMetadata)
+	}{
+		{"past the .indexes object", func(m *SegmentMetadata) { m.Objects[3].Offset = 81 }},
+		{"negative offset", func(m *SegmentMetadata) { m.Objects[2].Offset = -1 }},
+		{"no .indexes object", func(m *SegmentMetadata) { m.Objects = slices.Delete(m.Objects, 1, 2) }},
+		{"the .log packed", func(m *SegmentMetadata) { m.Objects[0].Packed = true }},
+		{"an offset without packing", func(m *SegmentMetadata) { m.Objects[1].Offset = 4 }},
+	} {
+		bad := packedManifest()
+		c.f(&bad)
+		if _, err := EncodeManifest(&bad); !errors.Is(err, ErrInvalidMetadata) {
+			t.Errorf("%s: %v, want ErrInvalidMetadata", c.name, err)
+		}
+	}
+	// Version 2 with an empty packed list is a second encoding of a
+	// version 1 manifest: refused, as is a version 1 body labelled 2.
+	plainB, _ := EncodeManifest(&plain)
+	for name, v2 := range map[string][]byte{"empty packed list": append(bytes.Clone(plainB), 0), "version 1 body": bytes.Clone(plainB)} {
+		v2[5] = 2
+		binary.BigEndian.PutUint32(v2[6:10], crc(v2[10:]))
+		if _, err := DecodeManifest(v2); !errors.Is(err, ErrManifestCorrupt) {
+			t.Errorf("%s: %v, want ErrManifestCorrupt", name, err)
+		}
+	}
+}
+
 func TestDecodeManifestRejects(t *testing.T) {
 	m := sampleManifest()
 	good, _ := EncodeManifest(&m)
@@ -85,7 +145,7 @@ func TestDecodeManifestRejects(t *testing.T) {
 		{"empty", nil, ErrManifestCorrupt},
 		{"short header", good[:9], ErrManifestCorrupt},
 		{"bad magic", mutate(func(b []byte) []byte { b[0] = 'X'; return b }), ErrManifestCorrupt},
-		{"version 2", mutate(func(b []byte) []byte { b[5] = 2; return b }), ErrManifestVersion},
+		{"version 3", mutate(func(b []byte) []byte { b[5] = 3; return b }), ErrManifestVersion},
 		{"flipped bit", mutate(func(b []byte) []byte { b[40] ^= 1; return b }), ErrManifestCorrupt},
 		{"truncated", good[:len(good)-1], ErrManifestCorrupt},
 		{"truncated, crc fixed", mutate(func(b []byte) []byte { return recrc(b[:len(b)-1]) }), ErrManifestCorrupt},
@@ -129,6 +189,9 @@ func FuzzDecodeManifest(f *testing.F) {
 	m := sampleManifest()
 	good, _ := EncodeManifest(&m)
 	f.Add(good)
+	pm := packedManifest()
+	packed, _ := EncodeManifest(&pm)
+	f.Add(packed)
 	f.Add(good[:20])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeManifest(b)

@@ -149,7 +149,8 @@ const (
 	ObjectLeaderEpochCheckpoint ObjectKind = 3 // leader-epoch-checkpoint, cut to the segment
 	ObjectProducerSnapshot      ObjectKind = 4 // <base>.snapshot
 	ObjectTransactionIndex      ObjectKind = 5 // <base>.txnindex
-	objectKinds                            = 6
+	ObjectIndexes               ObjectKind = 6 // <base>.indexes: the packed objects, one after another
+	objectKinds                            = 7
 )
 
 // Suffix is the object's key suffix (see tier's key layout); each is the
@@ -168,6 +169,8 @@ func (k ObjectKind) Suffix() string {
 		return ".snapshot"
 	case ObjectTransactionIndex:
 		return ".txnindex"
+	case ObjectIndexes:
+		return ".indexes"
 	}
 	return fmt.Sprintf(".kind%d", int8(k))
 }
@@ -175,10 +178,16 @@ func (k ObjectKind) Suffix() string {
 // Valid reports whether k is a known kind.
 func (k ObjectKind) Valid() bool { return k >= 0 && k < objectKinds }
 
-// ObjectEntry is one uploaded object of a segment.
+// ObjectEntry is one uploaded object of a segment. A packed object has no
+// object of its own: its bytes are [Offset, Offset+Size) of the segment's
+// .indexes object, which packs the small objects so that a segment costs
+// the bucket fewer PUTs (on MinIO a 16 KiB PUT took a tenth of the time an
+// 8 MiB one did).
 type ObjectEntry struct {
-	Kind ObjectKind
-	Size int64
+	Kind   ObjectKind
+	Size   int64
+	Packed bool
+	Offset int64 // in the .indexes object, when Packed
 }
 
 // Object returns the entry of the given kind.
@@ -280,6 +289,22 @@ func (m *SegmentMetadata) Validate() error {
 		}
 		if o.Kind == ObjectLog && o.Size != m.SegmentSize {
 			return bad("log object of %d bytes, segment size %d", o.Size, m.SegmentSize)
+		}
+		if !o.Packed {
+			if o.Offset != 0 {
+				return bad("object %s not packed at offset %d", o.Kind.Suffix(), o.Offset)
+			}
+			continue
+		}
+		if o.Kind == ObjectLog || o.Kind == ObjectIndexes {
+			return bad("object %s packed", o.Kind.Suffix())
+		}
+		packs, ok := m.Object(ObjectIndexes)
+		if !ok || packs.Packed {
+			return bad("object %s packed without an %s object", o.Kind.Suffix(), ObjectIndexes.Suffix())
+		}
+		if o.Offset < 0 || o.Offset > packs.Size || o.Size > packs.Size-o.Offset {
+			return bad("object %s packed at [%d, +%d) of %d bytes", o.Kind.Suffix(), o.Offset, o.Size, packs.Size)
 		}
 	}
 	return nil

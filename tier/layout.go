@@ -1,7 +1,10 @@
 package tier
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -81,4 +84,53 @@ func ParseSegmentKey(key string) (SegmentKey, error) {
 		return bad("no suffix")
 	}
 	return k, nil
+}
+
+// ObjectRange is where a segment's object of the given kind lies: its own
+// object (off 0), or its range of the segment's .indexes object when it
+// is packed there. ok is false when the segment has none.
+func ObjectRange(m *index.SegmentMetadata, kind index.ObjectKind) (key string, off, n int64, packed, ok bool) {
+	o, ok := m.Object(kind)
+	if !ok {
+		return "", 0, 0, false, false
+	}
+	if o.Packed {
+		return ObjectKey(m, index.ObjectIndexes), o.Offset, o.Size, true, true
+	}
+	return ObjectKey(m, kind), 0, o.Size, false, true
+}
+
+// GetObject reads a segment's small object of the given kind whole, from
+// its own object or from its range of the .indexes object: nil when the
+// segment has none. It refuses an object above limit bytes, and one whose
+// bytes are not the size the manifest gives (ErrCorruptSegment); a
+// missing object is ErrNotFound.
+func GetObject(ctx context.Context, store ObjectStore, m *index.SegmentMetadata, kind index.ObjectKind, limit int64) ([]byte, error) {
+	key, off, n, packed, ok := ObjectRange(m, kind)
+	if !ok || n == 0 {
+		return nil, nil
+	}
+	if n < 0 || n > limit {
+		return nil, fmt.Errorf("%w: %s of segment %s: %d bytes, more than %d", ErrCorruptSegment, kind.Suffix(), m.SegmentID, n, limit)
+	}
+	want := n + 1 // an object of its own: one byte more shows it is longer than the manifest says
+	if packed {
+		want = n
+	}
+	body, err := store.Get(ctx, key, off, want)
+	if errors.Is(err, ErrInvalidRange) {
+		return nil, fmt.Errorf("%w: %s: shorter than the manifest says (%v)", ErrCorruptSegment, key, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, want))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	if int64(len(b)) != n {
+		return nil, fmt.Errorf("%w: %s of segment %s: %d bytes at %d of %s, manifest says %d", ErrCorruptSegment, kind.Suffix(), m.SegmentID, len(b), off, key, n)
+	}
+	return b, nil
 }

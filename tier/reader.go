@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -359,30 +358,17 @@ func (r *Reader) timeIndex(ctx context.Context, m *index.SegmentMetadata) (plog.
 // indexObject reads a whole index object of the size the manifest gives
 // and parses it, through the index cache; nil when the segment has none.
 func (r *Reader) indexObject(ctx context.Context, m *index.SegmentMetadata, kind index.ObjectKind, parse func([]byte) (any, int64, error)) (any, error) {
-	e, ok := m.Object(kind)
-	if !ok || e.Size == 0 {
+	if _, _, n, _, ok := ObjectRange(m, kind); !ok || n == 0 {
 		return nil, nil
 	}
-	key := ObjectKey(m, kind)
-	if e.Size < 0 || e.Size > MaxIndexObject {
-		return nil, fmt.Errorf("%w: %s: %d bytes", ErrCorruptSegment, key, e.Size)
-	}
 	return r.lookup(ctx, r.indexes, cacheKey{m.SegmentID, kind, -1}, func(ctx context.Context) (any, int64, error) {
-		body, err := r.cfg.Store.Get(ctx, key, 0, e.Size+1)
+		b, err := GetObject(ctx, r.cfg.Store, m, kind, MaxIndexObject)
 		if err != nil {
 			return nil, 0, err
 		}
-		defer body.Close()
-		b, err := io.ReadAll(io.LimitReader(body, e.Size+1))
-		if err != nil {
-			return nil, 0, fmt.Errorf("read %s: %w", key, err)
-		}
-		if int64(len(b)) != e.Size {
-			return nil, 0, fmt.Errorf("%w: %s: %d bytes, manifest says %d", ErrCorruptSegment, key, len(b), e.Size)
-		}
 		v, size, err := parse(b)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %s: %v", ErrCorruptSegment, key, err)
+			return nil, 0, fmt.Errorf("%w: %s of segment %s: %v", ErrCorruptSegment, kind.Suffix(), m.SegmentID, err)
 		}
 		return v, size, nil
 	})

@@ -592,3 +592,63 @@ func TestReaderCanceledWaiterUnpins(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderPackedIndex: a segment whose .index is packed in its .indexes
+// object (after another object) reads as the same segment with a .index
+// of its own; an .indexes object shorter than the manifest says is
+// ErrCorruptSegment for reads that need the index, and GetObject reads the
+// packed objects back.
+func TestReaderPackedIndex(t *testing.T) {
+	store, plain, _ := seqSegment(t, 60)
+	ctx := context.Background()
+	idx, err := GetObject(ctx, store, plain, index.ObjectOffsetIndex, 1<<20)
+	if err != nil || len(idx) == 0 {
+		t.Fatalf("plain .index: %d bytes, %v", len(idx), err)
+	}
+	packed := *plain
+	packed.SegmentID = index.NewUUID()
+	ck := []byte("0\n1\n0 100\n")
+	packs := append(slices.Clone(ck), idx...)
+	packed.Objects = []index.ObjectEntry{plain.Objects[0], {Kind: index.ObjectIndexes, Size: int64(len(packs))},
+		{Kind: index.ObjectLeaderEpochCheckpoint, Size: int64(len(ck)), Packed: true},
+		{Kind: index.ObjectOffsetIndex, Size: int64(len(idx)), Packed: true, Offset: int64(len(ck))}}
+	logb, err := ReadAll(ctx, store, ObjectKey(plain, index.ObjectLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, b := range map[string][]byte{ObjectKey(&packed, index.ObjectLog): logb, ObjectKey(&packed, index.ObjectIndexes): packs} {
+		if err := store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := GetObject(ctx, store, &packed, index.ObjectLeaderEpochCheckpoint, 1<<20); err != nil || !bytes.Equal(got, ck) {
+		t.Fatalf("packed checkpoint %q, %v", got, err)
+	}
+	r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: 4096, CacheBytes: 1 << 20, IndexCacheBytes: 1 << 20})
+	for off := packed.StartOffset; off <= packed.EndOffset; off += 7 {
+		got, err := r.Read(ctx, &packed, off, 3000)
+		if err != nil {
+			t.Fatalf("packed read %d: %v", off, err)
+		}
+		want, err := ReadRemote(ctx, store, plain, off, 3000)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("packed read %d: %d bytes, the plain segment %d (%v)", off, len(got), len(want), err)
+		}
+	}
+	// The .indexes object cut short: the packed .index is corrupt.
+	short := packed
+	short.SegmentID = index.NewUUID()
+	store.Put(ctx, ObjectKey(&short, index.ObjectLog), bytes.NewReader(logb), int64(len(logb)))
+	store.Put(ctx, ObjectKey(&short, index.ObjectIndexes), bytes.NewReader(packs[:len(packs)-8]), int64(len(packs)-8))
+	if _, err := r.Read(ctx, &short, short.EndOffset, 100); !errors.Is(err, ErrCorruptSegment) {
+		t.Fatalf("read with a short .indexes object: %v, want ErrCorruptSegment", err)
+	}
+	if _, err := GetObject(ctx, store, &short, index.ObjectOffsetIndex, 1<<20); !errors.Is(err, ErrCorruptSegment) {
+		t.Fatalf("GetObject of a cut packed object: %v, want ErrCorruptSegment", err)
+	}
+	// And missing: not found.
+	store.Delete(ctx, ObjectKey(&short, index.ObjectIndexes))
+	if _, err := GetObject(ctx, store, &short, index.ObjectOffsetIndex, 1<<20); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetObject with no .indexes object: %v, want ErrNotFound", err)
+	}
+}

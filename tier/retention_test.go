@@ -34,7 +34,9 @@ func uploadedLog(t *testing.T, tp index.TopicIDPartition) (*Uploader, *MemStore,
 func segmentKeys(m *index.SegmentMetadata) []string {
 	keys := []string{ManifestKey(m)}
 	for _, o := range m.Objects {
-		keys = append(keys, ObjectKey(m, o.Kind))
+		if !o.Packed {
+			keys = append(keys, ObjectKey(m, o.Kind))
+		}
 	}
 	return keys
 }

@@ -136,10 +136,29 @@ func checkUploaded(t *testing.T, u *Uploader, store *MemStore, files map[string]
 		if m.State != index.CopySegmentFinished || m.StartOffset != w.BaseOffset || m.EndOffset != w.NextOffset-1 || m.SegmentSize != w.Size || m.BrokerID != 7 {
 			t.Fatalf("segment %d: %+v, want %+v", i, m, w)
 		}
+		var packedBytes int64
 		for _, o := range m.Objects {
 			key := ObjectKey(&m, o.Kind)
-			keys[key] = true
-			got, err := ReadAll(ctx, store, key)
+			var got []byte
+			var err error
+			switch {
+			case o.Packed:
+				// In the .indexes object, one after another.
+				if o.Offset != packedBytes {
+					t.Fatalf("%s packed at %d, want %d", o.Kind.Suffix(), o.Offset, packedBytes)
+				}
+				packedBytes += o.Size
+				key = ObjectKey(&m, index.ObjectIndexes) + "@" + o.Kind.Suffix()
+				got, err = GetObject(ctx, store, &m, o.Kind, 1<<30)
+				if got == nil {
+					got = []byte{}
+				}
+			case o.Kind == index.ObjectLog || o.Kind == index.ObjectIndexes:
+				keys[key] = true
+				got, err = ReadAll(ctx, store, key)
+			default:
+				t.Fatalf("%s uploaded as an object of its own, not packed", o.Kind.Suffix())
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", key, err)
 			}
@@ -169,6 +188,9 @@ func checkUploaded(t *testing.T, u *Uploader, store *MemStore, files map[string]
 		}
 		if _, ok := m.Object(index.ObjectLog); !ok {
 			t.Fatalf("segment %d: no .log object", i)
+		}
+		if o, ok := m.Object(index.ObjectIndexes); !ok || o.Size != packedBytes {
+			t.Fatalf("segment %d: .indexes object %+v, want %d bytes of packed objects", i, o, packedBytes)
 		}
 		mk := ManifestKey(&m)
 		keys[mk] = true
@@ -241,10 +263,11 @@ func TestUploaderFailuresResume(t *testing.T) {
 	files := localFiles(t, dir)
 	ctx := context.Background()
 	down := errors.New("bucket down")
-	logs := 0
+	// The .log PUTs of the third segment on fail (by offset: two
+	// segments' PUTs are under way at once, in no fixed order).
 	store.SetFault(func(op Op, key string) error {
 		if op == OpPut && strings.HasSuffix(key, ".log") {
-			if logs++; logs > 2 {
+			if k, err := ParseSegmentKey(key); err == nil && k.BaseOffset >= segs[2].BaseOffset {
 				return down
 			}
 		}
