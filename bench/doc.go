@@ -75,9 +75,10 @@
 // uses 0.15 to 0.3 of a core, so it compares clients more than brokers.
 // In the raw read-back the reader costs little besides the kernel's
 // receive copy and CRC32C; Strata then uses most of a core, about 85% of
-// it in sendfile(2) (the kernel's copy into loopback TCP) and most of the
-// rest in pread(2) of batch headers to cut each partition's response at a
-// whole batch; kfake serves from memory inside the bench process. With
+// it in sendfile(2): on the paravirtualised test machine more than half
+// of that is the kernel enabling interrupts (a hypercall) in the splice
+// and loopback TCP paths, and a pread(2)+write(2) experiment served 1.6x
+// as much per CPU second (see RESULTS.md); kfake serves from memory inside the bench process. With
 // the broker, the reader and the machine's other work sharing two CPUs,
 // the raw figures vary by 2x from pass to pass when the machine is busy,
 // hence the fastest of several passes and the median beside it.
