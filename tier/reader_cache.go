@@ -63,7 +63,8 @@ func (c *lru) add(k cacheKey, v any, size int64) {
 		en := e.Value.(*lruEntry)
 		c.size -= en.size
 		c.ll.Remove(e)
-		if en.val != v {
+		// (Only chunks are compared: parsed indexes are not comparable.)
+		if old, ok := en.val.(*chunkBuf); !ok || old != v {
 			c.evicted(en.val)
 		}
 	}

@@ -652,3 +652,31 @@ func TestReaderPackedIndex(t *testing.T) {
 		t.Fatalf("GetObject with no .indexes object: %v, want ErrNotFound", err)
 	}
 }
+
+// TestLRUReplace: adding a key already cached reports the value it
+// replaces as evicted (a chunk, by identity), and never compares values
+// that cannot be compared (parsed indexes hold slices).
+func TestLRUReplace(t *testing.T) {
+	var evicted []any
+	c := newLRU(100)
+	c.onEvict = func(v any) { evicted = append(evicted, v) }
+	k := cacheKey{chunk: 1}
+	a, b := &chunkBuf{}, &chunkBuf{}
+	c.add(k, a, 10)
+	c.add(k, a, 10) // the same chunk again: nothing evicted
+	c.add(k, b, 10)
+	if len(evicted) != 1 || evicted[0] != a || c.size != 10 {
+		t.Fatalf("evicted %v, size %d; want the first chunk only, 10 bytes", evicted, c.size)
+	}
+	idx := newLRU(100)
+	type parsed struct{ entries []int64 }
+	idx.add(k, parsed{[]int64{1}}, 10)
+	idx.add(k, parsed{[]int64{2}}, 10) // must not panic
+	if v, _ := idx.get(k); v.(parsed).entries[0] != 2 || idx.size != 10 {
+		t.Fatalf("index cache holds %v, %d bytes", v, idx.size)
+	}
+	c.add(cacheKey{chunk: 2}, &chunkBuf{}, 101) // over the bound: never cached, evicted at once
+	if len(evicted) != 2 {
+		t.Fatalf("a chunk over the bound was not reported evicted")
+	}
+}
