@@ -485,7 +485,7 @@ func TestDecompressCorruptNeverPanics(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Round trip through franz-go's decompressor, as consumers do.
-		got, err := decompressor.Decompress(c, kgo.CompressionCodecType(codec))
+		got, err := testDecompressor.Decompress(c, kgo.CompressionCodecType(codec))
 		if err != nil || string(got) != string(src) {
 			t.Fatalf("codec %d: round trip: %v", codec, err)
 		}

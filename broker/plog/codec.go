@@ -27,12 +27,15 @@ const (
 	codecLz4    = 3
 	codecZstd   = 4
 
-	// maxDecompressedBatch bounds what one batch may decompress to.
-	maxDecompressedBatch = 256 << 20
 	// xerialBlockSize is the uncompressed size of one block of the
 	// xerial-framed snappy stream Kafka's Java clients and brokers write.
 	xerialBlockSize = 32 << 10
 )
+
+// maxDecompressedBatch bounds what one batch may decompress to (a
+// variable only so that tests can lower it; the zstd decoders take it
+// when they are made).
+var maxDecompressedBatch = 256 << 20
 
 // xerialHeader starts Kafka's (snappy-java's) framed snappy: magic, then
 // version 1 and minimum compatible version 1.
@@ -41,7 +44,7 @@ var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 
 var (
 	zstdDecPool = sync.Pool{New: func() any {
 		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxMemory(maxDecompressedBatch))
+			zstd.WithDecoderMaxMemory(uint64(maxDecompressedBatch)))
 		if err != nil {
 			return nil
 		}
@@ -98,7 +101,7 @@ func decompressRecords(data []byte, codec int) (out []byte, err error) {
 }
 
 func readBounded(r io.Reader, name string) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, maxDecompressedBatch+1))
+	out, err := io.ReadAll(io.LimitReader(r, int64(maxDecompressedBatch)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errBadRecords, name, err)
 	}

@@ -4,15 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Record-level access, used only off the hot path (ListOffsets by
 // timestamp and max timestamp): the timestamps of the records inside one
 // batch, decompressing when needed.
-
-var decompressor = kgo.DefaultDecompressor()
 
 var errBadRecords = errors.New("malformed records")
 
@@ -30,13 +26,11 @@ func walkRecords(b []byte, from int64, fn func(offset, ts int64) bool) error {
 		}
 		return nil
 	}
-	data := b[batchHeaderSize:h.size()]
-	if h.codec() != 0 {
-		var err error
-		data, err = decompressor.Decompress(data, kgo.CompressionCodecType(h.codec()))
-		if err != nil {
-			return fmt.Errorf("decompress batch at offset %d: %w", h.BaseOffset, err)
-		}
+	// Bounded (maxDecompressedBatch) and panic-free: the batch may come
+	// from a corrupt remote object.
+	data, err := decompressRecords(b[batchHeaderSize:h.size()], h.codec())
+	if err != nil {
+		return fmt.Errorf("decompress batch at offset %d: %w", h.BaseOffset, err)
 	}
 	for i := int32(0); i < h.RecordCount && len(data) > 0; i++ {
 		length, n := binary.Varint(data)
