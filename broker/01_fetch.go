@@ -331,6 +331,9 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	}
 	hw := p.hw.Load()
 	r.hw, r.lso, r.start = hw, hw, p.log.LogStartOffset()
+	if follower {
+		r.start = s.globalLogStart(p) // followers follow it (followLogStart)
+	}
 	r.asFollower = !leader
 	if leader && consumer.rack != "" {
 		if id := s.preferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {

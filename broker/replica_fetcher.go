@@ -43,6 +43,7 @@ type followPart struct {
 	// log is rebuilt from the leader's local tail first (tier_follower.go).
 	fromTier  bool
 	tierRetry time.Time // a failed rebuild is retried from then on
+	logStart  int64     // the leader's log start offset, once followed (followLogStart)
 }
 
 // fetcher replicates from one leader broker.
@@ -369,6 +370,34 @@ func (f *fetcher) apply(fp *followPart, rp kmsg.FetchResponseTopicPartition) err
 		p.wake()
 	}
 	p.setHW(min(rp.HighWatermark, p.log.LogEndOffset()))
+	return f.s.followLogStart(fp, rp.LogStartOffset)
+}
+
+// followLogStart moves a follower's log start offset up to the leader's,
+// as Kafka's follower does (maybeIncrementLogStartOffset), so that
+// records DeleteRecords removed, or that retention deleted, do not come
+// back when this replica leads: the local log start, never past the
+// follower's high watermark, and for a tiered partition (whose log start
+// may lie below the local log) the remote index's log start offset too.
+// Called with the fetcher's lock held.
+func (s *Server) followLogStart(fp *followPart, leaderStart int64) error {
+	if leaderStart <= fp.logStart {
+		return nil // nothing new (the common case: one comparison per fetch)
+	}
+	p := fp.p
+	if s.remoteReadable(p) {
+		if _, err := s.tier.idx.RaiseLogStartOffset(tierPartition(p), leaderStart); err != nil {
+			return fmt.Errorf("remote index: record the leader's log start offset %d: %w", leaderStart, err)
+		}
+	}
+	if to := min(leaderStart, p.hw.Load(), p.log.LogEndOffset()); to > p.log.LogStartOffset() {
+		if _, err := p.log.DeleteRecordsBefore(to); err != nil {
+			return fmt.Errorf("follow the leader's log start offset %d: %w", leaderStart, err)
+		}
+	}
+	if leaderStart <= p.hw.Load() {
+		fp.logStart = leaderStart // done; a start above the HW is applied as the HW catches up
+	}
 	return nil
 }
 

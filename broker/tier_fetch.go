@@ -160,6 +160,24 @@ func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 	return start, ok
 }
 
+// globalLogStart is the partition's log start offset as Kafka's leader
+// tells its followers: the local log start, or for a tiered partition the
+// lower remote log start (raised by DeleteRecords); -1, which followers
+// ignore, while a tiered partition's remote index is still being rebuilt.
+func (s *Server) globalLogStart(p *partition) int64 {
+	start := p.log.LogStartOffset()
+	if !s.remoteReadable(p) {
+		return start
+	}
+	if s.remoteNotReady(p) {
+		return -1
+	}
+	if rs, ok := s.remoteLogStart(p); ok && rs < start {
+		return rs
+	}
+	return start
+}
+
 // readRemote serves a fetch at offset from the bucket: the records, pinned
 // until released, or ok=false when the remote log does not hold offset,
 // or an error code.
