@@ -5,11 +5,27 @@ package broker
 // offset above the high watermark is OFFSET_OUT_OF_RANGE. On a tiered
 // partition the offset may lie below the local log start, in the remote
 // log (tier_retention.go).
+//
+// As Kafka's DelayedDeleteRecords, the answer waits, up to the request's
+// timeout, until every follower on a live broker has moved its log start
+// there too (followers follow the leader's log start: replica_fetcher.go);
+// the low watermark is then the lowest log start over the replicas
+// (Kafka's lowWatermarkIfLeader). A partition still short at the timeout
+// gets REQUEST_TIMED_OUT. Waiting wakes the followers' long-polled fetches
+// so that they hear of the new log start at once.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/controller"
 )
+
+// deleteRecordsPoll is how often a waiting DeleteRecords looks at the
+// followers' log starts.
+const deleteRecordsPoll = 5 * time.Millisecond
 
 func init() { register(21, 0, 2, handleDeleteRecords) }
 
@@ -17,6 +33,13 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	md := s.ctrl.Metadata()
+	isAlive := liveBrokers(md)
+	type pending struct {
+		ti, pi int // the partition's place in the response
+		p      *partition
+		off    int64
+	}
+	var waits []pending
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
@@ -47,10 +70,57 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 					break
 				}
 				sp.LowWatermark = low
+				if lw := p.lowWatermark(low, isAlive); lw < off {
+					waits = append(waits, pending{ti: len(resp.Topics), pi: len(st.Partitions), p: p, off: off})
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp, nil
+	if len(waits) == 0 {
+		return resp, nil
+	}
+	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
+	return &delayedResponse{Response: resp, wait: func() {
+		for _, w := range waits {
+			w.p.wake()
+		}
+		for len(waits) > 0 {
+			left := waits[:0]
+			for _, w := range waits {
+				sp := &resp.Topics[w.ti].Partitions[w.pi]
+				low := w.p.lowWatermark(s.logStart(w.p), liveBrokers(s.ctrl.Metadata()))
+				switch {
+				case low < 0:
+					sp.ErrorCode, sp.LowWatermark = kerr.NotLeaderForPartition.Code, -1
+				case low >= w.off:
+					sp.LowWatermark = low
+				default:
+					left = append(left, w)
+				}
+			}
+			waits = left
+			if len(waits) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				for _, w := range waits {
+					sp := &resp.Topics[w.ti].Partitions[w.pi]
+					sp.ErrorCode, sp.LowWatermark = kerr.RequestTimedOut.Code, -1
+				}
+				return
+			}
+			time.Sleep(deleteRecordsPoll)
+		}
+	}}, nil
+}
+
+// liveBrokers reports whether a broker is registered in md (alive).
+func liveBrokers(md *controller.Metadata) func(int32) bool {
+	alive := make(map[int32]bool, len(md.Brokers))
+	for _, b := range md.Brokers {
+		alive[b.ID] = true
+	}
+	return func(id int32) bool { return alive[id] }
 }

@@ -78,6 +78,26 @@ func (p *partition) isrHW() int64 {
 	return hw
 }
 
+// lowWatermark is Kafka's lowWatermarkIfLeader: the lowest log start
+// offset over the leader (start) and the followers of the assignment on
+// live brokers, as their fetches reported it; -1 when this broker does
+// not lead the partition.
+func (p *partition) lowWatermark(start int64, alive func(int32) bool) int64 {
+	r := &p.rs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.leader {
+		return -1
+	}
+	low := start
+	for id, f := range r.followers {
+		if id != r.self && slices.Contains(r.replicas, id) && alive(id) {
+			low = min(low, f.logStart)
+		}
+	}
+	return low
+}
+
 // isrSize is the size of the committed ISR, for min.insync.replicas.
 func (p *partition) isrSize() int {
 	p.rs.mu.Lock()

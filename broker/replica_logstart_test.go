@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/tier"
@@ -14,17 +15,22 @@ import (
 // returns the low watermark, failing on an error.
 func deleteRecordsOn(t *testing.T, rc *rawConn, topic string, off int64) int64 {
 	t.Helper()
+	p := deleteRecordsWithin(t, rc, topic, off, 10000)
+	wantCode(t, fmt.Sprintf("delete records before %d", off), p.ErrorCode, nil)
+	return p.LowWatermark
+}
+
+func deleteRecordsWithin(t *testing.T, rc *rawConn, topic string, off int64, timeoutMs int32) kmsg.DeleteRecordsResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrDeleteRecordsRequest()
-	req.TimeoutMillis = 10000
+	req.TimeoutMillis = timeoutMs
 	rt := kmsg.NewDeleteRecordsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
 	rp.Partition, rp.Offset = 0, off
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	p := rc.do(req, 2).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
-	wantCode(t, fmt.Sprintf("delete records before %d", off), p.ErrorCode, nil)
-	return p.LowWatermark
+	return rc.do(req, 2).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
 }
 
 // TestFollowerFollowsLogStart: a follower moves its log start offset up
@@ -38,17 +44,30 @@ func TestFollowerFollowsLogStart(t *testing.T) {
 	for i := range 10 {
 		rc.produceOK("ls", 0, plainBatch(1000, fmt.Sprint(i)).build(t))
 	}
+	// The answer waits for the follower, as Kafka's DelayedDeleteRecords.
 	if low := deleteRecordsOn(t, rc, "ls", 6); low != 6 {
 		t.Fatalf("low watermark %d, want 6", low)
 	}
 	p1 := c.servers[1].partition("ls", 0)
-	waitFor(t, "the follower's log start follows the leader's", 10*time.Second, func() bool { return p1.log.LogStartOffset() == 6 })
+	if got := p1.log.LogStartOffset(); got != 6 {
+		t.Fatalf("DeleteRecords answered with the follower's log start at %d, want 6", got)
+	}
+	// A follower that does not fetch holds the answer until the timeout.
+	c.servers[1].pauseReplication(true)
+	start := time.Now()
+	p := deleteRecordsWithin(t, rc, "ls", 8, 300)
+	wantCode(t, "delete records with the follower paused", p.ErrorCode, kerr.RequestTimedOut)
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("answered after %v, before the 300 ms timeout", waited)
+	}
+	c.servers[1].pauseReplication(false)
+	waitFor(t, "the follower's log start follows the leader's", 10*time.Second, func() bool { return p1.log.LogStartOffset() == 8 })
 	c.kill(0)
 	waitFor(t, "broker 1 leads", 10*time.Second, func() bool { return c.partition("ls").Leader == 1 })
 	rc1 := c.rc(1)
 	waitFor(t, "the new leader answers", 10*time.Second, func() bool { return rc1.listOffset("ls", 0, -2).ErrorCode == 0 })
-	if got := rc1.offsetAt("ls", 0, -2); got != 6 {
-		t.Fatalf("earliest offset on the new leader %d, want 6: deleted records came back", got)
+	if got := rc1.offsetAt("ls", 0, -2); got != 8 {
+		t.Fatalf("earliest offset on the new leader %d, want 8: deleted records came back", got)
 	}
 }
 

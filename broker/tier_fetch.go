@@ -165,13 +165,16 @@ func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 // lower remote log start (raised by DeleteRecords); -1, which followers
 // ignore, while a tiered partition's remote index is still being rebuilt.
 func (s *Server) globalLogStart(p *partition) int64 {
-	start := p.log.LogStartOffset()
-	if !s.remoteReadable(p) {
-		return start
-	}
 	if s.remoteNotReady(p) {
 		return -1
 	}
+	return s.logStart(p)
+}
+
+// logStart is the partition's log start offset: the local log start, or
+// the remote log start when that is lower (a tiered partition).
+func (s *Server) logStart(p *partition) int64 {
+	start := p.log.LogStartOffset()
 	if rs, ok := s.remoteLogStart(p); ok && rs < start {
 		return rs
 	}

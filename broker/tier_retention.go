@@ -255,11 +255,7 @@ func (s *Server) deleteRecords(p *partition, off int64) (int64, error) {
 			return -1, err
 		}
 	}
-	low := p.log.LogStartOffset()
-	if start, ok := s.remoteLogStart(p); ok && start < low {
-		low = start
-	}
-	return low, nil
+	return s.logStart(p), nil
 }
 
 // Read-only DescribeConfigs entries of a tiered topic; they are not
