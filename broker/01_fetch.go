@@ -216,6 +216,9 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		if follower && r.code == 0 { // sent now, or in the session already
 			if p := s.partition(r.t.key.topic, r.t.key.part); p != nil {
 				p.recordSentHW(replicaID, r.hw)
+				// Followers follow the log start (followLogStart), which
+				// for a tiered partition lies below the local log.
+				r.start = s.globalLogStart(p)
 			}
 		}
 		if sp := r.t.sess; sp != nil {
@@ -331,9 +334,6 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	}
 	hw := p.hw.Load()
 	r.hw, r.lso, r.start = hw, hw, p.log.LogStartOffset()
-	if follower {
-		r.start = s.globalLogStart(p) // followers follow it (followLogStart)
-	}
 	r.asFollower = !leader
 	if leader && consumer.rack != "" {
 		if id := s.preferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {
