@@ -77,6 +77,7 @@ func TestKIP848RawHeartbeats(t *testing.T) {
 	rc := dialRaw(t, ts.addr())
 	rc.createTopic("t848", 4, nil)
 	coordinatorReady(t, rc, "g848")
+	coordinatorReady(t, rc, "nope") // its __consumer_offsets partition may load later
 
 	do := func(r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 		return rc.do(r, 1).(*kmsg.ConsumerGroupHeartbeatResponse)
