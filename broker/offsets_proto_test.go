@@ -104,16 +104,7 @@ func TestProtoDeleteRecords(t *testing.T) {
 
 	deleteRecords := func(off int64) kmsg.DeleteRecordsResponseTopicPartition {
 		t.Helper()
-		req := kmsg.NewPtrDeleteRecordsRequest()
-		req.TimeoutMillis = 10000
-		rt := kmsg.NewDeleteRecordsRequestTopic()
-		rt.Topic = "dr"
-		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-		rp.Partition, rp.Offset = 0, off
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp := rc.do(req, 2).(*kmsg.DeleteRecordsResponse)
-		return resp.Topics[0].Partitions[0]
+		return deleteRecordsWithin(t, rc, "dr", off, 10000)
 	}
 
 	p := deleteRecords(4)

@@ -35,6 +35,16 @@ func startCluster(t testing.TB, n int, sets map[string]string) *testCluster {
 	return startTierCluster(t, n, sets, nil)
 }
 
+// tierClusterSets turns tiered storage on, with task and retention
+// passes every 100 ms, for startTierCluster.
+func tierClusterSets() map[string]string {
+	return map[string]string{
+		"remote.log.storage.system.enable":    "true",
+		"remote.log.manager.task.interval.ms": "100",
+		"log.retention.check.interval.ms":     "100",
+	}
+}
+
 // startTierCluster is startCluster with the brokers' tier store.
 func startTierCluster(t testing.TB, n int, sets map[string]string, store tier.ObjectStore) *testCluster {
 	t.Helper()

@@ -79,11 +79,7 @@ func TestFollowerFollowsLogStart(t *testing.T) {
 // start (the remote records stay readable).
 func TestTieredFollowerFollowsLogStart(t *testing.T) {
 	store := tier.NewMemStore()
-	c := startTierCluster(t, 2, map[string]string{
-		"remote.log.storage.system.enable":    "true",
-		"remote.log.manager.task.interval.ms": "100",
-		"log.retention.check.interval.ms":     "100",
-	}, store)
+	c := startTierCluster(t, 2, tierClusterSets(), store)
 	const topic, segBytes = "tls", 4096
 	c.createTopic(topic, []int32{0, 1}, map[string]string{
 		"remote.storage.enable": "true", "segment.bytes": fmt.Sprint(segBytes),

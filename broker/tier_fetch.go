@@ -165,6 +165,9 @@ func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 // lower remote log start (raised by DeleteRecords); -1, which followers
 // ignore, while a tiered partition's remote index is still being rebuilt.
 func (s *Server) globalLogStart(p *partition) int64 {
+	if !s.remoteReadable(p) {
+		return p.log.LogStartOffset() // the common case: no index lookup
+	}
 	if s.remoteNotReady(p) {
 		return -1
 	}

@@ -62,11 +62,7 @@ func manifestBases(t *testing.T, store *tier.MemStore, tp index.TopicIDPartition
 // twice.
 func TestTieredFollowers(t *testing.T) {
 	store := tier.NewMemStore()
-	c := startTierCluster(t, 3, map[string]string{
-		"remote.log.storage.system.enable":    "true",
-		"remote.log.manager.task.interval.ms": "100",
-		"log.retention.check.interval.ms":     "100",
-	}, store)
+	c := startTierCluster(t, 3, tierClusterSets(), store)
 	const topic, localBytes, segBytes = "tf", 20000, 8192
 	c.createTopic(topic, []int32{0, 1, 2}, map[string]string{
 		"remote.storage.enable": "true", "segment.bytes": fmt.Sprint(segBytes),
@@ -262,11 +258,7 @@ func TestTieredLeaderRefreshesBeforeUpload(t *testing.T) {
 // rebuild completes.
 func TestTieredFollowerRebuildRetries(t *testing.T) {
 	store := tier.NewMemStore()
-	c := startTierCluster(t, 2, map[string]string{
-		"remote.log.storage.system.enable":    "true",
-		"remote.log.manager.task.interval.ms": "100",
-		"log.retention.check.interval.ms":     "100",
-	}, store)
+	c := startTierCluster(t, 2, tierClusterSets(), store)
 	c.createTopic("ta", []int32{0, 1}, map[string]string{
 		"remote.storage.enable": "true", "segment.bytes": "8192", "local.retention.bytes": "20000", "file.delete.delay.ms": "0",
 	})
