@@ -74,11 +74,13 @@
 // record reader, varints, CRC32C, garbage collection) while the broker
 // uses 0.15 to 0.3 of a core, so it compares clients more than brokers.
 // In the raw read-back the reader costs little besides the kernel's
-// receive copy and CRC32C; Strata then uses most of a core, about 85% of
-// it in sendfile(2): on the paravirtualised test machine more than half
-// of that is the kernel enabling interrupts (a hypercall) in the splice
-// and loopback TCP paths, and a pread(2)+write(2) experiment served 1.6x
-// as much per CPU second (see RESULTS.md); kfake serves from memory inside the bench process. With
+// receive copy and CRC32C, and the broker's kernel time bounds the rest:
+// on the paravirtualised test machine every system call and every page
+// spliced by sendfile(2) costs a hypercall, so Strata's default (pread(2)
+// into pooled buffers, one writev(2) per response) serves about 1.5x what
+// sendfile does (socket.sendfile.enable=true), and the reader's receive
+// costs less too (see RESULTS.md); kfake serves from memory inside the
+// bench process. With
 // the broker, the reader and the machine's other work sharing two CPUs,
 // the raw figures vary by 2x from pass to pass when the machine is busy,
 // hence the fastest of several passes and the median beside it.

@@ -11,8 +11,8 @@ package broker
 // returned whole even when it exceeds the limits (KIP-74). Incremental
 // fetch sessions per KIP-227 (fetch_session.go). Topic ids from v13
 // (KIP-516); CurrentLeader/NodeEndpoints (KIP-951) from v12/v16. Record
-// bytes go from the segment file to the socket with sendfile
-// (sendfile.go). From v11 consumers give their rack and may fetch from
+// bytes go from the segment file to the socket with one pread and one
+// writev per MiB, or with sendfile (socket.sendfile.enable; sendfile.go). From v11 consumers give their rack and may fetch from
 // followers (KIP-392, fetch_from_follower.go): the leader names a
 // PreferredReadReplica, a follower serves up to its high watermark.
 // Consumers' offsets below the local log start of a tiered partition are

@@ -35,6 +35,9 @@ type clientConn struct {
 	closeMu  sync.Once
 	marker   markerGen
 	wbuf     []byte // response encoding buffer, reused; written by one goroutine at a time
+	// copyBufs lends the buffers local records are read into when a fetch
+	// response is copied rather than sent with sendfile; nil: sendfile.
+	copyBufs *copyPool
 
 	queue   chan outResp // to the writer goroutine; nil until the first delayed response
 	writerD chan struct{}
@@ -81,6 +84,9 @@ func newClientConn(s *Server, c net.Conn) *clientConn {
 		s:    s,
 		conn: c,
 		log:  s.log.With("remote", c.RemoteAddr().String()),
+	}
+	if !s.cfg.SocketSendfileEnable {
+		cc.copyBufs = s.copyBufs
 	}
 	cc.marker.init()
 	cc.qidle = sync.NewCond(&cc.qmu)

@@ -81,9 +81,20 @@ func TestProtoFetchLongPollWakes(t *testing.T) {
 	}
 }
 
+// TestProtoFetchByteLimits runs once per way of sending local records:
+// copied (the default) and with sendfile.
 func TestProtoFetchByteLimits(t *testing.T) {
 	t.Parallel()
-	ts := startTestServer(t, nil)
+	for _, sendfile := range []string{"false", "true"} {
+		t.Run("sendfile="+sendfile, func(t *testing.T) {
+			t.Parallel()
+			testFetchByteLimits(t, map[string]string{"socket.sendfile.enable": sendfile})
+		})
+	}
+}
+
+func testFetchByteLimits(t *testing.T, sets map[string]string) {
+	ts := startTestServer(t, sets)
 	rc := dialRaw(t, ts.addr())
 	rc.createTopic("limits", 2, nil)
 	val := strings.Repeat("v", 1000)

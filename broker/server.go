@@ -71,6 +71,7 @@ type Server struct {
 	partitions map[tp]*partition
 
 	sessions *fetchSessions
+	copyBufs *copyPool // fetch responses' copy buffers (sendfile.go)
 	// maxFetchWait caps a fetch's long poll (0 = the request's MaxWait);
 	// tests set it.
 	maxFetchWait time.Duration
@@ -123,6 +124,7 @@ func New(opts Options) (*Server, error) {
 		fs:         opts.FS,
 		ctrl:       opts.Controller,
 		partitions: map[tp]*partition{},
+		copyBufs:   newCopyPool(copyBuffers),
 		sessions:   newFetchSessions(1000),
 		ctx:        ctx,
 		cancel:     cancel,

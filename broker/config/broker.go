@@ -106,6 +106,9 @@ type Broker struct {
 	ControlledShutdownRetryBackoffMs int64
 	MessageMaxBytes                  int32
 	FetchMaxBytes                    int32
+	// socket.sendfile.enable: fetch responses send local records with
+	// sendfile(2) rather than pread(2) and one writev(2).
+	SocketSendfileEnable bool
 
 	LogRetentionCheckIntervalMs int64
 	LogFlushSchedulerIntervalMs int64
@@ -224,6 +227,7 @@ func Load(props map[string]string) (*Broker, error) {
 	b.DataDir = dirs[0]
 
 	b.SocketRequestMaxBytes = int32(g.int("socket.request.max.bytes"))
+	b.SocketSendfileEnable = g.bool("socket.sendfile.enable")
 	b.QueuedMaxRequests = int32(g.int("queued.max.requests"))
 	b.ConnectionsMaxIdleMs = g.int("connections.max.idle.ms")
 	b.NumIOThreads = int32(g.int("num.io.threads"))
