@@ -12,13 +12,16 @@ package broker
 // fetch sessions per KIP-227 (fetch_session.go). Topic ids from v13
 // (KIP-516); CurrentLeader/NodeEndpoints (KIP-951) from v12/v16. Record
 // bytes go from the segment file to the socket with one pread and one
-// writev per MiB, or with sendfile (socket.sendfile.enable; sendfile.go). From v11 consumers give their rack and may fetch from
-// followers (KIP-392, fetch_from_follower.go): the leader names a
+// writev per MiB, or with sendfile (socket.sendfile.enable; sendfile.go).
+// From v11 consumers give their rack and may fetch from followers
+// (KIP-392, fetch_from_follower.go): the leader names a
 // PreferredReadReplica, a follower serves up to its high watermark.
 // Consumers' offsets below the local log start of a tiered partition are
 // read from the bucket (tier_fetch.go); a replica's get
 // OFFSET_MOVED_TO_TIERED_STORAGE when the remote log holds them, as from
-// Kafka's leader (tier_follower.go).
+// Kafka's leader (tier_follower.go). The LogStartOffset of a tiered
+// partition is the remote log start, below the local one, as Kafka's
+// UnifiedLog reports it.
 
 import (
 	"time"
@@ -213,12 +216,18 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	var leaderHint map[int32]bool
 	for i := range results {
 		r := &results[i]
-		if follower && r.code == 0 { // sent now, or in the session already
+		if r.code == 0 && (follower || !r.remote) { // a remote read set the remote log start
 			if p := s.partition(r.t.key.topic, r.t.key.part); p != nil {
-				p.recordSentHW(replicaID, r.hw)
-				// Followers follow the log start (followLogStart), which
-				// for a tiered partition lies below the local log.
-				r.start = s.globalLogStart(p)
+				// The log start of a tiered partition lies below its local
+				// log, as Kafka's UnifiedLog reports it; followers follow it
+				// (followLogStart).
+				start := s.globalLogStart(p)
+				if follower {
+					p.recordSentHW(replicaID, r.hw) // sent now, or in the session already
+					r.start = start
+				} else if start >= 0 { // not while the remote index is rebuilt
+					r.start = start
+				}
 			}
 		}
 		if sp := r.t.sess; sp != nil {

@@ -100,7 +100,8 @@ func listOffsets(t *testing.T, ts *testServer, topic string, timestamp int64) (i
 // broker with a real MinIO tier, then reads every record back from offset
 // 0 with a franz-go consumer (the old ones from the bucket, with small
 // partition max bytes so that reads start inside segments) and checks
-// ListOffsets EARLIEST, EARLIEST_LOCAL and LATEST_TIERED.
+// ListOffsets EARLIEST, EARLIEST_LOCAL and LATEST_TIERED, and the log start
+// offset in fetch responses.
 func TestTieredConsumeFromStart(t *testing.T) {
 	m := testenv.StartMinIO(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey())
@@ -122,6 +123,16 @@ func TestTieredConsumeFromStart(t *testing.T) {
 	}{{"EARLIEST", -2, 0}, {"EARLIEST_LOCAL", -4, localStart}, {"LATEST_TIERED", -5, remoteEnd}} {
 		if off, code := listOffsets(t, ts, topic, c.timestamp); code != 0 || off != c.want {
 			t.Errorf("ListOffsets %s: offset %d, error %d; want %d", c.name, off, code, c.want)
+		}
+	}
+
+	// A consumer's fetch, of local records or of remote ones, reports the
+	// partition's log start, which is in the bucket (Kafka's UnifiedLog).
+	for _, at := range []int64{localStart, 0} {
+		rp := fetchAsConsumer(t, ts, topic, map[int32]int64{0: at}).Topics[0].Partitions[0]
+		if rp.ErrorCode != 0 || len(rp.RecordBatches) == 0 || rp.LogStartOffset != 0 {
+			t.Errorf("fetch at %d (local log start %d): error %d, %d record bytes, log start %d; want records and log start 0",
+				at, localStart, rp.ErrorCode, len(rp.RecordBatches), rp.LogStartOffset)
 		}
 	}
 
@@ -151,9 +162,9 @@ func TestTieredConsumeFromStart(t *testing.T) {
 	}
 }
 
-// fetchTwo fetches offset 0 of partitions 0 and 1 and
-// returns their error codes and record bytes.
-func fetchTwo(t *testing.T, ts *testServer, topic string) (codes [2]int16, recs [2]int) {
+// fetchAsConsumer sends one consumer Fetch (no session) for the partitions
+// of topic at the offsets in at, and returns the response.
+func fetchAsConsumer(t *testing.T, ts *testServer, topic string, at map[int32]int64) *kmsg.FetchResponse {
 	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
@@ -161,9 +172,9 @@ func fetchTwo(t *testing.T, ts *testServer, topic string) (codes [2]int16, recs 
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	rt.TopicID = ts.partition(topic, 0).topicID // the client may send v13+, which names topics by id
-	for part := range int32(2) {
+	for part, offset := range at {
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = part, -1, 0, -1, 1<<20
+		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = part, -1, offset, -1, 1<<20
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
@@ -171,9 +182,17 @@ func fetchTwo(t *testing.T, ts *testServer, topic string) (codes [2]int16, recs 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != len(at) {
 		t.Fatalf("fetch response: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
 	}
+	return resp
+}
+
+// fetchTwo fetches offset 0 of partitions 0 and 1 and
+// returns their error codes and record bytes.
+func fetchTwo(t *testing.T, ts *testServer, topic string) (codes [2]int16, recs [2]int) {
+	t.Helper()
+	resp := fetchAsConsumer(t, ts, topic, map[int32]int64{0: 0, 1: 0})
 	for _, rp := range resp.Topics[0].Partitions {
 		codes[rp.Partition], recs[rp.Partition] = rp.ErrorCode, len(rp.RecordBatches)
 	}
