@@ -275,8 +275,16 @@ func (w *splicedWriter) finish() {
 // sendSlice sends a file slice to the connection: sendfile where the file
 // has a descriptor and the connection is TCP, a buffered copy otherwise.
 func sendSlice(w io.Writer, tcp *net.TCPConn, s plog.FileSlice) error {
-	if fder, ok := s.File.(vfs.Fder); ok && tcp != nil {
-		return sendfile(tcp, int(fder.Fd()), s.Pos, s.Len)
+	if ff, ok := s.File.(vfs.FdFile); ok && tcp != nil {
+		rc, err := ff.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = sendfile(tcp, int(fd), s.Pos, s.Len) }); err != nil {
+			return err // closed (its segment deleted)
+		}
+		return serr
 	}
 	_, err := io.Copy(w, io.NewSectionReader(s.File, s.Pos, s.Len))
 	return err

@@ -156,8 +156,8 @@ type noFd struct{ vfs.File }
 // response larger than copyWindow buffers), falling back to sendfile when
 // the pool has no buffer free (from the start of a slice or part of the
 // way through it), and copied from a file without a descriptor.
-// Every lent buffer comes back, and a file shorter than its slice fails the
-// response rather than sending short.
+// Every lent buffer comes back, and a file shorter than its slice, or
+// closed, fails the response rather than sending short.
 func TestSendFileSlices(t *testing.T) {
 	dir := t.TempDir()
 	content := make([]byte, (copyWindow+3)*copyBufSize+12345)
@@ -174,7 +174,7 @@ func TestSendFileSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, ok := f.(vfs.Fder); !ok {
+	if _, ok := f.(vfs.FdFile); !ok {
 		t.Fatal("an OS file has no descriptor")
 	}
 	slice := func(file vfs.File, pos, n int64) testRecords {
@@ -233,14 +233,25 @@ func TestSendFileSlices(t *testing.T) {
 		}
 	}
 
-	// The file is shorter than the slice (truncated under the fetch).
-	short := []testRecords{slice(f, int64(len(content))-100, 200)}
-	for _, pool := range []*copyPool{nil, newCopyPool(copyBuffers)} {
-		if got := sendTestFetch(t, pool, 12, short); got != nil {
-			t.Fatalf("a slice past the end of its file was sent (pool %v)", pool != nil)
-		}
-		if pool != nil && pool.out != 0 {
-			t.Fatalf("a failed response kept %d buffers", pool.out)
+	// The file is shorter than the slice (truncated under the fetch), or
+	// closed (its segment deleted under the fetch): the response fails and
+	// the connection closes, with or without sendfile.
+	closed, err := vfs.OS.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	for what, recs := range map[string][]testRecords{
+		"a slice past the end of its file": {slice(f, int64(len(content))-100, 200)},
+		"a slice of a closed file":         {slice(closed, 0, 200)},
+	} {
+		for _, pool := range []*copyPool{nil, newCopyPool(copyBuffers)} {
+			if got := sendTestFetch(t, pool, 12, recs); got != nil {
+				t.Fatalf("%s was sent (pool %v)", what, pool != nil)
+			}
+			if pool != nil && pool.out != 0 {
+				t.Fatalf("%s: the failed response kept %d buffers", what, pool.out)
+			}
 		}
 	}
 }

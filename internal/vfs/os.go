@@ -5,7 +5,7 @@ import (
 	"os"
 )
 
-// OSFS is the real filesystem. Its files implement Fder.
+// OSFS is the real filesystem. Its files implement FdFile.
 type OSFS struct{}
 
 // OS is the operating system's filesystem.

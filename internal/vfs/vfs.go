@@ -7,6 +7,7 @@ package vfs
 import (
 	"io"
 	"os"
+	"syscall"
 )
 
 // File is an open file. Implementations are safe for concurrent ReadAt;
@@ -45,8 +46,11 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
-// Fder is implemented by files backed by an operating-system file
-// descriptor (the OS filesystem), so that readers can use sendfile.
-type Fder interface {
-	Fd() uintptr
+// FdFile is implemented by files backed by an operating-system file
+// descriptor (the OS filesystem), so that readers can use sendfile. The
+// descriptor is used inside the RawConn's Control, which keeps it open
+// while the function runs: a Close meanwhile cannot hand its number to
+// another file, and once closed Control fails.
+type FdFile interface {
+	SyscallConn() (syscall.RawConn, error)
 }

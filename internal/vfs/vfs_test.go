@@ -120,8 +120,8 @@ func TestOSFileHasFd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, ok := f.(Fder); !ok {
-		t.Fatal("OS file does not implement Fder")
+	if _, ok := f.(FdFile); !ok {
+		t.Fatal("OS file does not implement FdFile")
 	}
 }
 
