@@ -68,6 +68,7 @@ type ReaderStats struct {
 	Misses        int64 // lookups that had to wait for a GET (their own, or one under way)
 	DemandGets    int64 // GETs started by a read (not by read-ahead)
 	ReadAheadGets int64 // GETs started by read-ahead
+	BuffersMade   int64 // chunk buffers allocated (the other GETs reused one)
 	CacheBytes    int64 // bytes of .log chunks cached
 	IndexBytes    int64 // bytes of parsed index objects cached
 }

@@ -503,6 +503,44 @@ func TestReaderPinnedChunksNotReused(t *testing.T) {
 	readAll(t, r, store, m, 3000)
 }
 
+// TestReaderRecyclesShortChunks: the last chunk of a segment, shorter
+// than the chunk size but at least half of it, takes a recycled buffer and
+// gives it back, so that reading a segment again and again through a
+// one-chunk cache allocates no new buffers; the cache charges each chunk
+// its whole buffer and stays within its bound. A chunk under half the chunk
+// size gets a buffer of its own size.
+func TestReaderRecyclesShortChunks(t *testing.T) {
+	store, m, logb := seqSegment(t, 200)
+	for _, c := range []struct {
+		name      string
+		chunks10  int64 // the segment is this many tenths of a chunk
+		wantBytes func(chunk int64) int64
+	}{
+		{"last chunk 0.7", 27, func(chunk int64) int64 { return chunk }},
+		{"last chunk 0.3", 23, func(chunk int64) int64 { return int64(len(logb)) - 2*chunk }},
+	} {
+		chunk := int64(len(logb)) * 10 / c.chunks10
+		r := newTestReader(t, ReaderConfig{Store: store, ChunkSize: chunk, CacheBytes: chunk, IndexCacheBytes: 1 << 20})
+		for range 4 {
+			readAll(t, r, store, m, int(chunk/3))
+		}
+		st := r.Stats()
+		if gets := st.DemandGets + st.ReadAheadGets; gets < 12 {
+			t.Fatalf("%s: %d GETs for four passes over three chunks", c.name, gets)
+		}
+		if c.chunks10 == 27 && st.BuffersMade > 3 {
+			t.Errorf("%s: %d chunk buffers made in %d GETs, want at most 3", c.name, st.BuffersMade, st.DemandGets+st.ReadAheadGets)
+		}
+		if st.CacheBytes > chunk {
+			t.Errorf("%s: %d bytes cached, bound %d", c.name, st.CacheBytes, chunk)
+		}
+		// The last chunk is the one cached: it is charged its buffer.
+		if got, want := st.CacheBytes, c.wantBytes(chunk); got != want {
+			t.Errorf("%s: the cached last chunk is charged %d bytes, want %d", c.name, got, want)
+		}
+	}
+}
+
 // TestReaderPinnedConcurrent: many readers at random offsets through a
 // small cache with read-ahead, each holding its parts a while before
 // checking them against the object: a buffer reused while pinned shows
