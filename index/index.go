@@ -64,6 +64,8 @@ type Index struct {
 
 	mu     sync.Mutex // serialises read-modify-write updates
 	closed bool
+
+	memo memo // LogStart, LogEnd and LogStartOffset answers (memo.go)
 }
 
 // Open opens (or creates) the index. Writes are synced to disk before the
@@ -130,6 +132,7 @@ func (x *Index) Close() error {
 		return nil
 	}
 	x.closed = true
+	x.memo.touchAll() // later lookups reach Badger and fail with ErrClosed
 	return x.db.Close()
 }
 
@@ -169,6 +172,7 @@ func (x *Index) AddSegment(m SegmentMetadata) error {
 	if err != nil {
 		return err
 	}
+	defer x.memo.touch(m.Partition)
 	return x.update(func(txn *badger.Txn) error {
 		if old, ok, err := getByID(txn, m.SegmentID); err != nil {
 			return err
@@ -209,6 +213,7 @@ type SegmentUpdate struct {
 // DELETE_SEGMENT_FINISHED removes it from the index.
 func (x *Index) UpdateSegment(u SegmentUpdate) (SegmentMetadata, error) {
 	var out SegmentMetadata
+	defer x.memo.touch(u.Partition)
 	err := x.update(func(txn *badger.Txn) error {
 		old, ok, err := getByID(txn, u.SegmentID)
 		if err != nil {
@@ -277,6 +282,7 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 		}
 		vals[i] = v
 	}
+	defer x.memo.touch(tp) // after x.mu is released: the writes are done
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
@@ -478,33 +484,37 @@ func (x *Index) SegmentForTimestamp(tp TopicIDPartition, ts, fromOffset int64) (
 
 // LogStart returns the remote log start offset: the start offset of the
 // first readable segment. ok is false when there is none.
-func (x *Index) LogStart(tp TopicIDPartition) (offset int64, ok bool, err error) {
-	err = x.view(func(txn *badger.Txn) error {
-		return scan(txn, tp, false, func(m *SegmentMetadata) bool {
-			if m.State == CopySegmentFinished {
-				offset, ok = m.StartOffset, true
-				return false
-			}
-			return true
+func (x *Index) LogStart(tp TopicIDPartition) (int64, bool, error) {
+	return x.memoized(memoKey{tp, memoLogStart}, func() (offset int64, ok bool, err error) {
+		err = x.view(func(txn *badger.Txn) error {
+			return scan(txn, tp, false, func(m *SegmentMetadata) bool {
+				if m.State == CopySegmentFinished {
+					offset, ok = m.StartOffset, true
+					return false
+				}
+				return true
+			})
 		})
+		return offset, ok, err
 	})
-	return offset, ok, err
 }
 
 // LogEnd returns the remote log end: the last offset of the readable
 // segment with the greatest start offset (Kafka's highest remote offset;
 // LATEST_TIERED answers it). ok is false when there is none.
-func (x *Index) LogEnd(tp TopicIDPartition) (offset int64, ok bool, err error) {
-	err = x.view(func(txn *badger.Txn) error {
-		return scan(txn, tp, true, func(m *SegmentMetadata) bool {
-			if m.State == CopySegmentFinished {
-				offset, ok = m.EndOffset, true
-				return false
-			}
-			return true
+func (x *Index) LogEnd(tp TopicIDPartition) (int64, bool, error) {
+	return x.memoized(memoKey{tp, memoLogEnd}, func() (offset int64, ok bool, err error) {
+		err = x.view(func(txn *badger.Txn) error {
+			return scan(txn, tp, true, func(m *SegmentMetadata) bool {
+				if m.State == CopySegmentFinished {
+					offset, ok = m.EndOffset, true
+					return false
+				}
+				return true
+			})
 		})
+		return offset, ok, err
 	})
-	return offset, ok, err
 }
 
 func (x *Index) view(fn func(*badger.Txn) error) error {

@@ -34,6 +34,7 @@ func (x *Index) RaiseLogStartOffset(tp TopicIDPartition, offset int64) (int64, e
 		return 0, fmt.Errorf("log start offset %d of %s: negative", offset, tp)
 	}
 	out := offset
+	defer x.memo.touch(tp)
 	err := x.update(func(txn *badger.Txn) error {
 		old, ok, err := getLogStart(txn, tp)
 		if err != nil {
@@ -50,12 +51,14 @@ func (x *Index) RaiseLogStartOffset(tp TopicIDPartition, offset int64) (int64, e
 
 // LogStartOffset returns the offset RaiseLogStartOffset recorded; ok is
 // false when none was.
-func (x *Index) LogStartOffset(tp TopicIDPartition) (offset int64, ok bool, err error) {
-	err = x.view(func(txn *badger.Txn) error {
-		offset, ok, err = getLogStart(txn, tp)
-		return err
+func (x *Index) LogStartOffset(tp TopicIDPartition) (int64, bool, error) {
+	return x.memoized(memoKey{tp, memoLogStartOffset}, func() (offset int64, ok bool, err error) {
+		err = x.view(func(txn *badger.Txn) error {
+			offset, ok, err = getLogStart(txn, tp)
+			return err
+		})
+		return offset, ok, err
 	})
-	return offset, ok, err
 }
 
 func getLogStart(txn *badger.Txn, tp TopicIDPartition) (int64, bool, error) {
@@ -122,6 +125,7 @@ func (x *Index) PendingTopicDeletions() ([]PendingTopicDeletion, error) {
 // start offsets and the pending-deletion mark. Call it once the topic's
 // objects are gone from the bucket.
 func (x *Index) ForgetTopic(id UUID) error {
+	defer x.memo.touchAll() // after x.mu is released: the deletes are done
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
