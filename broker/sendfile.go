@@ -129,10 +129,10 @@ func (cc *clientConn) writeSpliced(buf []byte, flexible bool, refs []spliceRef) 
 // Copied fetch responses (socket.sendfile.enable=false) read local records
 // into buffers of copyBufSize lent by a copyPool and write each response
 // with as few writev(2) calls as the buffers allow: one for a response of
-// up to copyWindow buffers. In a paravirtualised guest every system call
-// and every page spliced by sendfile costs a hypercall, so there one pread
-// and one writev per MiB cost less than sendfile for broker and consumer
-// alike (bench/RESULTS.md).
+// up to copyWindow buffers. In a paravirtualised guest system calls and
+// the page-by-page splicing of sendfile cost hypercalls, so there one
+// pread per MiB and one writev per response cost less than sendfile, for
+// the broker and for the consumer receiving (bench/RESULTS.md).
 const (
 	copyBufSize = 1 << 20
 	copyWindow  = 8  // buffers one response holds before it writes them out

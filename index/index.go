@@ -485,29 +485,24 @@ func (x *Index) SegmentForTimestamp(tp TopicIDPartition, ts, fromOffset int64) (
 // LogStart returns the remote log start offset: the start offset of the
 // first readable segment. ok is false when there is none.
 func (x *Index) LogStart(tp TopicIDPartition) (int64, bool, error) {
-	return x.memoized(memoKey{tp, memoLogStart}, func() (offset int64, ok bool, err error) {
-		err = x.view(func(txn *badger.Txn) error {
-			return scan(txn, tp, false, func(m *SegmentMetadata) bool {
-				if m.State == CopySegmentFinished {
-					offset, ok = m.StartOffset, true
-					return false
-				}
-				return true
-			})
-		})
-		return offset, ok, err
-	})
+	return x.firstReadable(tp, memoLogStart, func(m *SegmentMetadata) int64 { return m.StartOffset })
 }
 
 // LogEnd returns the remote log end: the last offset of the readable
 // segment with the greatest start offset (Kafka's highest remote offset;
 // LATEST_TIERED answers it). ok is false when there is none.
 func (x *Index) LogEnd(tp TopicIDPartition) (int64, bool, error) {
-	return x.memoized(memoKey{tp, memoLogEnd}, func() (offset int64, ok bool, err error) {
+	return x.firstReadable(tp, memoLogEnd, func(m *SegmentMetadata) int64 { return m.EndOffset })
+}
+
+// firstReadable is offsetOf the partition's first readable segment, from
+// the lowest start offset (memoLogStart) or the highest (memoLogEnd).
+func (x *Index) firstReadable(tp TopicIDPartition, kind memoKind, offsetOf func(*SegmentMetadata) int64) (int64, bool, error) {
+	return x.memoized(memoKey{tp, kind}, func() (offset int64, ok bool, err error) {
 		err = x.view(func(txn *badger.Txn) error {
-			return scan(txn, tp, true, func(m *SegmentMetadata) bool {
+			return scan(txn, tp, kind == memoLogEnd, func(m *SegmentMetadata) bool {
 				if m.State == CopySegmentFinished {
-					offset, ok = m.EndOffset, true
+					offset, ok = offsetOf(m), true
 					return false
 				}
 				return true
