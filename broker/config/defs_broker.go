@@ -24,7 +24,7 @@ var brokerTable = newTable([]*Def{
 	{Name: "socket.request.max.bytes", Type: Int, Default: str("104857600"), Check: atLeast(1),
 		Doc: "The maximum number of bytes in a socket request."},
 	{Name: "socket.sendfile.enable", Type: Boolean, Default: str("false"),
-		Doc: "Strata: how fetch responses send records from local segments. true: sendfile(2), so the bytes never enter the broker. false: pread(2) into pooled 1 MiB buffers (32 MiB in all; sendfile when they run out) and one writev(2) per response, which costs fewer system calls; on the benchmark machine it served 1.6x more and cost consumers less CPU. Read at startup."},
+		Doc: "Strata: how fetch responses send records from local segments. true: sendfile(2), so the bytes never enter the broker. false: pread(2) into pooled 1 MiB buffers (32 MiB in all; sendfile when they run out) and one writev(2) per response, which costs fewer system calls; on the benchmark machine it served 1.5x as much and cost consumers less CPU. Read at startup."},
 	{Name: "queued.max.requests", Type: Int, Default: str("500"), Check: atLeast(1),
 		Doc: "The number of queued requests allowed before network threads stop reading."},
 	{Name: "connections.max.idle.ms", Type: Long, Default: str("600000"),
