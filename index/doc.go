@@ -50,7 +50,9 @@
 // they exist from COPY_SEGMENT_FINISHED until DELETE_SEGMENT_STARTED.
 // Lookups by offset seek the greatest base at or below the offset;
 // lookups by timestamp scan the partition in offset order (max timestamps
-// are not monotonic across segments).
+// are not monotonic across segments). LogStart, LogEnd and LogStartOffset,
+// which every fetch of a tiered partition asks for, are kept in memory
+// from one write of the partition to the next (memo.go).
 //
 // NeedsRebuild is true for a database that Open created and while a
 // rebuild (BeginRebuild … EndRebuild) is unfinished, also across a crash.
