@@ -49,6 +49,7 @@ type fetchTarget struct {
 
 type fetchResult struct {
 	t       *fetchTarget
+	p       *partition // the partition evaluated; nil when the fetch found none
 	code    int16
 	hw, lso int64
 	start   int64
@@ -216,18 +217,16 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	var leaderHint map[int32]bool
 	for i := range results {
 		r := &results[i]
-		if r.code == 0 && (follower || !r.remote) { // a remote read set the remote log start
-			if p := s.partition(r.t.key.topic, r.t.key.part); p != nil {
-				// The log start of a tiered partition lies below its local
-				// log, as Kafka's UnifiedLog reports it; followers follow it
-				// (followLogStart).
-				start := s.globalLogStart(p)
-				if follower {
-					p.recordSentHW(replicaID, r.hw) // sent now, or in the session already
-					r.start = start
-				} else if start >= 0 { // not while the remote index is rebuilt
-					r.start = start
-				}
+		if p := r.p; p != nil && r.code == 0 && (follower || !r.remote) { // a remote read set the remote log start
+			// The log start of a tiered partition lies below its local
+			// log, as Kafka's UnifiedLog reports it; followers follow it
+			// (followLogStart).
+			start := s.globalLogStart(p)
+			if follower {
+				p.recordSentHW(replicaID, r.hw) // sent now, or in the session already
+				r.start = start
+			} else if start >= 0 { // not while the remote index is rebuilt
+				r.start = start
 			}
 		}
 		if sp := r.t.sess; sp != nil {
@@ -332,6 +331,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = kerr.NotLeaderForPartition.Code
 		return r
 	}
+	r.p = p
 	if code := checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()); code != 0 {
 		r.code = code
 		return r
