@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -192,11 +193,7 @@ func (p *Pinned) Bytes() []byte {
 	if p.Len == 0 {
 		return nil
 	}
-	b := make([]byte, 0, p.Len)
-	for _, part := range p.Parts {
-		b = append(b, part...)
-	}
-	return b
+	return bytes.Join(p.Parts, nil)
 }
 
 // ReadPinned reads whole record batches of a remote segment for a fetch at
@@ -442,15 +439,11 @@ func (s *segReader) parts(ctx context.Context, at, n int64) ([][]byte, error) {
 // copy when they span several.
 func (s *segReader) bytes(ctx context.Context, at, n int64) ([]byte, error) {
 	parts, err := s.parts(ctx, at, n)
-	if err != nil || len(parts) <= 1 {
-		if len(parts) == 1 {
-			return parts[0], nil
-		}
+	if err != nil || len(parts) == 0 {
 		return nil, err
 	}
-	out := make([]byte, 0, n)
-	for _, p := range parts {
-		out = append(out, p...)
+	if len(parts) == 1 {
+		return parts[0], nil
 	}
-	return out, nil
+	return bytes.Join(parts, nil), nil
 }
