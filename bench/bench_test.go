@@ -99,7 +99,8 @@ func fakeSuite() *Suite {
 			Consume:        throughput(1000, 1000*1024, time.Duration(1024*1000/mbps)*time.Microsecond),
 			ProduceLatency: lat,
 			EndToEnd:       lat,
-			ReadBack:       &ReadBack{Throughput: throughput(1001, 1001*1024, 10*time.Millisecond), FirstRecordMs: 3},
+			ReadBack: &ReadBack{ReadBackPass: ReadBackPass{Throughput: throughput(1001, 1001*1024, 10*time.Millisecond), FirstRecordMs: 3},
+				Passes: []ReadBackPass{{Throughput: throughput(1001, 1001*1024, 40*time.Millisecond)}}},
 			RawReadBack: &RawReadBack{RawPass: RawPass{Throughput: throughput(1001, 1001*1100, time.Duration(float64(time.Second)/mbps)),
 				Batches: 10, Requests: 4, Connections: 3, FirstBatchMs: 1}, MedianRecordsPerSec: 900 * mbps},
 			Sent: 1001, Acked: 1001, TopicRecords: 1001, Consumed: 1001, MaxLagRecords: 40,
@@ -109,7 +110,8 @@ func fakeSuite() *Suite {
 				{T: 1.5, Phase: phaseReadBack, ConsumeMBPerSec: 2 * mbps, LagRecords: 0},
 			},
 		}
-		if rss > 0 {
+		if rss > 0 { // the Strata broker, and its floor server
+			r.RawReadFloor = &RawReadBack{RawPass: RawPass{Throughput: throughput(1001, 1001*1100, time.Duration(float64(time.Second)/mbps/2))}}
 			r.Broker = &Resources{PeakRSSBytes: rss, WrittenBytes: -1, CPUSeconds: 2, PhaseCPU: map[string]float64{phaseRun: 1.5, phaseReadBack: 0.25}}
 		}
 		return r
@@ -197,6 +199,10 @@ func TestReportWriter(t *testing.T) {
 		"| produce latency p99 ms | 5 | 10 | 0.50x |",
 		"| end-to-end latency p99.9 ms | 10 | 20 | 0.50x |",
 		"| read-back (franz-go) first record after ms | 3 | 3 | 1.00x |",
+		"| read-back (franz-go) MB/s (first pass) | 25.6 | 25.6 | 1.00x |",
+		"| raw read-back of the floor server records/s (fastest pass) | 400400 | — | — |",
+		"| raw read-back ÷ the floor server's | 0.50 | — | — |",
+		"served 4.00x kfake's raw read-back in this run: the most a broker process could serve here; strata served 0.50x of the floor.",
 		"| raw read-back records/s (fastest pass) | 200200 | 100100 | 2.00x |",
 		"| raw read-back records/s (median pass) | 180000 | 90000 | 2.00x |",
 		"| broker peak RSS MB | 100 | — | — |",

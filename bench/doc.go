@@ -48,11 +48,16 @@
 //     had read every partition up to where the backlog ended.
 //  5. Read-back (when ReadBack): fresh franz-go consumers
 //     (readBackClients of them, sharing the partitions) read every
-//     partition again from offset 0; on a disk broker this is served from
-//     the page cache. This is what an application gets, and on a small
-//     machine it measures the client as much as the broker: franz-go
-//     decodes every record (varints, allocations, garbage collection) in
-//     the bench process, which shares the CPUs with the broker.
+//     partition again from offset 0, readBackPasses times with new
+//     clients each time; on a disk broker this is served from the page
+//     cache. This is what an application gets, and on a small machine it
+//     measures the client as much as the broker: franz-go decodes every
+//     record (varints, allocations, garbage collection) in the bench
+//     process, which shares the CPUs with the broker. The figure is the
+//     fastest pass, the first pass beside it: the first pass of the bench
+//     process also pays for its heap growing back (tens of thousands of
+//     page faults, each dear in a paravirtualised guest), whichever broker
+//     it reads from.
 //  6. Raw read-back (when RawReadBack): the same reads, rawReadPasses
 //     times, without a client library: readBackClients TCP connections
 //     per partition leader each send Fetch v11 requests (kmsg-encoded, no
@@ -67,6 +72,14 @@
 //     the median pass is reported beside it. Its MB/s are record-batch
 //     bytes, not record values. Issue 2's page-cache goal compares these
 //     records/s between targets; the franz-go read-back is reported too.
+//  7. Floor (after a Strata broker's raw read-back): a floor server
+//     (floor.go, `strata bench --serve-floor`) in a process of its own
+//     copies the broker's batches into memory and answers Fetch v11 with
+//     one writev per response and no other work; the raw read-back is run
+//     again against it, with the metadata still asked of the broker. Its
+//     records/s bound what any broker process could serve on the machine
+//     in that run: the report gives Strata's share of it, and the floor's
+//     ratio to kfake, the most the page-cache goal's ratio could be.
 //
 // What bounds the read-back on a 2-core machine (profiles of the broker's
 // /debug/pprof and of the bench process during each phase): the franz-go

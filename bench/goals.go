@@ -36,7 +36,8 @@ func produceP99(r Result) (float64, bool)  { return r.ProduceLatency.P99Ms, r.Pr
 
 // consumeMBps is the franz-go read-back throughput: every record read
 // again from offset 0 after the run, so from the page cache on a disk
-// broker, by consumers that decode every record.
+// broker, by consumers that decode every record (the fastest of
+// readBackPasses passes).
 func consumeMBps(r Result) (float64, bool) {
 	if r.ReadBack == nil {
 		return 0, false
@@ -66,7 +67,7 @@ func peakRSSMB(r Result) (float64, bool) {
 var Issue2Goals = []Goal{
 	{Name: "produce throughput (throughput preset)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: true, Want: 1.0, Unit: "x", metric: produceMBps},
 	{Name: "consume throughput from page cache, as served (throughput preset, raw Fetch read-back, fastest of 3 passes, records/s)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: true, Want: 1.5, Unit: "x", metric: rawRecordsPerSec},
-	{Name: "consume throughput from page cache, as one application sees it (throughput preset, franz-go read-back, MB/s)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: true, Want: 1.5, Unit: "x", metric: consumeMBps},
+	{Name: "consume throughput from page cache, as one application sees it (throughput preset, franz-go read-back, fastest of 3 passes, MB/s)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: true, Want: 1.5, Unit: "x", metric: consumeMBps},
 	{Name: "p99 produce latency at 2,000 rec/s, linger 0 (latency preset)", Workload: "latency", Numerator: TargetStrata, Denominator: TargetKfake, AtLeast: false, Want: 1.0, Unit: "x", metric: produceP99},
 	{Name: "broker peak RSS (all presets)", Numerator: TargetStrata, AtLeast: false, Want: 256, Unit: "MB", metric: peakRSSMB},
 }

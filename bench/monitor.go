@@ -35,6 +35,7 @@ const (
 	phaseDrain    = "drain"
 	phaseReadBack = "read-back"
 	phaseRawRead  = "raw-read-back"
+	phaseRawFloor = "raw-read-floor" // the floor server's raw read-back (floor.go)
 )
 
 // monitor samples the live counters and the broker's resources every

@@ -195,7 +195,7 @@ func plotLag(rep *Report, path string) error {
 	for _, res := range rep.Results {
 		var lag plotter.XYs
 		for _, pt := range res.Timeline {
-			if pt.LagRecords >= 0 && pt.Phase != phaseReadBack && pt.Phase != phaseRawRead {
+			if pt.LagRecords >= 0 && pt.Phase != phaseReadBack && pt.Phase != phaseRawRead && pt.Phase != phaseRawFloor {
 				lag = append(lag, plotter.XY{X: pt.T, Y: float64(pt.LagRecords)})
 			}
 		}

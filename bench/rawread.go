@@ -159,8 +159,10 @@ type rawReader struct {
 
 // rawReadBack makes rawReadPasses raw read passes over every partition in
 // end; each pass must count every record. live receives records and batch
-// bytes as they arrive (for the timeline).
-func rawReadBack(ctx context.Context, seeds []string, end map[tp]int64, live *counters) (RawReadBack, error) {
+// bytes as they arrive (for the timeline). With via set, each pass asks
+// seeds for the leaders as usual but connects to via instead (the floor
+// server).
+func rawReadBack(ctx context.Context, seeds []string, end map[tp]int64, live *counters, via string) (RawReadBack, error) {
 	var res RawReadBack
 	var total int64
 	for _, e := range end {
@@ -168,7 +170,7 @@ func rawReadBack(ctx context.Context, seeds []string, end map[tp]int64, live *co
 	}
 	var rates []float64
 	for i := range rawReadPasses {
-		p, err := rawReadPass(ctx, seeds, end, live)
+		p, err := rawReadPass(ctx, seeds, end, live, via)
 		if err == nil && p.Records != total {
 			err = fmt.Errorf("raw read-back pass %d counted %d records, the partitions hold %d", i+1, p.Records, total)
 		}
@@ -186,8 +188,9 @@ func rawReadBack(ctx context.Context, seeds []string, end map[tp]int64, live *co
 }
 
 // rawReadPass reads every partition in end from offset 0 with raw Fetch
-// requests until all have reached end.
-func rawReadPass(ctx context.Context, seeds []string, end map[tp]int64, live *counters) (RawPass, error) {
+// requests until all have reached end; via, when set, is dialed instead
+// of each leader.
+func rawReadPass(ctx context.Context, seeds []string, end map[tp]int64, live *counters, via string) (RawPass, error) {
 	var res RawPass
 	var got counters
 	start := time.Now()
@@ -211,9 +214,13 @@ func rawReadPass(ctx context.Context, seeds []string, end map[tp]int64, live *co
 		parts := leaders[addr]
 		n := min(readBackClients, len(parts))
 		for i := range n {
-			c, err := d.DialContext(ctx, "tcp", addr)
+			dial := addr
+			if via != "" {
+				dial = via
+			}
+			c, err := d.DialContext(ctx, "tcp", dial)
 			if err != nil {
-				return res, fmt.Errorf("raw read-back: dial %s: %w", addr, err)
+				return res, fmt.Errorf("raw read-back: dial %s: %w", dial, err)
 			}
 			rd := &rawReader{conn: c, r: bufio.NewReaderSize(c, 64<<10), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(rawClientID))}
 			readers = append(readers, rd)

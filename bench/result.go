@@ -36,11 +36,20 @@ type Resources struct {
 	Samples            []ResourcePoint `json:"samples"`
 }
 
-// ReadBack is the read-back phase: fresh consumers (readBackClients of
-// them, sharing the partitions) reading every partition from offset 0.
-type ReadBack struct {
+// ReadBackPass is one pass of the read-back: fresh consumers
+// (readBackClients of them, sharing the partitions) reading every
+// partition from offset 0.
+type ReadBackPass struct {
 	Throughput
 	FirstRecordMs float64 `json:"first_record_ms"` // client creation to first record, included in Seconds
+}
+
+// ReadBack is the read-back phase: readBackPasses passes one after the
+// other. Its own figures are those of the fastest pass; Passes[0] is the
+// first.
+type ReadBack struct {
+	ReadBackPass
+	Passes []ReadBackPass `json:"passes"`
 }
 
 // Result is one workload run against one target. Counts marked "all"
@@ -75,6 +84,9 @@ type Result struct {
 
 	ReadBack    *ReadBack    `json:"read_back,omitempty"`
 	RawReadBack *RawReadBack `json:"raw_read_back,omitempty"`
+	// RawReadFloor is the raw read-back of the floor server (floor.go)
+	// holding a copy of the same partitions, after a Strata broker's.
+	RawReadFloor *RawReadBack `json:"raw_read_floor,omitempty"`
 	// Group holds the consumer-group figures in consume mode group.
 	Group *GroupStats `json:"group,omitempty"`
 	// Failover holds the figures of the faults, when injected.

@@ -49,11 +49,16 @@ func checkConsistent(t *testing.T, res Result, w Workload) {
 	if w.ConsumeMode == ConsumeGroup && w.Consumers > 0 {
 		checkGroup(t, res, w)
 	}
-	if w.ReadBack && (res.ReadBack == nil || res.ReadBack.Records != res.TopicRecords || res.ReadBack.FirstRecordMs < 0 || res.ReadBack.Seconds <= 0) {
+	if w.ReadBack && (res.ReadBack == nil || res.ReadBack.Records != res.TopicRecords || res.ReadBack.FirstRecordMs < 0 || res.ReadBack.Seconds <= 0 ||
+		len(res.ReadBack.Passes) != readBackPasses || res.ReadBack.Passes[0].Records != res.TopicRecords) {
 		t.Errorf("%s: read-back %+v of %d records", res.Target, res.ReadBack, res.TopicRecords)
 	}
 	if rb := res.RawReadBack; w.RawReadBack && (rb == nil || rb.Records != res.TopicRecords || rb.Batches <= 0 || rb.Requests < int64(rb.Connections) || rb.Bytes <= 0 || rb.Seconds <= 0 || rb.FirstBatchMs < 0) {
 		t.Errorf("%s: raw read-back %+v of %d records", res.Target, rb, res.TopicRecords)
+	}
+	if fl, rb := res.RawReadFloor, res.RawReadBack; w.RawReadBack && res.Target == TargetStrata && rb != nil &&
+		(fl == nil || fl.Records != res.TopicRecords || fl.Bytes != rb.Bytes || fl.Batches != rb.Batches || fl.Seconds <= 0) {
+		t.Errorf("%s: raw read-back of the floor server %+v, of the broker %+v", res.Target, fl, rb)
 	}
 	if len(w.Faults) > 0 {
 		checkFailover(t, res, w)

@@ -58,13 +58,9 @@ func startStrata(ctx context.Context, cfg Config) (*strataTarget, error) {
 // startStrataWith starts `strata serve` with cfg.StrataArgs and then args,
 // and env added to this process's environment.
 func startStrataWith(ctx context.Context, cfg Config, args, env []string) (*strataTarget, error) {
-	bin := cfg.StrataBin
-	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find strata binary: %w", err)
-		}
-		bin = exe
+	bin, err := strataBin(cfg)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "strata-bench-")
 	if err != nil {
@@ -77,6 +73,19 @@ func startStrataWith(ctx context.Context, cfg Config, args, env []string) (*stra
 		return nil, err
 	}
 	return s, nil
+}
+
+// strataBin is the strata binary the harness starts: cfg.StrataBin, or
+// this executable.
+func strataBin(cfg Config) (string, error) {
+	if cfg.StrataBin != "" {
+		return cfg.StrataBin, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find strata binary: %w", err)
+	}
+	return exe, nil
 }
 
 // launch starts the process and waits for its ready line.

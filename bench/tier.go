@@ -324,7 +324,7 @@ func (t *tierRun) phases(ctx context.Context) error {
 			}
 		}
 		var live counters
-		p, err := rawReadPass(ctx, seeds, end, &live)
+		p, err := rawReadPass(ctx, seeds, end, &live, "")
 		*rd.out = p
 		if err != nil {
 			return fmt.Errorf("%s: %w", rd.what, err)

@@ -60,6 +60,7 @@ func runBench(args []string) int {
 		results     = fs.String("results", "", "also write the markdown report to this file (e.g. bench/RESULTS.md)")
 		count       = fs.Int("count", 1, "run the workloads this many times (goals take the median ratio)")
 		quiet       = fs.Bool("quiet", false, "no live progress line")
+		serveFloor  = fs.String("serve-floor", "", "internal: serve the raw read-back's floor from the spec in this file (the harness starts it)")
 		targets     listFlag
 		workloads   listFlag
 		strataArgs  listFlag
@@ -69,6 +70,15 @@ func runBench(args []string) int {
 	fs.Var(&strataArgs, "strata-arg", "extra argument to `strata serve` (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *serveFloor != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := bench.ServeFloor(ctx, *serveFloor, os.Stdout); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	if *out == "" || fs.NArg() > 0 || *count < 1 {
 		fs.Usage()
