@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build run test test-deps vet fuzz bench bench-tier clean cluster cluster-down
+.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-throughput clean cluster cluster-down
 
 all: build
 
@@ -55,6 +55,12 @@ bench: build
 bench-tier: build
 	GO=$(GO) ./deploy/install-deps.sh minio
 	./$(BIN) bench --preset tier --count 3 --out bench/results/tier --results bench/results/tier/RESULTS.md
+
+# The throughput preset alone, five times (about three minutes): issue 2's
+# page-cache goals with the floor server beside them; writes
+# bench/results/throughput/ and its RESULTS.md.
+bench-throughput: build
+	./$(BIN) bench --preset throughput --count 5 --out bench/results/throughput --results bench/results/throughput/RESULTS.md
 
 clean:
 	rm -rf bin bench/out
