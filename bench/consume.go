@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -310,35 +308,9 @@ const readBackClients = 3
 // of the bench process also pays for the client's heap growing back (tens
 // of thousands of page faults for 500 MB, each a hypercall in a
 // paravirtualised guest), whichever broker it reads from: on the 2-CPU
-// machine of bench/RESULTS.md it took 0.5 to 1 s where later passes took
-// 0.15 to 0.25 s.
+// machine of bench/RESULTS.md a first pass over 500 MB took 0.6 to 1 s
+// where the next took 0.2 to 0.6 s.
 const readBackPasses = 3
-
-// readBackHeadroom is how much the bench process's memory may grow during
-// the read-back before its garbage collector runs, whichever target it
-// reads. Under the default GOGC the headroom is the live heap, and with
-// kfake in the bench process that is every record kfake holds: against a
-// kfake of 500 MB the clients collected a few times a pass, against a
-// broker in another process dozens of times, and the same broker read
-// 830 MB/s with an empty bench heap and 2,200 to 2,750 MB/s with 500 MB
-// of kfake beside the clients (bench/RESULTS.md). A fixed headroom takes
-// that out of the comparison.
-const readBackHeadroom = 1 << 30
-
-// withReadBackHeadroom turns the proportional collector off and sets a
-// memory limit readBackHeadroom above what the process holds now; the
-// returned function restores both.
-func withReadBackHeadroom() (restore func()) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	pct := debug.SetGCPercent(-1)
-	limit := debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + readBackHeadroom)
-	return func() {
-		debug.SetMemoryLimit(limit)
-		debug.SetGCPercent(pct)
-	}
-}
 
 // readBack reads every partition in end from offset 0 with fresh
 // assign-mode clients (up to readBackClients, sharing the partitions)

@@ -49,15 +49,17 @@
 //  5. Read-back (when ReadBack): fresh franz-go consumers
 //     (readBackClients of them, sharing the partitions) read every
 //     partition again from offset 0, readBackPasses times with new
-//     clients each time; on a disk broker this is served from the page
+//     clients each time, in a client process of their own (`strata bench
+//     --read-back-client`, readback_proc.go: in the bench process their
+//     garbage collector depended on what else the heap held, kfake's
+//     records above all); on a disk broker this is served from the page
 //     cache. This is what an application gets, and on a small machine it
 //     measures the client as much as the broker: franz-go decodes every
-//     record (varints, allocations, garbage collection) in the bench
-//     process, which shares the CPUs with the broker. The figure is the
-//     fastest pass, the first pass beside it: the first pass of the bench
-//     process also pays for its heap growing back (tens of thousands of
-//     page faults, each dear in a paravirtualised guest), whichever broker
-//     it reads from.
+//     record (varints, allocations, garbage collection) on the CPUs the
+//     broker uses too. The figure is the fastest pass, the first pass
+//     beside it: a first pass also pays for the client's heap growing
+//     (tens of thousands of page faults, each dear in a paravirtualised
+//     guest).
 //  6. Raw read-back (when RawReadBack): the same reads, rawReadPasses
 //     times, without a client library: readBackClients TCP connections
 //     per partition leader each send Fetch v11 requests (kmsg-encoded, no
@@ -72,14 +74,17 @@
 //     the median pass is reported beside it. Its MB/s are record-batch
 //     bytes, not record values. Issue 2's page-cache goal compares these
 //     records/s between targets; the franz-go read-back is reported too.
-//  7. Floor (after a Strata broker's raw read-back): a floor server
+//  7. Floors (after a Strata broker's raw read-back): a floor server
 //     (floor.go, `strata bench --serve-floor`) in a process of its own
-//     copies the broker's batches into memory and answers Fetch v11 with
-//     one writev per response and no other work; the raw read-back is run
-//     again against it, with the metadata still asked of the broker. Its
-//     records/s bound what any broker process could serve on the machine
-//     in that run: the report gives Strata's share of it, and the floor's
-//     ratio to kfake, the most the page-cache goal's ratio could be.
+//     copies the broker's batches and answers Fetch v11 with one writev
+//     per response and no other work; the raw read-back is run again
+//     against it, with the metadata still asked of the broker. Twice:
+//     with the batches in memory, whose records/s bound what any broker
+//     process could serve on the machine in that run, and with them in
+//     files read with pread(2) into reused buffers, which bound a broker
+//     serving from the page cache that way. The report gives both ratios
+//     to kfake (the most the page-cache goal's ratio could be) and
+//     Strata's share of the page-cache floor.
 //
 // What bounds the read-back on a 2-core machine (profiles of the broker's
 // /debug/pprof and of the bench process during each phase): the franz-go

@@ -25,22 +25,29 @@ import (
 // starts a floor server in a process of its own (`strata bench
 // --serve-floor FILE`). It copies every partition's record batches from
 // the broker into memory, then answers each Fetch v11 with a header it
-// builds and slices of those batches, in one writev(2): no log, no page
-// cache, no fetch evaluation beyond finding the batch that holds the
-// fetch offset. The raw reader then reads it as it read the broker, with
-// the same connections and the same metadata round trip (asked of the
-// broker). In the same run, the floor's records/s bound what any broker
-// process could serve on the machine: Strata's divided by the floor's is
-// how much of that it serves, and the floor's divided by kfake's is the
-// most the page-cache goal's ratio could be.
+// builds and slices of those batches, in one writev(2): no log, no fetch
+// evaluation beyond finding the batch that holds the fetch offset. The
+// raw reader then reads it as it read the broker, with the same
+// connections and the same metadata round trip (asked of the broker). In
+// the same run, the floor's records/s bound what any broker process could
+// serve on the machine, and the floor's divided by kfake's is the most
+// the page-cache goal's ratio could be. With PageCache the floor first
+// writes the batches to files and reads each response's from them with
+// pread(2) into a reused buffer: the least a broker serving from the page
+// cache that way does.
 
 // floorSpec is what the floor server is given: where to copy the
 // partitions from, and up to which offsets.
 type floorSpec struct {
 	Seeds []string   `json:"seeds"`
 	Parts []floorEnd `json:"partitions"`
+	// PageCache: serve from files in Dir (written once, so in the page
+	// cache) with pread into reused buffers, instead of from memory.
+	PageCache bool   `json:"page_cache,omitempty"`
+	Dir       string `json:"dir,omitempty"`
 }
 
+// floorEnd is a partition and its end offset, in a helper process's spec.
 type floorEnd struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
@@ -54,6 +61,9 @@ type floorPart struct {
 	bases []int64
 	pos   []int // start of each batch in data; pos[len(bases)] == len(data)
 	end   int64
+	// file, when set, holds data instead (the page-cache floor): the
+	// batches are read from it with pread(2) into per-connection buffers.
+	file *os.File
 }
 
 // floorMaxRequest bounds a request frame the floor server reads.
@@ -136,21 +146,22 @@ func (rd *rawReader) copyPartition(p tp, end int64) (*floorPart, error) {
 
 // startFloor starts the floor server on a copy of the partitions in end,
 // which seeds lead, and returns once it is ready.
-func startFloor(ctx context.Context, cfg Config, seeds []string, end map[tp]int64) (*strataTarget, error) {
+func startFloor(ctx context.Context, cfg Config, seeds []string, end map[tp]int64, pageCache bool) (*strataTarget, error) {
 	bin, err := strataBin(cfg)
-	if err != nil {
-		return nil, err
-	}
-	spec := floorSpec{Seeds: seeds}
-	for p, e := range end {
-		spec.Parts = append(spec.Parts, floorEnd{Topic: p.topic, Partition: p.partition, End: e})
-	}
-	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "strata-bench-floor-")
 	if err != nil {
+		return nil, err
+	}
+	spec := floorSpec{Seeds: seeds, Parts: partEnds(end), PageCache: pageCache}
+	if pageCache {
+		spec.Dir = dir
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	file := filepath.Join(dir, "floor.json")
@@ -185,6 +196,16 @@ func ServeFloor(ctx context.Context, file string, out io.Writer) error {
 	parts, err := collectFloor(ctx, spec.Seeds, end)
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
+	}
+	if spec.PageCache {
+		if err := floorToFiles(parts, spec.Dir); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		defer func() {
+			for _, fp := range parts {
+				fp.file.Close()
+			}
+		}()
 	}
 	runtime.GC() // the copy's garbage, collected before the passes rather than during the first
 
@@ -225,6 +246,25 @@ func ServeFloor(ctx context.Context, file string, out io.Writer) error {
 	return ctx.Err()
 }
 
+// floorToFiles moves every partition's batches from memory into a file
+// of its own in dir.
+func floorToFiles(parts map[tp]*floorPart, dir string) error {
+	i := 0
+	for _, fp := range parts {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("partition-%d", i)))
+		if err != nil {
+			return err
+		}
+		i++
+		fp.file = f
+		if _, err := f.Write(fp.data); err != nil {
+			return err
+		}
+		fp.data = nil
+	}
+	return nil
+}
+
 // serveFloorConn answers Fetch v11 requests on c until it closes or sends
 // anything else.
 func serveFloorConn(c net.Conn, parts map[tp]*floorPart) error {
@@ -232,6 +272,7 @@ func serveFloorConn(c net.Conn, parts map[tp]*floorPart) error {
 	var size [4]byte
 	var body, head []byte
 	var bufs net.Buffers
+	var scratch []byte // the page-cache floor's read buffer, reused
 	for {
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return err
@@ -248,7 +289,10 @@ func serveFloorConn(c net.Conn, parts map[tp]*floorPart) error {
 		if err != nil {
 			return err
 		}
-		head, bufs = floorResponse(head[:0], bufs[:0], corr, req, parts)
+		head, bufs, scratch, err = floorResponse(head[:0], bufs[:0], scratch, corr, req, parts)
+		if err != nil {
+			return err
+		}
 		if _, err := bufs.WriteTo(c); err != nil {
 			return err
 		}
@@ -279,16 +323,24 @@ func parseFloorRequest(body []byte) (uint32, *kmsg.FetchRequest, error) {
 }
 
 // floorResponse encodes the Fetch v11 response to req: head holds every
-// field but the record batches, bufs the pieces of head and the batch
-// slices in order.
-func floorResponse(head []byte, bufs net.Buffers, corr uint32, req *kmsg.FetchRequest, parts map[tp]*floorPart) ([]byte, net.Buffers) {
-	// Room for every fixed field, so that head never moves while bufs
-	// holds slices of it.
-	need := 22
+// field but the record batches, bufs the pieces of head and the batches
+// in order; the batches of partitions kept in files are read into
+// scratch.
+func floorResponse(head []byte, bufs net.Buffers, scratch []byte, corr uint32, req *kmsg.FetchRequest, parts map[tp]*floorPart) ([]byte, net.Buffers, []byte, error) {
+	// Room for every fixed field and every batch read, so that head and
+	// scratch never move while bufs holds slices of them.
+	need, fromFiles := 22, 0
 	for _, t := range req.Topics {
 		need += 6 + len(t.Topic) + len(t.Partitions)*42
+		for _, p := range t.Partitions {
+			if fp := parts[tp{t.Topic, p.Partition}]; fp != nil && fp.file != nil {
+				from, to := fp.read(p.FetchOffset, int(p.PartitionMaxBytes))
+				fromFiles += to - from
+			}
+		}
 	}
 	head = slices.Grow(head, need)
+	scratch = slices.Grow(scratch[:0], fromFiles)
 	be := binary.BigEndian
 	head = be.AppendUint32(head, 0) // size, set below
 	head = be.AppendUint32(head, corr)
@@ -307,7 +359,17 @@ func floorResponse(head []byte, bufs net.Buffers, corr uint32, req *kmsg.FetchRe
 			code, hw := kerr.UnknownTopicOrPartition.Code, int64(-1)
 			if fp != nil {
 				code, hw = 0, fp.end
-				batches = fp.read(p.FetchOffset, int(p.PartitionMaxBytes))
+				from, to := fp.read(p.FetchOffset, int(p.PartitionMaxBytes))
+				if fp.file == nil {
+					batches = fp.data[from:to]
+				} else {
+					at := len(scratch)
+					scratch = scratch[:at+to-from]
+					batches = scratch[at:]
+					if _, err := fp.file.ReadAt(batches, int64(from)); err != nil {
+						return head, bufs, scratch, err
+					}
+				}
 			}
 			head = be.AppendUint32(head, uint32(p.Partition))
 			head = be.AppendUint16(head, uint16(code))
@@ -330,22 +392,23 @@ func floorResponse(head []byte, bufs net.Buffers, corr uint32, req *kmsg.FetchRe
 	if from < len(head) {
 		bufs = append(bufs, head[from:])
 	}
-	return head, bufs
+	return head, bufs, scratch, nil
 }
 
-// read returns the whole batches from the one holding offset on, up to
-// max bytes (at least one batch, as KIP-74 says).
-func (fp *floorPart) read(offset int64, max int) []byte {
+// read returns where the whole batches from the one holding offset on, up
+// to max bytes (at least one batch, as KIP-74 says), lie in the
+// partition's data.
+func (fp *floorPart) read(offset int64, max int) (from, to int) {
 	i := sort.Search(len(fp.bases), func(i int) bool { return fp.bases[i] > offset }) - 1
 	if i < 0 {
 		i = 0
 	}
 	if i >= len(fp.bases) || offset >= fp.end {
-		return nil
+		return 0, 0
 	}
 	j := i + 1
 	for j < len(fp.bases) && fp.pos[j+1]-fp.pos[i] <= max {
 		j++
 	}
-	return fp.data[fp.pos[i]:fp.pos[j]]
+	return fp.pos[i], fp.pos[j]
 }

@@ -49,16 +49,31 @@ func TestFloorPartRead(t *testing.T) {
 		{-1, len(bs[0]), bs[0]},                 // before the start: the first batch
 		{0, len(bs[0]) + len(bs[1]), fp.data[:len(bs[0])+len(bs[1])]}, // exactly two
 	} {
-		if got := fp.read(c.offset, c.max); !bytes.Equal(got, c.want) {
+		from, to := fp.read(c.offset, c.max)
+		if got := fp.data[from:to]; !bytes.Equal(got, c.want) {
 			t.Errorf("read(%d, %d): %d bytes, want %d", c.offset, c.max, len(got), len(c.want))
 		}
 	}
 }
 
-// TestFloorResponse decodes what floorResponse writes with kmsg.
+// TestFloorResponse decodes what floorResponse writes with kmsg, from
+// memory and from files.
 func TestFloorResponse(t *testing.T) {
-	fp, bs := testFloorPart()
-	parts := map[tp]*floorPart{{"a", 0}: fp, {"b", 1}: fp}
+	for _, pageCache := range []bool{false, true} {
+		fp, bs := testFloorPart()
+		parts := map[tp]*floorPart{{"a", 0}: fp, {"b", 1}: fp}
+		data := fp.data
+		if pageCache {
+			if err := floorToFiles(map[tp]*floorPart{{"a", 0}: fp}, t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			defer fp.file.Close()
+		}
+		testFloorResponse(t, parts, data, bs)
+	}
+}
+
+func testFloorResponse(t *testing.T, parts map[tp]*floorPart, data []byte, bs [][]byte) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = rawFetchVersion
 	for _, x := range []struct {
@@ -76,10 +91,14 @@ func TestFloorResponse(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 	}
 	var out []byte
+	var head, scratch []byte
+	var bufs net.Buffers
 	for range 2 { // the second time reuses the buffers
-		var head []byte
-		var bufs net.Buffers
-		head, bufs = floorResponse(head, bufs, 42, req, parts)
+		var err error
+		head, bufs, scratch, err = floorResponse(head[:0], bufs[:0], scratch, 42, req, parts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var w bytes.Buffer
 		if _, err := bufs.WriteTo(&w); err != nil {
 			t.Fatal(err)
@@ -125,7 +144,7 @@ func TestFloorResponse(t *testing.T) {
 			t.Errorf("partition %d: %+v, want %+v", i, gots[i], want[i])
 		}
 	}
-	if !bytes.Equal(resp.Topics[0].Partitions[0].RecordBatches, fp.data[len(bs[0]):]) {
+	if !bytes.Equal(resp.Topics[0].Partitions[0].RecordBatches, data[len(bs[0]):]) {
 		t.Error("batches of a/0 differ from the partition's")
 	}
 }
@@ -159,7 +178,18 @@ func TestServeFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	spec := floorSpec{Seeds: seeds}
+	var live counters
+	direct, err := rawReadBack(ctx, seeds, end, &live, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pageCache := range []bool{false, true} {
+		testServeFloor(t, ctx, seeds, end, direct, pageCache)
+	}
+}
+
+func testServeFloor(t *testing.T, ctx context.Context, seeds []string, end map[tp]int64, direct RawReadBack, pageCache bool) {
+	spec := floorSpec{Seeds: seeds, PageCache: pageCache, Dir: t.TempDir()}
 	for p, e := range end {
 		spec.Parts = append(spec.Parts, floorEnd{Topic: p.topic, Partition: p.partition, End: e})
 	}
@@ -182,11 +212,12 @@ func TestServeFloor(t *testing.T) {
 		t.Fatalf("ready line %q", line)
 	}
 
-	var live counters
-	direct, err := rawReadBack(ctx, seeds, end, &live, "")
-	if err != nil {
-		t.Fatal(err)
+	if pageCache {
+		if files, _ := os.ReadDir(spec.Dir); len(files) != len(end) {
+			t.Errorf("page-cache floor: %d files for %d partitions", len(files), len(end))
+		}
 	}
+	var live counters
 	floor, err := rawReadBack(ctx, seeds, end, &live, addr)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +275,10 @@ func FuzzFloorRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, bufs := floorResponse(nil, nil, corr, req, parts)
+		_, bufs, _, err := floorResponse(nil, nil, nil, corr, req, parts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var w bytes.Buffer
 		bufs.WriteTo(&w)
 		out := w.Bytes()
@@ -257,4 +291,15 @@ func FuzzFloorRequest(f *testing.F) {
 			t.Fatalf("response does not decode: %v", err)
 		}
 	})
+}
+
+func TestChildMain(t *testing.T) {
+	if handled, err := ChildMain(t.Context(), []string{"--preset", "throughput"}, io.Discard); handled || err != nil {
+		t.Fatalf("bench flags taken for a helper: %v %v", handled, err)
+	}
+	file := filepath.Join(t.TempDir(), "spec.json")
+	os.WriteFile(file, []byte("["), 0o644)
+	if handled, err := ChildMain(t.Context(), []string{"--read-back-client", file}, io.Discard); !handled || err == nil || !strings.Contains(err.Error(), "read-back spec") {
+		t.Fatalf("bad read-back spec: %v %v", handled, err)
+	}
 }

@@ -87,6 +87,9 @@ type Result struct {
 	// RawReadFloor is the raw read-back of the floor server (floor.go)
 	// holding a copy of the same partitions, after a Strata broker's.
 	RawReadFloor *RawReadBack `json:"raw_read_floor,omitempty"`
+	// RawReadFloorPageCache is the same with the floor server reading the
+	// batches from files (the page cache) with pread into reused buffers.
+	RawReadFloorPageCache *RawReadBack `json:"raw_read_floor_page_cache,omitempty"`
 	// Group holds the consumer-group figures in consume mode group.
 	Group *GroupStats `json:"group,omitempty"`
 	// Failover holds the figures of the faults, when injected.

@@ -288,49 +288,45 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 }
 
 // readBackPhase reads everything again, readBackPasses times, with
-// franz-go consumers and the same memory headroom whatever the target.
+// franz-go consumers in a client process of their own (readback_proc.go).
 func (tr *targetRun) readBackPhase(ctx context.Context, ends map[tp]int64) error {
-	res := tr.res
-	var rb counters
-	tr.mon.setPhase(phaseReadBack, &rb, readBackPasses*res.TopicRecords)
-	res.ReadBack = &ReadBack{}
-	defer withReadBackHeadroom()()
-	for i := range readBackPasses {
-		records, bytes := rb.records.Load(), rb.bytes.Load()
-		d, first, err := readBack(ctx, tr.seeds, ends, newTracker(&rb))
-		if err != nil {
-			return err
-		}
-		p := ReadBackPass{
-			Throughput:    throughput(rb.records.Load()-records, rb.bytes.Load()-bytes, d),
-			FirstRecordMs: float64(first) / float64(time.Millisecond),
-		}
-		if p.Records != res.TopicRecords {
-			return fmt.Errorf("read-back pass %d read %d records, topics hold %d", i+1, p.Records, res.TopicRecords)
-		}
-		res.ReadBack.Passes = append(res.ReadBack.Passes, p)
-		if i == 0 || p.Seconds < res.ReadBack.Seconds {
-			res.ReadBack.ReadBackPass = p
-		}
+	tr.mon.setPhase(phaseReadBack, nil, 0)
+	rb, err := readBackProcess(ctx, tr.cfg, tr.seeds, ends)
+	if err != nil {
+		return err
 	}
+	if rb.Records != tr.res.TopicRecords || len(rb.Passes) != readBackPasses {
+		return fmt.Errorf("read back %d records in %d passes, topics hold %d", rb.Records, len(rb.Passes), tr.res.TopicRecords)
+	}
+	tr.res.ReadBack = rb
 	return nil
 }
 
 // rawReadFloor starts the floor server (floor.go) on a copy of the
-// broker's partitions and reads it as the raw read-back read the broker.
+// broker's partitions, in memory and then in files, and reads each as the
+// raw read-back read the broker.
 func (tr *targetRun) rawReadFloor(ctx context.Context, ends map[tp]int64) error {
 	var rb counters
-	tr.mon.setPhase(phaseRawFloor, &rb, rawReadPasses*tr.res.TopicRecords)
-	fl, err := startFloor(ctx, tr.cfg, tr.seeds, ends)
-	if err != nil {
-		return fmt.Errorf("floor server: %w", err)
+	tr.mon.setPhase(phaseRawFloor, &rb, 2*rawReadPasses*tr.res.TopicRecords)
+	for _, pageCache := range []bool{false, true} {
+		fl, err := startFloor(ctx, tr.cfg, tr.seeds, ends, pageCache)
+		if err != nil {
+			return fmt.Errorf("floor server: %w", err)
+		}
+		raw, err := rawReadBack(ctx, tr.seeds, ends, &rb, fl.addr)
+		if pageCache {
+			tr.res.RawReadFloorPageCache = &raw
+		} else {
+			tr.res.RawReadFloor = &raw
+		}
+		if cerr := fl.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("floor server: %w", cerr)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	raw, err := rawReadBack(ctx, tr.seeds, ends, &rb, fl.addr)
-	tr.res.RawReadFloor = &raw
-	if cerr := fl.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("floor server: %w", cerr)
-	}
-	return err
+	return nil
 }
 
 // checkCounts compares what was acknowledged, stored and consumed.

@@ -56,9 +56,11 @@ func checkConsistent(t *testing.T, res Result, w Workload) {
 	if rb := res.RawReadBack; w.RawReadBack && (rb == nil || rb.Records != res.TopicRecords || rb.Batches <= 0 || rb.Requests < int64(rb.Connections) || rb.Bytes <= 0 || rb.Seconds <= 0 || rb.FirstBatchMs < 0) {
 		t.Errorf("%s: raw read-back %+v of %d records", res.Target, rb, res.TopicRecords)
 	}
-	if fl, rb := res.RawReadFloor, res.RawReadBack; w.RawReadBack && res.Target == TargetStrata && rb != nil &&
-		(fl == nil || fl.Records != res.TopicRecords || fl.Bytes != rb.Bytes || fl.Batches != rb.Batches || fl.Seconds <= 0) {
-		t.Errorf("%s: raw read-back of the floor server %+v, of the broker %+v", res.Target, fl, rb)
+	for _, fl := range []*RawReadBack{res.RawReadFloor, res.RawReadFloorPageCache} {
+		if rb := res.RawReadBack; w.RawReadBack && res.Target == TargetStrata && rb != nil &&
+			(fl == nil || fl.Records != res.TopicRecords || fl.Bytes != rb.Bytes || fl.Batches != rb.Batches || fl.Seconds <= 0) {
+			t.Errorf("%s: raw read-back of a floor server %+v, of the broker %+v", res.Target, fl, rb)
+		}
 	}
 	if len(w.Faults) > 0 {
 		checkFailover(t, res, w)

@@ -23,6 +23,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeServeEnv) == "1" {
 		os.Exit(fakeServe())
 	}
+	// The test binary stands in for `strata bench` when the harness
+	// starts a helper process (StrataBin unset: this executable).
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		handled, err := ChildMain(ctx, os.Args[2:], os.Stdout)
+		stop()
+		if !handled || err != nil {
+			fmt.Fprintln(os.Stderr, "bench helper:", handled, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	testenv.Main(m)
 }
 

@@ -24,6 +24,17 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // bench.Configs, then the library runs, writes DIR and prints the markdown
 // table.
 func runBench(args []string) int {
+	// The harness's helper processes (--read-back-client, --serve-floor).
+	hctx, hstop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	handled, err := bench.ChildMain(hctx, args, os.Stdout)
+	hstop()
+	if handled {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	fs := flag.NewFlagSet("strata bench", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: strata bench [--preset NAME[,NAME…]] [--workload FILE]… [--duration D] [--target strata|kfake|cluster|HOST:PORT]… --out DIR\n\npresets: %s (default: all)\n\n", strings.Join(bench.PresetNames(), ", "))
@@ -60,7 +71,6 @@ func runBench(args []string) int {
 		results     = fs.String("results", "", "also write the markdown report to this file (e.g. bench/RESULTS.md)")
 		count       = fs.Int("count", 1, "run the workloads this many times (goals take the median ratio)")
 		quiet       = fs.Bool("quiet", false, "no live progress line")
-		serveFloor  = fs.String("serve-floor", "", "internal: serve the raw read-back's floor from the spec in this file (the harness starts it)")
 		targets     listFlag
 		workloads   listFlag
 		strataArgs  listFlag
@@ -70,15 +80,6 @@ func runBench(args []string) int {
 	fs.Var(&strataArgs, "strata-arg", "extra argument to `strata serve` (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return 2
-	}
-	if *serveFloor != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := bench.ServeFloor(ctx, *serveFloor, os.Stdout); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "strata bench: %v\n", err)
-			return 1
-		}
-		return 0
 	}
 	if *out == "" || fs.NArg() > 0 || *count < 1 {
 		fs.Usage()
