@@ -147,7 +147,7 @@ func (rd *rawReader) copyPartition(p tp, end int64) (*floorPart, error) {
 // startFloor starts the floor server on a copy of the partitions in end,
 // which seeds lead, and returns once it is ready.
 func startFloor(ctx context.Context, cfg Config, seeds []string, end map[tp]int64, pageCache bool) (*strataTarget, error) {
-	bin, err := strataBin(cfg)
+	bin, err := helperBin()
 	if err != nil {
 		return nil, err
 	}

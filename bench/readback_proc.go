@@ -89,8 +89,8 @@ func readBackRun(ctx context.Context, seeds []string, end map[tp]int64, total in
 }
 
 // readBackProcess runs the read-back in a client process of its own.
-func readBackProcess(ctx context.Context, cfg Config, seeds []string, end map[tp]int64) (*ReadBack, error) {
-	bin, err := strataBin(cfg)
+func readBackProcess(ctx context.Context, seeds []string, end map[tp]int64) (*ReadBack, error) {
+	bin, err := helperBin()
 	if err != nil {
 		return nil, err
 	}

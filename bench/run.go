@@ -291,7 +291,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 // franz-go consumers in a client process of their own (readback_proc.go).
 func (tr *targetRun) readBackPhase(ctx context.Context, ends map[tp]int64) error {
 	tr.mon.setPhase(phaseReadBack, nil, 0)
-	rb, err := readBackProcess(ctx, tr.cfg, tr.seeds, ends)
+	rb, err := readBackProcess(ctx, tr.seeds, ends)
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,17 @@ func strataBin(cfg Config) (string, error) {
 	return exe, nil
 }
 
+// helperBin is the binary of the harness's helper processes (the floor
+// server, the read-back client): this executable, whose bench code they
+// run, whatever broker binary cfg.StrataBin names.
+func helperBin() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find this executable: %w", err)
+	}
+	return exe, nil
+}
+
 // launch starts the process and waits for its ready line.
 func (s *strataTarget) launch(ctx context.Context, cfg Config) error {
 	cmd := exec.Command(s.bin, s.args...)
