@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,19 +38,11 @@ import (
 // floorSpec is what the floor server is given: where to copy the
 // partitions from, and up to which offsets.
 type floorSpec struct {
-	Seeds []string   `json:"seeds"`
-	Parts []floorEnd `json:"partitions"`
+	helperSpec
 	// PageCache: serve from files in Dir (written once, so in the page
 	// cache) with pread into reused buffers, instead of from memory.
 	PageCache bool   `json:"page_cache,omitempty"`
 	Dir       string `json:"dir,omitempty"`
-}
-
-// floorEnd is a partition and its end offset, in a helper process's spec.
-type floorEnd struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	End       int64  `json:"end"`
 }
 
 // floorPart is one partition's batches, back to back, with the base
@@ -155,17 +146,12 @@ func startFloor(ctx context.Context, cfg Config, seeds []string, end map[tp]int6
 	if err != nil {
 		return nil, err
 	}
-	spec := floorSpec{Seeds: seeds, Parts: partEnds(end), PageCache: pageCache}
+	spec := floorSpec{helperSpec: newHelperSpec(seeds, end), PageCache: pageCache}
 	if pageCache {
 		spec.Dir = dir
 	}
-	b, err := json.Marshal(spec)
+	file, err := writeSpec(dir, "floor.json", spec)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	file := filepath.Join(dir, "floor.json")
-	if err := os.WriteFile(file, b, 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -181,19 +167,11 @@ func startFloor(ctx context.Context, cfg Config, seeds []string, end map[tp]int6
 // partitions, prints a ready line (as `strata serve` does) to out, and
 // serves until ctx ends.
 func ServeFloor(ctx context.Context, file string, out io.Writer) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
+	var spec floorSpec
+	if err := readSpec(file, "floor", &spec); err != nil {
 		return err
 	}
-	var spec floorSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return fmt.Errorf("floor spec %s: %w", file, err)
-	}
-	end := map[tp]int64{}
-	for _, p := range spec.Parts {
-		end[tp{p.Topic, p.Partition}] = p.End
-	}
-	parts, err := collectFloor(ctx, spec.Seeds, end)
+	parts, err := collectFloor(ctx, spec.Seeds, spec.ends())
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
@@ -327,16 +305,22 @@ func parseFloorRequest(body []byte) (uint32, *kmsg.FetchRequest, error) {
 // in order; the batches of partitions kept in files are read into
 // scratch.
 func floorResponse(head []byte, bufs net.Buffers, scratch []byte, corr uint32, req *kmsg.FetchRequest, parts map[tp]*floorPart) ([]byte, net.Buffers, []byte, error) {
-	// Room for every fixed field and every batch read, so that head and
-	// scratch never move while bufs holds slices of them.
+	// Where each partition's batches lie, in request order; and room for
+	// every fixed field and every batch read from a file, so that head
+	// and scratch never move while bufs holds slices of them.
+	var spans [][2]int
 	need, fromFiles := 22, 0
 	for _, t := range req.Topics {
 		need += 6 + len(t.Topic) + len(t.Partitions)*42
 		for _, p := range t.Partitions {
-			if fp := parts[tp{t.Topic, p.Partition}]; fp != nil && fp.file != nil {
-				from, to := fp.read(p.FetchOffset, int(p.PartitionMaxBytes))
-				fromFiles += to - from
+			var lo, hi int
+			if fp := parts[tp{t.Topic, p.Partition}]; fp != nil {
+				lo, hi = fp.read(p.FetchOffset, int(p.PartitionMaxBytes))
+				if fp.file != nil {
+					fromFiles += hi - lo
+				}
 			}
+			spans = append(spans, [2]int{lo, hi})
 		}
 	}
 	head = slices.Grow(head, need)
@@ -355,18 +339,19 @@ func floorResponse(head []byte, bufs net.Buffers, scratch []byte, corr uint32, r
 		head = be.AppendUint32(head, uint32(len(t.Partitions)))
 		for _, p := range t.Partitions {
 			fp := parts[tp{t.Topic, p.Partition}]
+			span := spans[0]
+			spans = spans[1:]
 			var batches []byte
 			code, hw := kerr.UnknownTopicOrPartition.Code, int64(-1)
 			if fp != nil {
 				code, hw = 0, fp.end
-				from, to := fp.read(p.FetchOffset, int(p.PartitionMaxBytes))
 				if fp.file == nil {
-					batches = fp.data[from:to]
+					batches = fp.data[span[0]:span[1]]
 				} else {
 					at := len(scratch)
-					scratch = scratch[:at+to-from]
+					scratch = scratch[:at+span[1]-span[0]]
 					batches = scratch[at:]
-					if _, err := fp.file.ReadAt(batches, int64(from)); err != nil {
+					if _, err := fp.file.ReadAt(batches, int64(span[0])); err != nil {
 						return head, bufs, scratch, err
 					}
 				}

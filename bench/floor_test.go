@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"io"
 	"net"
 	"os"
@@ -189,13 +188,9 @@ func TestServeFloor(t *testing.T) {
 }
 
 func testServeFloor(t *testing.T, ctx context.Context, seeds []string, end map[tp]int64, direct RawReadBack, pageCache bool) {
-	spec := floorSpec{Seeds: seeds, PageCache: pageCache, Dir: t.TempDir()}
-	for p, e := range end {
-		spec.Parts = append(spec.Parts, floorEnd{Topic: p.topic, Partition: p.partition, End: e})
-	}
-	file := filepath.Join(t.TempDir(), "floor.json")
-	b, _ := json.Marshal(spec)
-	if err := os.WriteFile(file, b, 0o644); err != nil {
+	spec := floorSpec{helperSpec: newHelperSpec(seeds, end), PageCache: pageCache, Dir: t.TempDir()}
+	file, err := writeSpec(t.TempDir(), "floor.json", spec)
+	if err != nil {
 		t.Fatal(err)
 	}
 	pr, pw := io.Pipe()

@@ -23,39 +23,71 @@ import (
 // shared its process and its collector. A client process of its own
 // starts each target's read-back from the same state.
 
-// readBackSpec is what a read-back client process is given: where to
-// read, and up to which offsets.
-type readBackSpec struct {
-	Seeds []string   `json:"seeds"`
-	Parts []floorEnd `json:"partitions"`
+// helperSpec is what a helper process is given (as JSON in a file):
+// where to read, and every partition up to which offset.
+type helperSpec struct {
+	Seeds []string  `json:"seeds"`
+	Parts []partEnd `json:"partitions"`
 }
 
-func partEnds(end map[tp]int64) []floorEnd {
-	var ps []floorEnd
+// partEnd is a partition and its end offset.
+type partEnd struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	End       int64  `json:"end"`
+}
+
+func newHelperSpec(seeds []string, end map[tp]int64) helperSpec {
+	spec := helperSpec{Seeds: seeds}
 	for p, e := range end {
-		ps = append(ps, floorEnd{Topic: p.topic, Partition: p.partition, End: e})
+		spec.Parts = append(spec.Parts, partEnd{Topic: p.topic, Partition: p.partition, End: e})
 	}
-	return ps
+	return spec
+}
+
+func (s helperSpec) ends() map[tp]int64 {
+	end := make(map[tp]int64, len(s.Parts))
+	for _, p := range s.Parts {
+		end[tp{p.Topic, p.Partition}] = p.End
+	}
+	return end
+}
+
+// writeSpec writes spec as JSON to the file name in dir and returns its
+// path.
+func writeSpec(dir, name string, spec any) (string, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, name)
+	return file, os.WriteFile(file, b, 0o644)
+}
+
+// readSpec reads the JSON spec in file into spec; what names it in errors.
+func readSpec(file, what string, spec any) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, spec); err != nil {
+		return fmt.Errorf("%s spec %s: %w", what, file, err)
+	}
+	return nil
 }
 
 // ReadBackClient runs the read-back of the spec in file, readBackPasses
 // passes, and writes the ReadBack as JSON to out.
 func ReadBackClient(ctx context.Context, file string, out io.Writer) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
+	var spec helperSpec
+	if err := readSpec(file, "read-back", &spec); err != nil {
 		return err
 	}
-	var spec readBackSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return fmt.Errorf("read-back spec %s: %w", file, err)
-	}
-	end := map[tp]int64{}
 	var total int64
 	for _, p := range spec.Parts {
-		end[tp{p.Topic, p.Partition}] = p.End
 		total += p.End
 	}
-	rb, err := readBackRun(ctx, spec.Seeds, end, total)
+	rb, err := readBackRun(ctx, spec.Seeds, spec.ends(), total)
 	if err != nil {
 		return err
 	}
@@ -99,12 +131,8 @@ func readBackProcess(ctx context.Context, seeds []string, end map[tp]int64) (*Re
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	b, err := json.Marshal(readBackSpec{Seeds: seeds, Parts: partEnds(end)})
+	file, err := writeSpec(dir, "read-back.json", newHelperSpec(seeds, end))
 	if err != nil {
-		return nil, err
-	}
-	file := filepath.Join(dir, "read-back.json")
-	if err := os.WriteFile(file, b, 0o644); err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, "bench", "--read-back-client", file)
