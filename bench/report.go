@@ -152,7 +152,10 @@ func floorRow(name string, floor func(Result) *RawReadBack, share bool) row {
 		if !share {
 			return f.RecordsPerSec, true
 		}
-		return rb.RecordsPerSec / f.RecordsPerSec, rb != nil && rb.Records > 0
+		if rb == nil || rb.Records == 0 {
+			return 0, false
+		}
+		return rb.RecordsPerSec / f.RecordsPerSec, true
 	}}
 }
 
