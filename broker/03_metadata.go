@@ -143,7 +143,7 @@ func isInternalTopic(name string) bool {
 // autoCreate creates a topic with the broker's defaults and opens its
 // partitions before returning, so the caller can use it at once.
 func (s *Server) autoCreate(name string) error {
-	_, err := s.ctrl.CreateTopic(context.Background(), controller.CreateTopicRequest{
+	_, err := s.createTopic(context.Background(), controller.CreateTopicRequest{
 		Name:              name,
 		NumPartitions:     s.defaultNumPartitions(),
 		ReplicationFactor: s.defaultReplicationFactor(),

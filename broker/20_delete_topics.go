@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(20, 1, 6, handleDeleteTopics) }
+func init() { register(20, 1, 6, forwarded(handleDeleteTopics)) }
 
 func handleDeleteTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(37, 0, 3, handleCreatePartitions) }
+func init() { register(37, 0, 3, forwarded(handleCreatePartitions)) }
 
 func handleCreatePartitions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)

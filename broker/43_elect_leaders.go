@@ -22,7 +22,7 @@ import (
 	"strata/controller"
 )
 
-func init() { register(43, 0, 2, handleElectLeaders) }
+func init() { register(43, 0, 2, forwarded(handleElectLeaders)) }
 
 func handleElectLeaders(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ElectLeadersRequest)

@@ -102,7 +102,7 @@ func (s *Server) ensureOffsetsTopic() (*controller.Topic, error) {
 	if t := md.Topics[offsetsTopic]; t != nil {
 		return t, nil
 	}
-	_, err := s.ctrl.CreateTopic(context.Background(), controller.CreateTopicRequest{
+	_, err := s.createTopic(context.Background(), controller.CreateTopicRequest{
 		Name:              offsetsTopic,
 		NumPartitions:     s.cfg.OffsetsTopicNumPartitions,
 		ReplicationFactor: s.cfg.OffsetsReplicationFactor(len(md.Brokers)),

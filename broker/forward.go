@@ -1,0 +1,231 @@
+package broker
+
+// Forwarding of controller requests (KIP-590).
+//
+// In a ZooKeeper cluster only the active controller changes metadata. A
+// broker that is not the controller forwards the admin requests that
+// change it (CreateTopics, DeleteTopics, AlterConfigs,
+// IncrementalAlterConfigs, CreatePartitions, ElectLeaders) to the active
+// controller and answers with the controller's response, so that any
+// broker can be a tool's bootstrap and clients that send admin requests to
+// whatever broker they reach (librdkafka, kafka-go, kafkajs) succeed. It
+// does the same for the topics it creates itself: auto-created topics and
+// __consumer_offsets.
+//
+// The request goes to the controller as it came, at the client's version,
+// on a connection of its own; the controller does not forward a forwarded
+// request again (its client id says it was forwarded), so two brokers that
+// each think the other is the controller cannot bounce a request between
+// them. When the controller cannot be reached the broker handles the
+// request itself, which answers NOT_CONTROLLER, and clients retry.
+//
+// Kafka wraps forwarded requests in an Envelope carrying the client's
+// principal; without authentication there is no principal to carry yet.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/controller"
+)
+
+// forwardClientPrefix starts the client id of forwarded requests.
+const forwardClientPrefix = "strata-forward-"
+
+// forwardTimeout bounds a forwarded request that names no timeout of its
+// own; maxForwardTimeout bounds any.
+const (
+	forwardTimeout    = 30 * time.Second
+	maxForwardTimeout = 2 * time.Minute
+)
+
+// maxForwardResponse bounds the response read back from the controller.
+const maxForwardResponse = 64 << 20
+
+// activeController is implemented by controllers that may be inactive on
+// this broker (the ZooKeeper controller); the embedded one always acts.
+type activeController interface{ IsActive() bool }
+
+// remoteController returns the active controller when it is another
+// broker that this broker can name.
+func (s *Server) remoteController() (controller.Broker, bool) {
+	ac, ok := s.ctrl.(activeController)
+	if !ok || ac.IsActive() {
+		return controller.Broker{}, false
+	}
+	md := s.ctrl.Metadata()
+	if md.ControllerID < 0 || md.ControllerID == s.self.ID {
+		return controller.Broker{}, false
+	}
+	for _, b := range md.Brokers {
+		if b.ID == md.ControllerID {
+			return b, true
+		}
+	}
+	return controller.Broker{}, false
+}
+
+// forwarded wraps the handler of a request that only the controller can
+// carry out: on a broker that is not the controller, the request is
+// forwarded, and handled here only when the controller cannot be reached.
+func forwarded(fn handler) handler {
+	return func(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+		if strings.HasPrefix(cc.clientID, forwardClientPrefix) {
+			return fn(s, cc, kreq)
+		}
+		to, ok := s.remoteController()
+		if !ok {
+			return fn(s, cc, kreq)
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, requestTimeout(kreq))
+		defer cancel()
+		resp, err := s.forward(ctx, to, kreq)
+		if err != nil {
+			s.log.Warn("forward to the controller failed; answering here",
+				"api", kmsg.NameForKey(kreq.Key()), "controller", to.ID, "err", err)
+			return fn(s, cc, kreq)
+		}
+		return resp, nil
+	}
+}
+
+// requestTimeout is how long a forwarded request may take: the request's
+// own timeout and some slack, within maxForwardTimeout.
+func requestTimeout(kreq kmsg.Request) time.Duration {
+	if t, ok := kreq.(kmsg.TimeoutRequest); ok && t.Timeout() > 0 {
+		return min(time.Duration(t.Timeout())*time.Millisecond+5*time.Second, maxForwardTimeout)
+	}
+	return forwardTimeout
+}
+
+// forward sends req, at its own version, to broker to on a new connection
+// and returns the response.
+func (s *Server) forward(ctx context.Context, to controller.Broker, req kmsg.Request) (kmsg.Response, error) {
+	addr := net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	return roundTrip(conn, forwardClientPrefix+strconv.Itoa(int(s.self.ID)), req)
+}
+
+// roundTrip writes one request on conn and reads its response.
+func roundTrip(conn net.Conn, clientID string, req kmsg.Request) (kmsg.Response, error) {
+	const corr = 1
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, corr)
+	if _, err := conn.Write(frame); err != nil {
+		return nil, err
+	}
+	var hdr [8]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(hdr[:4]))
+	if size < 4 || size > maxForwardResponse {
+		return nil, fmt.Errorf("response size %d out of bounds", size)
+	}
+	if got := int32(binary.BigEndian.Uint32(hdr[4:])); got != corr {
+		return nil, fmt.Errorf("response correlation id %d, want %d", got, corr)
+	}
+	body := make([]byte, size-4)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != 18 {
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return nil, errors.New("malformed response header")
+		}
+		body = r.Src
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decode %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// createTopic creates a topic for this broker's own needs (auto-creation,
+// internal topics) through the active controller, wherever it is, and
+// returns once this broker's metadata shows the topic.
+func (s *Server) createTopic(ctx context.Context, creq controller.CreateTopicRequest) (*controller.Topic, error) {
+	to, remote := s.remoteController()
+	if !remote {
+		return s.ctrl.CreateTopic(ctx, creq)
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	req.TimeoutMillis = int32(forwardTimeout / time.Millisecond)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = creq.Name, creq.NumPartitions, creq.ReplicationFactor
+	for k, v := range creq.Configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	fctx, cancel := context.WithTimeout(ctx, requestTimeout(req))
+	defer cancel()
+	kresp, err := s.forward(fctx, to, req)
+	if err != nil {
+		return nil, fmt.Errorf("create topic %s at controller %d: %w", creq.Name, to.ID, err)
+	}
+	resp := kresp.(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 1 {
+		return nil, fmt.Errorf("create topic %s: controller answered %d topics", creq.Name, len(resp.Topics))
+	}
+	st := resp.Topics[0]
+	switch code := st.ErrorCode; {
+	case code == kerr.TopicAlreadyExists.Code:
+		return nil, controller.ErrTopicExists
+	case code != 0:
+		err := kerr.ErrorForCode(code)
+		if st.ErrorMessage != nil {
+			err = fmt.Errorf("%w: %s", err, *st.ErrorMessage)
+		}
+		return nil, fmt.Errorf("create topic %s: %w", creq.Name, err)
+	}
+	return s.awaitTopic(ctx, creq.Name, st.TopicID)
+}
+
+// awaitTopic waits, within topicVisibleTimeout, until this broker's
+// metadata holds topic name with id.
+func (s *Server) awaitTopic(ctx context.Context, name string, id [16]byte) (*controller.Topic, error) {
+	ctx, cancel := context.WithTimeout(ctx, topicVisibleTimeout)
+	defer cancel()
+	for {
+		ch := s.ctrl.Changes()
+		if t := s.ctrl.Metadata().Topics[name]; t != nil && t.ID == id {
+			return t, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("topic %s created but not yet known here: %w", name, kerr.LeaderNotAvailable)
+		}
+	}
+}
+
+// topicVisibleTimeout bounds the wait for the controller's metadata update
+// after a forwarded creation.
+const topicVisibleTimeout = 10 * time.Second
