@@ -4,9 +4,13 @@ package broker
 //
 // Group keys (type 0): the coordinator is the leader of partition
 // abs(hashCode(group)) % partitions of __consumer_offsets, which is
-// created on first use. Transaction keys (type 1) are answered
-// COORDINATOR_NOT_AVAILABLE until transactions exist; other types are
-// INVALID_REQUEST. v6 (share groups, KIP-932) is not served.
+// created on first use. Transactions do not exist yet: transaction keys
+// (type 1) are answered UNSUPPORTED_VERSION with a message saying so, an
+// error no client retries, so a transactional producer fails at once
+// instead of retrying COORDINATOR_NOT_AVAILABLE until its own timeout
+// (Kafka answers the same code for a coordinator type a request version
+// cannot name). Other types are INVALID_REQUEST. v6 (share groups,
+// KIP-932) is not served.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,6 +20,10 @@ import (
 )
 
 func init() { register(10, 0, 5, handleFindCoordinator) }
+
+// errTransactionsUnsupported is the message of every refusal of a
+// transactional request.
+const errTransactionsUnsupported = "transactions are not supported by Strata yet: use a producer without transactional.id"
 
 func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
@@ -32,7 +40,7 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		case 0:
 			msg = s.findGroupCoordinator(&c)
 		case 1:
-			c.ErrorCode, msg = kerr.CoordinatorNotAvailable.Code, "the transaction coordinator is not available yet"
+			c.ErrorCode, msg = kerr.UnsupportedVersion.Code, errTransactionsUnsupported
 		default:
 			c.ErrorCode, msg = kerr.InvalidRequest.Code, "unknown coordinator type"
 		}
