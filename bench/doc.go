@@ -190,4 +190,12 @@
 //
 // Issue 6's goals: upload ≥ 0.7x raw PUT, cold read ≥ 0.7x local read,
 // and a cold first record within 50 ms on every probed partition.
+//
+// Goals ([Goal.Evaluate]): a goal comparing two targets takes the median
+// of their ratio over the runs of its workload (--count) and reports the
+// runs' range beside it. A median that misses the goal while at least one
+// run met it is INCONCLUSIVE: the goal lies within the run-to-run noise
+// the suite measured. With one run the noise is unknown and a miss is a
+// FAIL, noted so. A goal on one target is a bound every run must hold,
+// judged on the worst run.
 package bench

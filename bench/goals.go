@@ -21,14 +21,42 @@ type Goal struct {
 }
 
 // GoalResult is a Goal evaluated.
+//
+// A ratio goal is judged on the median of the runs' ratios: it passes when
+// the median meets the goal. A median that misses is INCONCLUSIVE when at
+// least one run met the goal (the goal lies within Min..Max, the runs'
+// range: the run-to-run noise is wider than the miss), and FAIL when no run
+// did. With one run the noise is unknown and a miss is a FAIL. An absolute
+// goal is a bound every run must hold: it is judged on the worst run, and
+// any run that misses makes it FAIL.
 type GoalResult struct {
 	Name      string  `json:"name"`
 	Want      string  `json:"want"`
-	Measured  float64 `json:"measured"`
+	Measured  float64 `json:"measured"` // the median ratio, or the worst value
 	Unit      string  `json:"unit"`
 	Evaluated bool    `json:"evaluated"` // false when the needed results are missing
 	Pass      bool    `json:"pass"`
-	Note      string  `json:"note,omitempty"`
+	// Inconclusive is set when a ratio goal's median missed but a run met
+	// the goal; Pass is false then.
+	Inconclusive bool    `json:"inconclusive,omitempty"`
+	Runs         int     `json:"runs"` // runs measured
+	Min          float64 `json:"min"`  // the smallest value of a run
+	Max          float64 `json:"max"`  // the largest value of a run
+	Note         string  `json:"note,omitempty"`
+}
+
+// Verdict is how the report shows the result: "pass", "FAIL",
+// "INCONCLUSIVE" or "not evaluated".
+func (g GoalResult) Verdict() string {
+	switch {
+	case !g.Evaluated:
+		return "not evaluated"
+	case g.Pass:
+		return "pass"
+	case g.Inconclusive:
+		return "INCONCLUSIVE"
+	}
+	return "FAIL"
 }
 
 func produceMBps(r Result) (float64, bool) { return r.Produce.MBPerSec, r.Produce.Records > 0 }
@@ -129,73 +157,91 @@ var Issue6Goals = []Goal{
 // Goals are every issue's goals, as `strata bench` evaluates them.
 var Goals = slices.Concat(Issue2Goals, Issue5Goals, Issue6Goals)
 
-// Evaluate checks g against the reports.
+// Evaluate checks g against the reports (see [GoalResult] for how).
 func (g Goal) Evaluate(reports []*Report) GoalResult {
 	op := "≤"
 	if g.AtLeast {
 		op = "≥"
 	}
 	gr := GoalResult{Name: g.Name, Want: fmt.Sprintf("%s %g%s", op, g.Want, g.Unit), Unit: g.Unit}
-	pass := func(v float64) bool {
-		if g.AtLeast {
-			return v >= g.Want
+	vals := g.values(reports)
+	if len(vals) == 0 {
+		if g.Denominator == "" {
+			gr.Note = "no " + g.Numerator + " result"
+		} else {
+			gr.Note = fmt.Sprintf("workload %s has no successful run against both %s and %s", g.Workload, g.Numerator, g.Denominator)
 		}
-		return v <= g.Want
+		return gr
+	}
+	gr.Evaluated, gr.Runs, gr.Min, gr.Max = true, len(vals), slices.Min(vals), slices.Max(vals)
+	worst, best := gr.Min, gr.Max
+	if !g.AtLeast {
+		worst, best = best, worst
 	}
 	if g.Denominator == "" {
-		found := false
-		for _, rep := range reports {
-			if g.Workload != "" && rep.Workload.Name != g.Workload {
-				continue
-			}
-			res, ok := rep.Result(g.Numerator)
-			if !ok {
-				continue
-			}
-			v, ok := g.metric(res)
-			if !ok {
-				continue
-			}
-			if !found || (g.AtLeast && v < gr.Measured) || (!g.AtLeast && v > gr.Measured) {
-				gr.Measured = v
-			}
-			found = true
+		gr.Measured = worst
+		gr.Pass = g.meets(worst)
+		if gr.Runs > 1 {
+			gr.Note = fmt.Sprintf("worst of %d runs", gr.Runs)
 		}
-		if !found {
-			gr.Note = "no " + g.Numerator + " result"
-			return gr
-		}
-		gr.Evaluated, gr.Pass = true, pass(gr.Measured)
 		return gr
 	}
-	// Ratio goal: the median ratio over the runs of the workload, so that
-	// repeated runs (--count) damp a noisy machine.
-	var ratios []float64
-	for _, rep := range reports {
-		if rep.Workload.Name != g.Workload {
-			continue
+	// The median ratio, so that repeated runs (--count) damp a noisy
+	// machine; the runs' range is the noise that judges a miss.
+	gr.Measured = median(vals)
+	gr.Pass = g.meets(gr.Measured)
+	switch {
+	case gr.Runs == 1:
+		if !gr.Pass {
+			gr.Note = "1 run, noise unknown"
 		}
-		num, ok1 := rep.Result(g.Numerator)
-		den, ok2 := rep.Result(g.Denominator)
-		if !ok1 || !ok2 {
-			continue
-		}
-		n, ok1 := g.metric(num)
-		d, ok2 := g.metric(den)
-		if ok1 && ok2 && d != 0 {
-			ratios = append(ratios, n/d)
-		}
-	}
-	if len(ratios) == 0 {
-		gr.Note = fmt.Sprintf("workload %s has no successful run against both %s and %s", g.Workload, g.Numerator, g.Denominator)
-		return gr
-	}
-	gr.Measured = median(ratios)
-	gr.Evaluated, gr.Pass = true, pass(gr.Measured)
-	if len(ratios) > 1 {
-		gr.Note = fmt.Sprintf("median of %d runs", len(ratios))
+	case !gr.Pass && g.meets(best):
+		gr.Inconclusive = true
+		gr.Note = fmt.Sprintf("median of %d runs; the goal is within their range", gr.Runs)
+	default:
+		gr.Note = fmt.Sprintf("median of %d runs", gr.Runs)
 	}
 	return gr
+}
+
+// meets reports whether v meets the goal.
+func (g Goal) meets(v float64) bool {
+	if g.AtLeast {
+		return v >= g.Want
+	}
+	return v <= g.Want
+}
+
+// values returns the goal's metric in each run: the ratio of Numerator's
+// to Denominator's in each report of Workload, or for an absolute goal
+// Numerator's value in each report (of Workload, when set).
+func (g Goal) values(reports []*Report) []float64 {
+	var vals []float64
+	for _, rep := range reports {
+		if g.Workload != "" && rep.Workload.Name != g.Workload {
+			continue
+		}
+		num, ok := rep.Result(g.Numerator)
+		if !ok {
+			continue
+		}
+		n, ok := g.metric(num)
+		if !ok {
+			continue
+		}
+		if g.Denominator == "" {
+			vals = append(vals, n)
+			continue
+		}
+		den, ok := rep.Result(g.Denominator)
+		if !ok {
+			continue
+		}
+		if d, ok := g.metric(den); ok && d != 0 {
+			vals = append(vals, n/d)
+		}
+	}
+	return vals
 }
 
 // median returns the median of xs (not empty); it sorts xs.

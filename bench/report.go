@@ -76,12 +76,11 @@ func (s *Suite) Markdown(plotDir string) string {
 	if len(s.Goals) > 0 {
 		b.WriteString("\n## Goals\n\n| goal | want | measured | result |\n|---|---|---|---|\n")
 		for _, g := range s.Goals {
-			measured, result := "—", "not evaluated"
+			measured, result := "—", g.Verdict()
 			if g.Evaluated {
 				measured = fmt.Sprintf("%.2f%s", g.Measured, g.Unit)
-				result = "FAIL"
-				if g.Pass {
-					result = "pass"
+				if g.Runs > 1 {
+					measured += fmt.Sprintf(" (runs %.2f–%.2f%s)", g.Min, g.Max, g.Unit)
 				}
 			}
 			if g.Note != "" {
@@ -89,6 +88,7 @@ func (s *Suite) Markdown(plotDir string) string {
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.Want, measured, result)
 		}
+		b.WriteString(goalLegend)
 	}
 	b.WriteString(s.notes())
 	for _, rep := range s.Reports {
@@ -97,6 +97,12 @@ func (s *Suite) Markdown(plotDir string) string {
 	}
 	return b.String()
 }
+
+// goalLegend says how the goals table judges a result (see [GoalResult]).
+const goalLegend = "\nA goal comparing two targets is judged on the median of their ratio over the runs (--count); the runs' range is beside it. " +
+	"A median that misses is INCONCLUSIVE when at least one run met the goal: the goal lies within the run-to-run noise measured, " +
+	"so rerun on a quiet machine or with a higher --count. It is FAIL when no run met it, or when there was only one run " +
+	"(\"1 run, noise unknown\"). A goal on one target is a bound that every run must hold: the worst run decides.\n"
 
 // notes explains the figures that need it, for the workloads in the suite.
 func (s *Suite) notes() string {
