@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const adminUsage = `usage: strata admin [--bootstrap HOST:PORT] <command> [args]
@@ -102,28 +107,7 @@ func runAdmin(args []string) int {
 		}
 		return code
 	case "describe":
-		td, err := adm.ListTopics(ctx, rest...)
-		if err != nil {
-			return fail("%v", err)
-		}
-		starts, _ := adm.ListStartOffsets(ctx, rest...)
-		ends, _ := adm.ListEndOffsets(ctx, rest...)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND\tERROR")
-		for _, t := range td.Sorted() {
-			if t.Err != nil {
-				fmt.Fprintf(tw, "%s\t\t\t\t\t\t\t\t%v\n", t.Topic, t.Err)
-				continue
-			}
-			for _, p := range t.Partitions.Sorted() {
-				s, _ := starts.Lookup(t.Topic, p.Partition)
-				e, _ := ends.Lookup(t.Topic, p.Partition)
-				errS := ""
-				if p.Err != nil {
-					errS = p.Err.Error()
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%v\t%v\t%d\t%d\t%s\n", t.Topic, p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, s.Offset, e.Offset, errS)
-			}
-		}
+		return describe(ctx, adm, os.Stdout, rest)
 	case "configs":
 		if len(rest) != 1 {
 			return fail("configs: need one topic")
@@ -175,4 +159,119 @@ func runAdmin(args []string) int {
 		return 2
 	}
 	return 0
+}
+
+// describe writes the partitions of topics (of every topic when none)
+// with their offsets to w and returns the exit code: 1 when a topic, a
+// partition or an offset could not be described.
+func describe(ctx context.Context, adm *kadm.Client, w io.Writer, topics []string) int {
+	td, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fail("%v", err)
+	}
+	starts, startErr := adm.ListStartOffsets(ctx, topics...)
+	ends, endErr := adm.ListEndOffsets(ctx, topics...)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	bad := writeDescribe(tw, td, offsets{starts, startErr}, offsets{ends, endErr})
+	tw.Flush()
+	if bad > 0 {
+		return fail("describe: errors in %d row(s), see ERROR", bad)
+	}
+	return 0
+}
+
+// offsets is the answer of kadm's ListStartOffsets or ListEndOffsets.
+type offsets struct {
+	kadm.ListedOffsets
+	err error // a request's error, for the partitions it left out
+}
+
+// lookup returns partition p of topic t as its offset or, when it could
+// not be listed, "-" and the error.
+func (l offsets) lookup(t string, p int32) (string, error) {
+	o, ok := l.Lookup(t, p)
+	switch {
+	case ok && o.Err == nil:
+		return strconv.FormatInt(o.Offset, 10), nil
+	case ok:
+		return "-", o.Err
+	}
+	// The shard of the request that asked for p failed.
+	if se, ok := errors.AsType[*kadm.ShardErrors](l.err); ok {
+		for _, e := range se.Errs {
+			if req, ok := e.Req.(*kmsg.ListOffsetsRequest); ok && asksFor(req, t, p) {
+				return "-", e.Err
+			}
+		}
+	}
+	if l.err != nil {
+		return "-", l.err
+	}
+	return "-", errors.New("not listed")
+}
+
+// asksFor reports whether req lists partition p of topic t.
+func asksFor(req *kmsg.ListOffsetsRequest, t string, p int32) bool {
+	for _, rt := range req.Topics {
+		if rt.Topic != t {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			if rp.Partition == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeDescribe writes the table of describe: a row per partition with its
+// leader, epoch, replicas, ISR and start and end offsets, and a row per
+// topic that could not be described. An offset that could not be listed
+// shows as "-", with its error in the ERROR column, never as a number.
+// Errors are shown by their Kafka names. It returns the number of rows
+// with an error.
+func writeDescribe(w io.Writer, td kadm.TopicDetails, starts, ends offsets) int {
+	bad := 0
+	fmt.Fprintln(w, "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND\tERROR")
+	for _, t := range td.Sorted() {
+		if t.Err != nil {
+			bad++
+			fmt.Fprintf(w, "%s\t\t\t\t\t\t\t\t%s\n", t.Topic, errName(t.Err))
+			continue
+		}
+		for _, p := range t.Partitions.Sorted() {
+			var errs []string
+			if p.Err != nil {
+				errs = append(errs, errName(p.Err))
+			}
+			offset := func(what string, l offsets) string {
+				o, err := l.lookup(t.Topic, p.Partition)
+				if err != nil {
+					errs = append(errs, what+": "+errName(err))
+				}
+				return o
+			}
+			start, end := offset("START", starts), offset("END", ends)
+			if len(errs) > 0 {
+				bad++
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%v\t%v\t%s\t%s\t%s\n", t.Topic, p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, start, end, strings.Join(errs, ", "))
+		}
+	}
+	return bad
+}
+
+// errName is a Kafka error's name as Kafka spells it today
+// (NOT_LEADER_OR_FOLLOWER; kerr keeps code 6's name from before Kafka 2.7),
+// or any other error's text.
+func errName(err error) string {
+	ke, ok := errors.AsType[*kerr.Error](err)
+	switch {
+	case !ok:
+		return err.Error()
+	case ke == kerr.NotLeaderForPartition:
+		return "NOT_LEADER_OR_FOLLOWER"
+	}
+	return ke.Message
 }
