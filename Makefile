@@ -13,8 +13,13 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/strata
 
+# `make run` serves /metrics and /healthz on 127.0.0.1:9644, a port no
+# Kafka, ZooKeeper, MinIO or Prometheus default uses. ARGS are appended to
+# the serve flags, and a repeated flag wins over the one before:
+#   make run ARGS="--set log.segment.bytes=1048576 --pprof"
+#   make run ARGS="--metrics 127.0.0.1:9645"    (or --metrics= for none)
 run: build
-	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data --tier file://$(CURDIR)/strata-data/tier
+	./$(BIN) serve --broker-id 0 --listen 127.0.0.1:9092 --data-dir ./strata-data --tier file://$(CURDIR)/strata-data/tier --metrics 127.0.0.1:9644 $(ARGS)
 
 # A local cluster: ZooKeeper, MinIO (bucket strata) and three brokers with
 # --tier s3://strata/cluster on it, on free loopback ports
@@ -26,7 +31,7 @@ cluster-down:
 	./deploy/local/cluster.sh down
 
 test-deps:
-	GO=$(GO) ./deploy/install-deps.sh kcat zookeeper minio
+	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper minio
 
 vet:
 	$(GO) vet ./...

@@ -43,7 +43,8 @@ func runServe(args []string) int {
 		tier       = fs.String("tier", "", "tier URL: file:///abs/dir or s3://bucket/prefix")
 		s3Endpoint = fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
 		s3Region   = fs.String("s3-region", "", "S3 region for an s3:// tier")
-		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics, /healthz and /debug/pprof on")
+		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics and /healthz on (absent: none)")
+		pprofOn    = fs.Bool("pprof", false, "also serve Go's profiler, /debug/pprof/, on the --metrics address")
 		configFile = fs.String("config", "", "server.properties file (Kafka keys)")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		sets       stringList
@@ -54,6 +55,9 @@ func runServe(args []string) int {
 	}
 	if fs.NArg() > 0 {
 		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if *pprofOn && *metrics == "" {
+		return fail("--pprof needs --metrics HOST:PORT to serve on")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -154,24 +158,25 @@ func runServe(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if err := srv.Start(); err != nil {
-		return fail("%v", err)
-	}
+	// The metrics port is bound before the broker starts, so that a taken
+	// port fails fast; it serves once the broker is ready.
+	var metricsLn net.Listener
 	if *metrics != "" {
-		ln, err := net.Listen("tcp", *metrics)
-		if err != nil {
+		if metricsLn, err = net.Listen("tcp", *metrics); err != nil {
 			srv.Close()
 			return fail("--metrics: %v", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(srv.Registry(), promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		go http.Serve(ln, mux)
-		logger.Info("metrics", "listen", ln.Addr().String())
 	}
-	fmt.Printf("ready broker_id=%d listen=%s\n", cfg.ID, srv.Addr())
+	if err := srv.Start(); err != nil {
+		return fail("%v", err)
+	}
+	ready := fmt.Sprintf("ready broker_id=%d listen=%s", cfg.ID, srv.Addr())
+	if metricsLn != nil {
+		go serveMetrics(metricsLn, srv, *pprofOn)
+		logger.Info("metrics", "listen", metricsLn.Addr().String(), "pprof", *pprofOn)
+		ready += " metrics=" + metricsLn.Addr().String()
+	}
+	fmt.Println(ready)
 	logger.Info("ready", "broker_id", cfg.ID, "listen", srv.Addr().String(), "data_dir", cfg.DataDir)
 
 	sig := make(chan os.Signal, 1)
@@ -184,6 +189,24 @@ func runServe(args []string) int {
 	}
 	logger.Info("stopped")
 	return 0
+}
+
+// serveMetrics serves /metrics and /healthz on ln, and Go's profiler under
+// /debug/pprof/ when pprofOn (--pprof): profiles show the broker's
+// internals and cost CPU, so they are served only when asked for.
+func serveMetrics(ln net.Listener, srv *broker.Server, pprofOn bool) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(srv.Registry(), promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	if pprofOn {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs.Serve(ln)
 }
 
 func fail(format string, args ...any) int {

@@ -23,6 +23,7 @@ func TestBadConfiguration(t *testing.T) {
 		{"negative-message.max.bytes", []string{"--set", "message.max.bytes=-1"}, "message.max.bytes"},
 		{"set-without-value", []string{"--set", "num.partitions"}, "num.partitions"},
 		{"listen-without-port", []string{"--listen", "127.0.0.1"}, "listen"},
+		{"pprof-without-metrics", []string{"--pprof"}, "--metrics"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"strata/internal/testenv"
+)
+
+// servedProcess is a `strata serve` started by serveUntilReady.
+type servedProcess struct {
+	ready string // the ready line, as printed on stdout
+
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	done   chan struct{} // closed once the process has been waited for
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// serveUntilReady runs `strata serve args...` and returns once it printed
+// its ready line. Unlike testenv.StartBroker it keeps that line whole and
+// the stderr in memory. The process is killed when the test ends.
+func serveUntilReady(t *testing.T, args ...string) *servedProcess {
+	t.Helper()
+	bin := testenv.BuildStrata(t)
+	p := &servedProcess{done: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
+	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("stdout pipe: %v", err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start strata: %v", err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") {
+				lines <- sc.Text()
+				break
+			}
+		}
+		io.Copy(io.Discard, out)
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+	select {
+	case p.ready = <-lines:
+	case <-p.done:
+		t.Fatalf("strata serve %v exited before ready; stderr:\n%s", args, p.Stderr())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("strata serve %v: no ready line within 30s; stderr:\n%s", args, p.Stderr())
+	}
+	return p
+}
+
+// Stderr is what the process wrote to stderr so far.
+func (p *servedProcess) Stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// Stop sends SIGTERM and waits for the process to exit with status 0.
+func (p *servedProcess) Stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("strata did not stop within 30s of SIGTERM")
+	}
+	if !p.cmd.ProcessState.Success() {
+		t.Errorf("strata stopped with %v, want exit status 0; stderr:\n%s", p.cmd.ProcessState, p.Stderr())
+	}
+}
+
+// readyField returns the value of key=value in a ready line.
+func readyField(line, key string) string {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestServeReadyLineNamesMetrics checks the ready line: it starts with
+// "ready broker_id=N listen=HOST:PORT" (scripts parse that) and names the
+// metrics address when --metrics is given, where /metrics answers.
+func TestServeReadyLineNamesMetrics(t *testing.T) {
+	p := serveUntilReady(t, "--broker-id", "3", "--listen", "127.0.0.1:0",
+		"--data-dir", t.TempDir(), "--metrics", "127.0.0.1:0")
+	if !regexp.MustCompile(`^ready broker_id=3 listen=127\.0\.0\.1:\d+ `).MatchString(p.ready) {
+		t.Errorf("ready line %q does not start with \"ready broker_id=3 listen=127.0.0.1:PORT \"", p.ready)
+	}
+	addr := readyField(p.ready, "metrics")
+	if !regexp.MustCompile(`^127\.0\.0\.1:[1-9]\d*$`).MatchString(addr) {
+		t.Fatalf("ready line %q: metrics=%q, want the bound 127.0.0.1:PORT", p.ready, addr)
+	}
+	if code := httpStatus(t, "http://"+addr+"/metrics"); code != http.StatusOK {
+		t.Errorf("GET /metrics on the ready line's address: %d, want 200", code)
+	}
+	p.Stop(t)
+
+	// Without --metrics the ready line names none.
+	p = serveUntilReady(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	if strings.Contains(p.ready, "metrics=") {
+		t.Errorf("ready line without --metrics: %q names a metrics address", p.ready)
+	}
+}
+
+// TestMetricsPortServesPprofOnlyWithFlag checks that the metrics port
+// serves /metrics and /healthz, and Go's profiler only with --pprof.
+func TestMetricsPortServesPprofOnlyWithFlag(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		args  []string
+		pprof int // want for /debug/pprof/ paths
+	}{
+		{"default", nil, http.StatusNotFound},
+		{"pprof", []string{"--pprof"}, http.StatusOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := testenv.StartBroker(t, testenv.BrokerOptions{Metrics: "127.0.0.1:0", Args: c.args})
+			addr := b.MetricsAddr()
+			if addr == "" {
+				t.Fatalf("broker did not log its metrics address")
+			}
+			for path, want := range map[string]int{
+				"/metrics":             http.StatusOK,
+				"/healthz":             http.StatusOK,
+				"/debug/pprof/":        c.pprof,
+				"/debug/pprof/cmdline": c.pprof,
+				"/debug/pprof/heap":    c.pprof,
+			} {
+				if got := httpStatus(t, "http://"+addr+path); got != want {
+					t.Errorf("GET %s: %d, want %d", path, got, want)
+				}
+			}
+		})
+	}
+}
+
+func httpStatus(t *testing.T, url string) int {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
