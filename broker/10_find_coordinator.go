@@ -5,12 +5,13 @@ package broker
 // Group keys (type 0): the coordinator is the leader of partition
 // abs(hashCode(group)) % partitions of __consumer_offsets, which is
 // created on first use. Transactions do not exist yet: transaction keys
-// (type 1) are answered UNSUPPORTED_VERSION with a message saying so, an
-// error no client retries, so a transactional producer fails at once
-// instead of retrying COORDINATOR_NOT_AVAILABLE until its own timeout
-// (Kafka answers the same code for a coordinator type a request version
-// cannot name). Other types are INVALID_REQUEST. v6 (share groups,
-// KIP-932) is not served.
+// (type 1) are answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a
+// message saying so. It is the one refusal every client treats as fatal
+// (librdkafka retries any other FindCoordinator error, UNSUPPORTED_VERSION
+// included), so a transactional producer fails at once instead of
+// retrying COORDINATOR_NOT_AVAILABLE until its own timeout; librdkafka and
+// the Java client show the message. Other types are INVALID_REQUEST. v6
+// (share groups, KIP-932) is not served.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +41,7 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		case 0:
 			msg = s.findGroupCoordinator(&c)
 		case 1:
-			c.ErrorCode, msg = kerr.UnsupportedVersion.Code, errTransactionsUnsupported
+			c.ErrorCode, msg = kerr.TransactionalIDAuthorizationFailed.Code, errTransactionsUnsupported
 		default:
 			c.ErrorCode, msg = kerr.InvalidRequest.Code, "unknown coordinator type"
 		}

@@ -6,8 +6,8 @@ package broker
 // epoch 0, as Kafka does; ids are reserved from the controller in blocks
 // of 1000 so they are unique across restarts. Transactional ids need the
 // transaction coordinator, which does not exist yet: such requests get
-// UNSUPPORTED_VERSION, a refusal no client retries, as FindCoordinator
-// does for transaction keys.
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the refusal every client treats
+// as fatal, as FindCoordinator does for transaction keys.
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func handleInitProducerID(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Re
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
 	}
 	id, err := s.nextProducerID()

@@ -103,7 +103,7 @@ func TestFindCoordinatorKeys(t *testing.T) {
 		t.Fatal("__consumer_offsets not created")
 	}
 	req.CoordinatorType = 1
-	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Coordinators[0].ErrorCode != kerr.UnsupportedVersion.Code {
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Coordinators[0].ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("transaction key: %v %+v", err, resp)
 	}
 	old := kmsg.NewPtrFindCoordinatorRequest()

@@ -28,8 +28,8 @@ func TestTransactionalProducerFailsFast(t *testing.T) {
 	if err == nil {
 		err = cl.ProduceSync(pctx, &kgo.Record{Value: []byte("v")}).FirstErr()
 	}
-	if !errors.Is(err, kerr.UnsupportedVersion) {
-		t.Fatalf("transactional produce: %v, want UNSUPPORTED_VERSION", err)
+	if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("transactional produce: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("transactional produce failed after %v; want at once", took)
@@ -44,7 +44,7 @@ func TestTransactionalProducerFailsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.ErrorCode != kerr.UnsupportedVersion.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != errTransactionsUnsupported {
+	if resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != errTransactionsUnsupported {
 		t.Fatalf("FindCoordinator(transaction): %+v", resp)
 	}
 	ip := kmsg.NewPtrInitProducerIDRequest()
@@ -56,7 +56,7 @@ func TestTransactionalProducerFailsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ipr := kr.(*kmsg.InitProducerIDResponse); ipr.ErrorCode != kerr.UnsupportedVersion.Code || ipr.ProducerID != -1 {
+	if ipr := kr.(*kmsg.InitProducerIDResponse); ipr.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || ipr.ProducerID != -1 {
 		t.Fatalf("InitProducerId(transactional): %+v", ipr)
 	}
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the outside programs tests and the local cluster need, when they
-# are missing: kcat and zookeeper (Debian packages; zookeeper runs on the
-# machine's Java) and minio (built from source with `go install`, about two
-# minutes the first time). Usage: install-deps.sh NAME...
+# are missing: kcat, python3-confluent-kafka and zookeeper (Debian
+# packages; zookeeper runs on the machine's Java) and minio (built from
+# source with `go install`, about two minutes the first time). Usage: install-deps.sh NAME...
 # `install-deps.sh --path minio` prints where the MinIO binary is (or goes).
 set -euo pipefail
 
@@ -59,6 +59,8 @@ fi
 for dep in "$@"; do
   case "$dep" in
     kcat) command -v kcat >/dev/null 2>&1 || apt_install kcat ;;
+    # librdkafka's Python client, for Debian's own python3.
+    python3-confluent-kafka) /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || apt_install python3-confluent-kafka ;;
     # internal/testenv runs QuorumPeerMain from this jar with the java on PATH.
     zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1 || apt_install zookeeper ;;
     minio) minio_install ;;
