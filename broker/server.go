@@ -33,7 +33,8 @@ type Options struct {
 	// Listen is the address to bind ("127.0.0.1:0" picks a free port).
 	Listen string
 	// Advertise is the address clients are told to use; empty means the
-	// bound address.
+	// bound address. A wildcard or empty host (0.0.0.0, ::) is replaced
+	// by a reachable one (advertisedHost).
 	Advertise string
 	// Controller owns metadata. Nil means an embedded single-node
 	// controller in the data directory.
@@ -159,6 +160,9 @@ func (s *Server) Start() error {
 		ln.Close()
 		return fmt.Errorf("advertise %q: %w", adv, err)
 	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = advertisedHost()
+	}
 	port, err := strconv.Atoi(portS)
 	if err != nil || port <= 0 || port > 65535 {
 		ln.Close()
@@ -240,6 +244,46 @@ func (s *Server) waitReady() {
 
 // Addr is the bound address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// AdvertisedAddr is the HOST:PORT this broker gives clients in Metadata.
+func (s *Server) AdvertisedAddr() string {
+	return net.JoinHostPort(s.self.Host, strconv.Itoa(int(s.self.Port)))
+}
+
+// advertisedHost is the host advertised for a listener on every interface
+// (0.0.0.0, :: or an empty host), where the bound address is of no use
+// to a client. Like Kafka, which advertises the machine's canonical host
+// name then, it is the host name if that resolves; else the first
+// non-loopback interface address (IPv4 first); else 127.0.0.1.
+func advertisedHost() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		addrs, err := net.DefaultResolver.LookupHost(ctx, h)
+		cancel()
+		if err == nil && len(addrs) > 0 {
+			return h
+		}
+	}
+	var v6 string
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok || !n.IP.IsGlobalUnicast() { // not loopback, link-local or unspecified
+				continue
+			}
+			if n.IP.To4() != nil {
+				return n.IP.String()
+			}
+			if v6 == "" {
+				v6 = n.IP.String()
+			}
+		}
+	}
+	if v6 != "" {
+		return v6
+	}
+	return "127.0.0.1"
+}
 
 // Close stops accepting, closes connections and closes every log cleanly.
 func (s *Server) Close() error {

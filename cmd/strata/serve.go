@@ -37,7 +37,7 @@ func runServe(args []string) int {
 	var (
 		brokerID   = fs.Int("broker-id", 0, "broker id (broker.id)")
 		listen     = fs.String("listen", "127.0.0.1:9092", "HOST:PORT to accept clients on (port 0 picks a free one)")
-		advertise  = fs.String("advertise", "", "HOST:PORT given to clients (default: the listen address)")
+		advertise  = fs.String("advertise", "", "HOST:PORT given to clients (default: the listen address; for 0.0.0.0 or ::, the host name if it resolves, else an interface address)")
 		dataDir    = fs.String("data-dir", "./strata-data", "data directory (log.dirs)")
 		zk         = fs.String("zookeeper", "", "ZooKeeper HOST:PORT[,…][/chroot] (absent: embedded single-node controller)")
 		tier       = fs.String("tier", "", "tier URL: file:///abs/dir or s3://bucket/prefix")
@@ -170,14 +170,18 @@ func runServe(args []string) int {
 	if err := srv.Start(); err != nil {
 		return fail("%v", err)
 	}
-	ready := fmt.Sprintf("ready broker_id=%d listen=%s", cfg.ID, srv.Addr())
+	// The ready line starts "ready broker_id=N listen=HOST:PORT" (scripts
+	// and tests parse that); fields after it may be added.
+	ready := fmt.Sprintf("ready broker_id=%d listen=%s advertise=%s", cfg.ID, srv.Addr(), srv.AdvertisedAddr())
+	attrs := []any{"broker_id", cfg.ID, "listen", srv.Addr().String(), "advertise", srv.AdvertisedAddr()}
 	if metricsLn != nil {
 		go serveMetrics(metricsLn, srv, *pprofOn)
 		logger.Info("metrics", "listen", metricsLn.Addr().String(), "pprof", *pprofOn)
 		ready += " metrics=" + metricsLn.Addr().String()
+		attrs = append(attrs, "metrics", metricsLn.Addr().String())
 	}
 	fmt.Println(ready)
-	logger.Info("ready", "broker_id", cfg.ID, "listen", srv.Addr().String(), "data_dir", cfg.DataDir)
+	logger.Info("ready", append(attrs, "data_dir", cfg.DataDir)...)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

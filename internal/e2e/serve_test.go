@@ -3,15 +3,21 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"strata/internal/testenv"
 )
@@ -113,13 +119,17 @@ func readyField(line, key string) string {
 }
 
 // TestServeReadyLineNamesMetrics checks the ready line: it starts with
-// "ready broker_id=N listen=HOST:PORT" (scripts parse that) and names the
-// metrics address when --metrics is given, where /metrics answers.
+// "ready broker_id=N listen=HOST:PORT" (scripts parse that), names the
+// advertised address (here the listen address), and the metrics address
+// when --metrics is given, where /metrics answers.
 func TestServeReadyLineNamesMetrics(t *testing.T) {
 	p := serveUntilReady(t, "--broker-id", "3", "--listen", "127.0.0.1:0",
 		"--data-dir", t.TempDir(), "--metrics", "127.0.0.1:0")
 	if !regexp.MustCompile(`^ready broker_id=3 listen=127\.0\.0\.1:\d+ `).MatchString(p.ready) {
 		t.Errorf("ready line %q does not start with \"ready broker_id=3 listen=127.0.0.1:PORT \"", p.ready)
+	}
+	if adv, listen := readyField(p.ready, "advertise"), readyField(p.ready, "listen"); adv != listen {
+		t.Errorf("ready line %q: advertise=%q, want the listen address %q", p.ready, adv, listen)
 	}
 	addr := readyField(p.ready, "metrics")
 	if !regexp.MustCompile(`^127\.0\.0\.1:[1-9]\d*$`).MatchString(addr) {
@@ -167,6 +177,56 @@ func TestMetricsPortServesPprofOnlyWithFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWildcardListenAdvertisesReachableHost starts a broker on 0.0.0.0
+// without --advertise: Metadata must name a host a client can use (not
+// 0.0.0.0, :: or empty), the one the ready line's advertise= names, and
+// a client that knows only that address produces and consumes through it.
+func TestWildcardListenAdvertisesReachableHost(t *testing.T) {
+	p := serveUntilReady(t, "--listen", "0.0.0.0:0", "--data-dir", t.TempDir())
+	_, port, err := net.SplitHostPort(readyField(p.ready, "listen"))
+	if err != nil {
+		t.Fatalf("ready line %q: listen: %v", p.ready, err)
+	}
+	adv := readyField(p.ready, "advertise")
+	host, advPort, err := net.SplitHostPort(adv)
+	if err != nil {
+		t.Fatalf("ready line %q: advertise=%q: %v", p.ready, adv, err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		t.Fatalf("ready line %q advertises %q, a wildcard address", p.ready, adv)
+	}
+	if advPort != port {
+		t.Errorf("ready line %q: advertised port %s, want the bound port %s", p.ready, advPort, port)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, net.JoinHostPort("127.0.0.1", port)))
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	if len(md.Brokers) != 1 {
+		t.Fatalf("metadata brokers: %+v, want one", md.Brokers)
+	}
+	b := md.Brokers[0]
+	if got := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))); got != adv {
+		t.Errorf("metadata advertises %s, the ready line %s", got, adv)
+	}
+	t.Logf("advertised %s", adv)
+
+	// Only the advertised address is known to this client.
+	createTopic(t, adv, "advertised", 1, nil)
+	cl := newClient(t, adv, kgo.DefaultProduceTopic("advertised"))
+	r := &kgo.Record{Value: []byte("through the advertised address")}
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		t.Fatalf("produce through %s: %v", adv, err)
+	}
+	got := consumeAll(t, adv, "advertised", map[int32]int64{0: r.Offset + 1})
+	compareRecords(t, []*kgo.Record{r}, got)
+	p.Stop(t)
 }
 
 func httpStatus(t *testing.T, url string) int {
