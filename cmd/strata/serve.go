@@ -180,11 +180,13 @@ func runServe(args []string) int {
 		ready += " metrics=" + metricsLn.Addr().String()
 		attrs = append(attrs, "metrics", metricsLn.Addr().String())
 	}
+	// SIGTERM is handled from before the ready line on: a supervisor that
+	// stops the broker as soon as it is ready gets a clean stop.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	fmt.Println(ready)
 	logger.Info("ready", append(attrs, "data_dir", cfg.DataDir)...)
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	s := <-sig
 	logger.Info("stopping", "signal", s.String())
 	if err := srv.Close(); err != nil {
