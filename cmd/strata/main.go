@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 )
 
 const usage = `usage: strata <command> [flags]
@@ -35,4 +36,19 @@ func main() {
 		code = 2
 	}
 	os.Exit(code)
+}
+
+// buildVersion describes this binary as slog attributes: the module
+// version the go command stamped (from the commit, "+dirty" with local
+// changes; "devel" when built with -buildvcs=false) and the Go version.
+func buildVersion() []any {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return []any{"version", "unknown"}
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	return []any{"version", v, "go", bi.GoVersion}
 }

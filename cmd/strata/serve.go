@@ -64,6 +64,7 @@ func runServe(args []string) int {
 		return fail("--log-level: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger.Info("strata", buildVersion()...)
 
 	props := map[string]string{}
 	if *configFile != "" {

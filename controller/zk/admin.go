@@ -131,7 +131,7 @@ func (c *Controller) CreateTopic(ctx context.Context, req controller.CreateTopic
 		}
 		return nil, fmt.Errorf("create topic %s: %w", t.Name, err)
 	}
-	c.log.Info("created topic", "topic", t.Name, "partitions", len(assign))
+	c.log.Debug("created topic", "topic", t.Name, "partitions", len(assign))
 	return t, c.waitFor(ctx, func(md *controller.Metadata) bool {
 		got, ok := md.Topics[t.Name]
 		return ok && got.ID == t.ID
@@ -157,7 +157,7 @@ func (c *Controller) DeleteTopic(ctx context.Context, name string) error {
 	if err := c.deleteTopicZNodes(name); err != nil {
 		return err
 	}
-	c.log.Info("deleted topic", "topic", name)
+	c.log.Debug("deleted topic", "topic", name)
 	return c.waitFor(ctx, func(md *controller.Metadata) bool {
 		_, ok := md.Topics[name]
 		return !ok

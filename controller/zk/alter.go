@@ -84,7 +84,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req controller.AlterPar
 	if !c.IsActive() {
 		c.pushLocal(req.Topic, t.ID, cur)
 	}
-	c.log.Info("ISR changed", "topic", req.Topic, "partition", req.Partition, "isr", s.ISR, "partition_epoch", cur.PartitionEpoch)
+	c.log.Debug("ISR changed", "topic", req.Topic, "partition", req.Partition, "isr", s.ISR, "partition_epoch", cur.PartitionEpoch)
 	return cur, c.waitFor(ctx, func(md *controller.Metadata) bool {
 		t, ok := md.Topics[req.Topic]
 		return !ok || int(req.Partition) >= len(t.Partitions) || t.Partitions[req.Partition].PartitionEpoch >= cur.PartitionEpoch

@@ -136,7 +136,7 @@ func (c *Controller) reconcile(v *view) error {
 			case err != nil:
 				return fmt.Errorf("update state of %s-%d: %w", name, p.Index, err)
 			case next != nil:
-				c.log.Info("partition state changed", "topic", name, "partition", p.Index,
+				c.log.Debug("partition state changed", "topic", name, "partition", p.Index,
 					"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "old_leader", si.s.Leader)
 			}
 		}

@@ -67,7 +67,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ controller.ElectionTy
 		case err != nil:
 			return nil, fmt.Errorf("elect leader of %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
-		c.log.Info("leader elected", "type", typ, "topic", tp.Topic, "partition", tp.Partition,
+		c.log.Debug("leader elected", "type", typ, "topic", tp.Topic, "partition", tp.Partition,
 			"leader", s.Leader, "leader_epoch", s.LeaderEpoch, "isr", s.ISR, "old_leader", cur.Leader)
 		out[tp] = nil
 		done[tp] = res[0].Stat.Version

@@ -81,7 +81,7 @@ func (c *Controller) ControlledShutdown(ctx context.Context, brokerID int32, bro
 			case err != nil:
 				return nil, fmt.Errorf("controlled shutdown of broker %d: %s-%d: %w", brokerID, name, p.Index, err)
 			}
-			c.log.Info("controlled shutdown moved partition", "broker", brokerID, "topic", name, "partition", p.Index,
+			c.log.Debug("controlled shutdown moved partition", "broker", brokerID, "topic", name, "partition", p.Index,
 				"leader", s.Leader, "leader_epoch", s.LeaderEpoch, "isr", s.ISR)
 			done = append(done, moved{name, p.Index, res[0].Stat.Version})
 		}

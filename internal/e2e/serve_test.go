@@ -229,6 +229,66 @@ func TestWildcardListenAdvertisesReachableHost(t *testing.T) {
 	p.Stop(t)
 }
 
+// TestStartupLogIsShort checks what a broker logs at the default level
+// up to its ready line: a handful of lines an operator reads (version,
+// tier, listener, controller, partitions, ready), not one per partition.
+// The per-partition lines are still there at --log-level debug.
+func TestStartupLogIsShort(t *testing.T) {
+	data, tierDir := t.TempDir(), t.TempDir()
+	args := []string{"--listen", "127.0.0.1:0", "--data-dir", data, "--tier", "file://" + tierDir}
+	p := serveUntilReady(t, args...)
+	addr := readyField(p.ready, "listen")
+	createTopic(t, addr, "startup-a", 6, nil)
+	createTopic(t, addr, "startup-b", 3, nil)
+	p.Stop(t)
+	checkStartupLog(t, "first start", p.Stderr(), 0)
+
+	p = serveUntilReady(t, args...)
+	p.Stop(t)
+	checkStartupLog(t, "restart", p.Stderr(), 9)
+
+	p = serveUntilReady(t, append(args, "--log-level", "debug")...)
+	p.Stop(t)
+	if n := strings.Count(p.Stderr(), `level=DEBUG msg="opened partition log"`); n != 9 {
+		t.Errorf("at --log-level debug: %d \"opened partition log\" lines at DEBUG, want 9:\n%s", n, p.Stderr())
+	}
+}
+
+// checkStartupLog checks the INFO lines of stderr up to the ready line.
+func checkStartupLog(t *testing.T, what, stderr string, partitions int) {
+	t.Helper()
+	var info []string
+	ready := false
+	for line := range strings.Lines(stderr) {
+		if strings.Contains(line, "level=INFO ") {
+			info = append(info, strings.TrimSpace(line))
+		}
+		if strings.Contains(line, "msg=ready ") {
+			ready = true
+			break
+		}
+	}
+	log := strings.Join(info, "\n")
+	t.Logf("%s: %d INFO lines up to ready:\n%s", what, len(info), log)
+	if !ready {
+		t.Fatalf("%s: no ready line on stderr:\n%s", what, stderr)
+	}
+	if len(info) > 8 {
+		t.Errorf("%s: %d INFO lines up to ready, want at most 8", what, len(info))
+	}
+	for _, want := range []string{
+		"msg=strata version=",
+		"msg=listening listen=",
+		"msg=controller mode=embedded",
+		`msg="tiered storage" store=file://`,
+		`msg="opened partitions" partitions=` + strconv.Itoa(partitions) + " ",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("%s: no INFO line with %q", what, want)
+		}
+	}
+}
+
 func httpStatus(t *testing.T, url string) int {
 	t.Helper()
 	c := http.Client{Timeout: 10 * time.Second}
