@@ -139,9 +139,6 @@ func New(opts Options) (*Server, error) {
 	if err := s.openTier(); err != nil {
 		return nil, err
 	}
-	if s.tier != nil {
-		s.log.Info("tiered storage", "store", s.tier.store.String())
-	}
 	s.groups = newGroupsHost(s)
 	return s, nil
 }
@@ -149,6 +146,9 @@ func New(opts Options) (*Server, error) {
 // Start binds the listener, opens the controller and the partitions, and
 // starts accepting connections. It returns once requests can be served.
 func (s *Server) Start() error {
+	if s.tier != nil {
+		s.log.Info("tiered storage", "store", s.tier.store.String())
+	}
 	ln, err := net.Listen("tcp", s.opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.opts.Listen, err)

@@ -64,7 +64,6 @@ func runServe(args []string) int {
 		return fail("--log-level: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	logger.Info("strata", buildVersion()...)
 
 	props := map[string]string{}
 	if *configFile != "" {
@@ -113,9 +112,6 @@ func runServe(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if len(cfg.Ignored) > 0 {
-		logger.Info("ignoring Kafka settings that do not apply", "keys", strings.Join(cfg.Ignored, ","))
-	}
 	adv := ""
 	if _, ok := cfg.Static["advertised.listeners"]; ok {
 		h, p := cfg.AdvertisedAddr()
@@ -158,6 +154,12 @@ func runServe(args []string) int {
 	srv, err := broker.New(opts)
 	if err != nil {
 		return fail("%v", err)
+	}
+	// The first lines, once the configuration is known to be valid: a bad
+	// one gets its one-line reason alone on stderr.
+	logger.Info("strata", buildVersion()...)
+	if len(cfg.Ignored) > 0 {
+		logger.Info("ignoring Kafka settings that do not apply", "keys", strings.Join(cfg.Ignored, ","))
 	}
 	// The metrics port is bound before the broker starts, so that a taken
 	// port fails fast; it serves once the broker is ready.
