@@ -155,12 +155,6 @@ func runServe(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	// The first lines, once the configuration is known to be valid: a bad
-	// one gets its one-line reason alone on stderr.
-	logger.Info("strata", buildVersion()...)
-	if len(cfg.Ignored) > 0 {
-		logger.Info("ignoring Kafka settings that do not apply", "keys", strings.Join(cfg.Ignored, ","))
-	}
 	// The metrics port is bound before the broker starts, so that a taken
 	// port fails fast; it serves once the broker is ready.
 	var metricsLn net.Listener
@@ -169,6 +163,13 @@ func runServe(args []string) int {
 			srv.Close()
 			return fail("--metrics: %v", err)
 		}
+	}
+	// The first lines, once the configuration is known to be valid and
+	// the metrics port bound: a bad one gets its one-line reason alone on
+	// stderr.
+	logger.Info("strata", buildVersion()...)
+	if len(cfg.Ignored) > 0 {
+		logger.Info("ignoring Kafka settings that do not apply", "keys", strings.Join(cfg.Ignored, ","))
 	}
 	if err := srv.Start(); err != nil {
 		return fail("%v", err)

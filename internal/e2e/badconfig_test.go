@@ -24,6 +24,7 @@ func TestBadConfiguration(t *testing.T) {
 		{"set-without-value", []string{"--set", "num.partitions"}, "num.partitions"},
 		{"listen-without-port", []string{"--listen", "127.0.0.1"}, "listen"},
 		{"pprof-without-metrics", []string{"--pprof"}, "--metrics"},
+		{"metrics-without-port", []string{"--metrics", "127.0.0.1"}, "--metrics"},
 		{"remote-storage-without-tier", []string{"--set", "remote.log.storage.system.enable=true"}, "--tier"},
 	}
 	for _, c := range cases {
