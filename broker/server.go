@@ -223,7 +223,7 @@ func (s *Server) Start() error {
 	s.waitReady()          // partitions open as the controller says
 	s.startHWCheckpoints() // after they opened with their checkpointed HW
 	// One line for all partitions; each partition's log says its own at
-	// debug (plogLogger).
+	// debug.
 	s.log.Info("opened partitions", "partitions", len(s.allPartitions()), "took", time.Since(opening).Round(time.Millisecond))
 	return nil
 }
@@ -524,7 +524,7 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 			return nil, fmt.Errorf("write %s: %w", partitionMetadataFile, err)
 		}
 	}
-	l, err := plog.Open(plog.Options{FS: s.fs, Dir: dir, Config: lc, Logger: s.plogLogger().With("topic", t.Name, "partition", pm.Index)})
+	l, err := plog.Open(plog.Options{FS: s.fs, Dir: dir, Config: lc, Logger: s.log.With("topic", t.Name, "partition", pm.Index)})
 	if err != nil {
 		return nil, fmt.Errorf("open %s-%d: %w", t.Name, pm.Index, err)
 	}
@@ -532,41 +532,6 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 	p.leaderEpoch.Store(pm.LeaderEpoch)
 	p.hw.Store(s.initialHW(tp{t.Name, pm.Index}, l, len(pm.Replicas)))
 	return p, nil
-}
-
-// plogLogger is the logger of partition logs (broker/plog). Their Info
-// records (a log opened, segments deleted by retention, a log cleaned or
-// reset) are per-partition lifecycle, which the broker reports itself
-// where an operator needs it ("opened partitions", "retention deleted
-// segments", "log cleaner", "rebuilt follower log from remote storage"),
-// so they are logged at Debug; warnings and errors pass unchanged.
-func (s *Server) plogLogger() *slog.Logger {
-	return slog.New(infoAsDebug{s.log.Handler()})
-}
-
-// infoAsDebug is a slog.Handler that logs Info records at Debug.
-type infoAsDebug struct{ slog.Handler }
-
-func (h infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
-	if l == slog.LevelInfo {
-		l = slog.LevelDebug
-	}
-	return h.Handler.Enabled(ctx, l)
-}
-
-func (h infoAsDebug) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo {
-		r.Level = slog.LevelDebug
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h infoAsDebug) WithAttrs(as []slog.Attr) slog.Handler {
-	return infoAsDebug{h.Handler.WithAttrs(as)}
-}
-
-func (h infoAsDebug) WithGroup(name string) slog.Handler {
-	return infoAsDebug{h.Handler.WithGroup(name)}
 }
 
 // applyRole makes p lead or follow as pm says (LeaderAndIsr semantics).

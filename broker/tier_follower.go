@@ -144,7 +144,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 	ts.follow.refreshed[p] = epoch
 	ts.mu.Unlock()
 	if st.Changed {
-		s.log.Info("refreshed remote index before uploading as leader", "topic", p.topic, "partition", p.index,
+		s.log.Debug("refreshed remote index before uploading as leader", "topic", p.topic, "partition", p.index,
 			"leader_epoch", epoch, "segments", st.Segments)
 	}
 	return true

@@ -146,7 +146,7 @@ func (s *shard) load() {
 	if ls.bad > 0 {
 		s.c.log.Warn("skipped malformed records in __consumer_offsets", "partition", s.part, "records", ls.bad)
 	}
-	s.c.log.Info("loaded __consumer_offsets partition", "partition", s.part, "groups", len(s.groups)+len(s.modern),
+	s.c.log.Debug("loaded __consumer_offsets partition", "partition", s.part, "groups", len(s.groups)+len(s.modern),
 		"offset_groups", len(s.offsets), "took", time.Since(start).Round(time.Millisecond))
 }
 

@@ -111,7 +111,7 @@ func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
 			}
 		}
 	}
-	l.logger.Info("cleaned log", "dir", l.dir, "dirtyRatio", p.ratio, "firstDirty", p.firstDirty, "end", end,
+	l.logger.Debug("cleaned log", "dir", l.dir, "dirtyRatio", p.ratio, "firstDirty", p.firstDirty, "end", end,
 		"segmentsCleaned", c.stats.SegmentsCleaned, "bytesRead", c.stats.BytesRead, "bytesWritten", c.stats.BytesWritten)
 	return c.stats, nil
 }

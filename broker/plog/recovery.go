@@ -251,7 +251,7 @@ func (l *Log) load(cfg *Config) error {
 	if err := l.writeCheckpoint(l.checkpointLocked(false)); err != nil {
 		return err
 	}
-	l.logger.Info("opened partition log", "dir", l.dir, "segments", len(l.segs), "logStart", l.logStart,
+	l.logger.Debug("opened partition log", "dir", l.dir, "segments", len(l.segs), "logStart", l.logStart,
 		"logEnd", leo, "clean", cp.clean, "recoveredSegments", recovered)
 	return nil
 }

@@ -190,7 +190,7 @@ func (l *Log) ResetTo(r Reset) error {
 	if err := l.reloadProducersLocked(); err != nil {
 		return fail(err)
 	}
-	l.logger.Info("reset log", "dir", l.dir, "offset", rs.offset, "epochs", len(rs.epochs), "producers", l.producers.Len())
+	l.logger.Debug("reset log", "dir", l.dir, "offset", rs.offset, "epochs", len(rs.epochs), "producers", l.producers.Len())
 	return nil
 }
 

@@ -142,7 +142,7 @@ func (l *Log) deleteOldestLocked(n int, logStart int64) error {
 		l.logger.Debug("delete producer snapshots", "dir", l.dir, "before", oldest, "err", err)
 	}
 	if len(dead) > 0 {
-		l.logger.Info("deleted segments", "dir", l.dir, "count", len(dead), "logStart", logStart)
+		l.logger.Debug("deleted segments", "dir", l.dir, "count", len(dead), "logStart", logStart)
 	}
 	return firstErr
 }
