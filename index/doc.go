@@ -59,13 +59,13 @@
 // Another layout version refuses to open: move the directory away and
 // rebuild from the bucket.
 //
-// # Manifest format, versions 1 and 2
+// # Manifest format, versions 1 to 3
 //
 // The manifest object of a remote segment, also the value of its 's' key.
 // All integers big-endian:
 //
 //	magic          4 bytes "SRSM"
-//	version        int16: 1, or 2 when the segment has packed objects
+//	version        int16: 1, or 3 when the segment has packed objects (2 is still read)
 //	crc            uint32: CRC-32C (Castagnoli) of every byte after this field
 //	topicId        16 bytes
 //	partition      int32
@@ -84,15 +84,20 @@
 //	               other objects: 0 .log, 1 .index, 2 .timeindex,
 //	               3 .leader-epoch-checkpoint, 4 .snapshot, 5 .txnindex, 6 .indexes
 //
-// version 2 only (appended):
+// versions 2 and 3 (appended):
 //
 //	packed         int8 count ≥ 1, then count × (int8 kind, int64 offset, int64 size):
 //	               objects with no object of their own, whose bytes are
 //	               [offset, offset+size) of the segment's .indexes object
 //	               (listed above, never packed itself; the .log is never packed)
 //
-// A manifest without packed objects is written as version 1, so each
-// metadata value has one encoding.
+// version 3 only (appended):
+//
+//	uploadEpoch    int32 ≥ 0: the partition's leader epoch under which the
+//	               upload ran (0 when read from versions 1 and 2)
+//
+// A manifest without packed objects is written as version 1, and one with
+// them as version 3, so each metadata value has one encoding.
 //
 // DecodeManifest accepts exactly this: nothing after the last field, at
 // most MaxManifestSize bytes, and metadata that Validates; anything else

@@ -259,11 +259,15 @@ func (x *Index) EndRebuild() error {
 
 // ReplacePartition makes segs the partition's whole content, whatever
 // their states (a rebuild from the bucket loads what the manifests say).
-// Every segment must belong to tp; base offsets and ids must be unique.
+// Every segment must belong to tp, and ids must be unique. Two segments
+// may start at one offset (two leaders uploaded the same range, or an
+// abandoned attempt beside a finished one): the index keeps the one
+// Prefer picks, so every broker reading the same bucket keeps the same
+// one; the other's objects are left to whoever settles it.
 func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) error {
-	vals := make([][]byte, len(segs))
-	bases := make(map[int64]bool, len(segs))
 	ids := make(map[UUID]bool, len(segs))
+	byBase := make(map[int64]int, len(segs))
+	kept := make([]SegmentMetadata, 0, len(segs))
 	for i := range segs {
 		m := &segs[i]
 		if m.Partition != tp {
@@ -272,10 +276,23 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 		if m.State == DeleteSegmentFinished {
 			return fmt.Errorf("replace %s: %w: segment %s is %s", tp, ErrInvalidTransition, m.SegmentID, m.State)
 		}
-		if bases[m.StartOffset] || ids[m.SegmentID] {
-			return fmt.Errorf("replace %s: %w: offset %d or segment %s given twice", tp, ErrSegmentExists, m.StartOffset, m.SegmentID)
+		if ids[m.SegmentID] {
+			return fmt.Errorf("replace %s: %w: segment %s given twice", tp, ErrSegmentExists, m.SegmentID)
 		}
-		bases[m.StartOffset], ids[m.SegmentID] = true, true
+		ids[m.SegmentID] = true
+		if j, ok := byBase[m.StartOffset]; ok {
+			if Prefer(m, &kept[j]) {
+				kept[j] = *m
+			}
+			continue
+		}
+		byBase[m.StartOffset] = len(kept)
+		kept = append(kept, *m)
+	}
+	segs = kept
+	vals := make([][]byte, len(segs))
+	for i := range segs {
+		m := &segs[i]
 		v, err := EncodeManifest(m)
 		if err != nil {
 			return fmt.Errorf("replace %s: %w", tp, err)

@@ -346,10 +346,36 @@ func TestReplacePartition(t *testing.T) {
 	if segs, _ := x.Segments(tpA1); !reflect.DeepEqual(segs, []SegmentMetadata{keep}) {
 		t.Fatalf("other partition changed: %+v", segs)
 	}
-	dup := a
-	dup.SegmentID = NewUUID()
-	if err := x.ReplacePartition(tpA0, []SegmentMetadata{a, dup}); !errors.Is(err, ErrSegmentExists) {
-		t.Fatalf("duplicate base offset: %v", err)
+	if err := x.ReplacePartition(tpA0, []SegmentMetadata{a, a}); !errors.Is(err, ErrSegmentExists) {
+		t.Fatalf("one segment id twice: %v", err)
+	}
+	// Two segments at one base offset (two leaders uploaded the range):
+	// whatever the order the bucket lists them in, every broker keeps
+	// the same one (Prefer).
+	for _, c := range []struct {
+		name      string
+		win, lose func(m *SegmentMetadata)
+	}{
+		{"finished over started", func(m *SegmentMetadata) { m.State = CopySegmentFinished }, func(m *SegmentMetadata) { m.State = CopySegmentStarted; m.UploadEpoch = 9 }},
+		{"newer leader", func(m *SegmentMetadata) { m.State, m.UploadEpoch = CopySegmentFinished, 4 }, func(m *SegmentMetadata) { m.State, m.UploadEpoch = CopySegmentFinished, 3 }},
+		{"longer", func(m *SegmentMetadata) { m.State, m.EndOffset = CopySegmentFinished, a.EndOffset+5 }, func(m *SegmentMetadata) { m.State = CopySegmentFinished }},
+	} {
+		win, lose := a.Clone(), a.Clone()
+		win.SegmentID, lose.SegmentID = NewUUID(), NewUUID()
+		c.win(&win)
+		c.lose(&lose)
+		for _, order := range [][]SegmentMetadata{{win, lose}, {lose, win}} {
+			if err := x.ReplacePartition(tpA0, order); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			segs, _ := x.Segments(tpA0)
+			if len(segs) != 1 || segs[0].SegmentID != win.SegmentID {
+				t.Fatalf("%s: kept %+v, want segment %s", c.name, segs, win.SegmentID)
+			}
+			if got, err := x.SegmentForOffset(tpA0, a.StartOffset); err != nil || got.SegmentID != win.SegmentID {
+				t.Fatalf("%s: read from %v %v", c.name, got.SegmentID, err)
+			}
+		}
 	}
 	if err := x.ReplacePartition(tpA1, []SegmentMetadata{a}); err == nil {
 		t.Fatal("segment of another partition accepted")

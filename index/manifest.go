@@ -10,9 +10,10 @@ import (
 // The manifest object format; see the package doc.
 const (
 	manifestMagic = "SRSM" // Strata Remote Segment Manifest
-	// ManifestVersion is the newest version written: 2 when a segment has
-	// packed objects, 1 (a subset) otherwise.
-	ManifestVersion = 2
+	// ManifestVersion is the newest version written: 3 when a segment has
+	// packed objects (version 2 and the upload's leader epoch), 1 (a
+	// subset) otherwise; version 2 is still read.
+	ManifestVersion = 3
 	manifestHeader  = 4 + 2 + 4 // magic, version, crc
 	// MaxManifestSize bounds what DecodeManifest accepts (and what a reader
 	// needs to fetch): far above any real manifest.
@@ -47,9 +48,9 @@ func EncodeManifest(m *SegmentMetadata) ([]byte, error) {
 	}
 	version := uint16(1)
 	if len(packed) > 0 {
-		version = 2
+		version = 3
 	}
-	n := manifestHeader + 16 + 4 + 16 + 1 + 8*4 + 4 + 8 + 2 + len(m.Topic) + 4 + 12*len(m.LeaderEpochs) + 1 + 9*len(own) + 1 + 17*len(packed)
+	n := manifestHeader + 16 + 4 + 16 + 1 + 8*4 + 4 + 8 + 2 + len(m.Topic) + 4 + 12*len(m.LeaderEpochs) + 1 + 9*len(own) + 1 + 17*len(packed) + 4
 	b := make([]byte, 0, n)
 	b = append(b, manifestMagic...)
 	b = binary.BigEndian.AppendUint16(b, version)
@@ -82,6 +83,7 @@ func EncodeManifest(m *SegmentMetadata) ([]byte, error) {
 			b = binary.BigEndian.AppendUint64(b, uint64(o.Offset))
 			b = binary.BigEndian.AppendUint64(b, uint64(o.Size))
 		}
+		b = binary.BigEndian.AppendUint32(b, uint32(m.UploadEpoch))
 	}
 	binary.BigEndian.PutUint32(b[6:10], crc32.Checksum(b[manifestHeader:], castagnoli))
 	if len(b) > MaxManifestSize {
@@ -136,10 +138,10 @@ func DecodeManifest(b []byte) (SegmentMetadata, error) {
 		}
 	}
 	if version >= 2 {
-		// Version 2 is written only for packed objects: never none.
+		// Versions 2 and 3 are written only for packed objects: never none.
 		n := int64(d.u8())
 		if n == 0 && !d.short {
-			return SegmentMetadata{}, fmt.Errorf("%w: version 2 without packed objects", ErrManifestCorrupt)
+			return SegmentMetadata{}, fmt.Errorf("%w: version %d without packed objects", ErrManifestCorrupt, version)
 		}
 		if d.need(n * 17) {
 			for range n {
@@ -148,6 +150,9 @@ func DecodeManifest(b []byte) (SegmentMetadata, error) {
 				m.Objects = append(m.Objects, o)
 			}
 		}
+	}
+	if version >= 3 {
+		m.UploadEpoch = int32(d.u32())
 	}
 	if d.short {
 		return SegmentMetadata{}, fmt.Errorf("%w: truncated", ErrManifestCorrupt)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"reflect"
 	"slices"
 	"testing"
@@ -85,8 +86,8 @@ func TestManifestPacked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != 2 {
-		t.Fatalf("version %d for packed objects, want 2", v)
+	if v := binary.BigEndian.Uint16(b[4:]); v != 3 {
+		t.Fatalf("version %d for packed objects, want 3", v)
 	}
 	got, err := DecodeManifest(b)
 	if err != nil {
@@ -94,6 +95,22 @@ func TestManifestPacked(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, m) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
+	}
+	// The upload epoch is the last field of version 3; a version 2
+	// manifest (the same without it) still reads, with epoch 0.
+	m.UploadEpoch = 7
+	b3, err := EncodeManifest(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeManifest(b3); err != nil || got.UploadEpoch != 7 {
+		t.Fatalf("upload epoch round trip: %v %d", err, got.UploadEpoch)
+	}
+	b2 := bytes.Clone(b3[:len(b3)-4])
+	binary.BigEndian.PutUint16(b2[4:], 2)
+	binary.BigEndian.PutUint32(b2[6:10], crc32.Checksum(b2[manifestHeader:], castagnoli))
+	if got, err := DecodeManifest(b2); err != nil || got.UploadEpoch != 0 || got.SegmentID != m.SegmentID {
+		t.Fatalf("version 2 manifest: %v %+v", err, got)
 	}
 	// Without packed objects the manifest stays version 1.
 	plain := sampleManifest()
@@ -145,7 +162,7 @@ func TestDecodeManifestRejects(t *testing.T) {
 		{"empty", nil, ErrManifestCorrupt},
 		{"short header", good[:9], ErrManifestCorrupt},
 		{"bad magic", mutate(func(b []byte) []byte { b[0] = 'X'; return b }), ErrManifestCorrupt},
-		{"version 3", mutate(func(b []byte) []byte { b[5] = 3; return b }), ErrManifestVersion},
+		{"version 4", mutate(func(b []byte) []byte { b[5] = 4; return b }), ErrManifestVersion},
 		{"flipped bit", mutate(func(b []byte) []byte { b[40] ^= 1; return b }), ErrManifestCorrupt},
 		{"truncated", good[:len(good)-1], ErrManifestCorrupt},
 		{"truncated, crc fixed", mutate(func(b []byte) []byte { return recrc(b[:len(b)-1]) }), ErrManifestCorrupt},

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -131,6 +132,13 @@ type SegmentMetadata struct {
 	SegmentSize    int64        // bytes of the .log object
 	LeaderEpochs   []EpochEntry // epochs → start offsets, ascending; first starts at StartOffset
 	State          State
+	// UploadEpoch is the leader epoch of the partition under which the
+	// upload ran (its leader was BrokerID at the COPY_SEGMENT_STARTED
+	// state). The broker writes the COPY_SEGMENT_FINISHED state only
+	// while it still leads at this epoch; when two segments start at one
+	// offset, the one uploaded at the greater epoch wins (Prefer).
+	// Manifests before version 3 did not record it: 0.
+	UploadEpoch int32
 
 	// Objects lists the objects uploaded for the segment (beyond the
 	// manifest) and their sizes, so that readers know which exist and
@@ -224,6 +232,26 @@ func (m SegmentMetadata) Clone() SegmentMetadata {
 	return m
 }
 
+// Prefer reports whether a should stand for an offset range rather than
+// b when both start at one offset (two leaders uploaded the same range):
+// a readable segment over one that is not, then the greater upload epoch
+// (the newer leader), then the longer segment, then the later state, then
+// the greater segment id, so that every broker picks the same one.
+func Prefer(a, b *SegmentMetadata) bool {
+	ar, br := a.State == CopySegmentFinished, b.State == CopySegmentFinished
+	switch {
+	case ar != br:
+		return ar
+	case a.UploadEpoch != b.UploadEpoch:
+		return a.UploadEpoch > b.UploadEpoch
+	case a.EndOffset != b.EndOffset:
+		return a.EndOffset > b.EndOffset
+	case a.EventTimestamp != b.EventTimestamp:
+		return a.EventTimestamp > b.EventTimestamp
+	}
+	return bytes.Compare(a.SegmentID[:], b.SegmentID[:]) > 0
+}
+
 // ErrInvalidMetadata wraps every reason Validate refuses metadata for.
 var ErrInvalidMetadata = errors.New("invalid remote segment metadata")
 
@@ -252,6 +280,8 @@ func (m *SegmentMetadata) Validate() error {
 		return bad("end offset %d below start offset", m.EndOffset)
 	case m.MaxTimestamp < -1:
 		return bad("max timestamp %d", m.MaxTimestamp)
+	case m.UploadEpoch < 0:
+		return bad("negative upload epoch %d", m.UploadEpoch)
 	case m.SegmentSize < 0:
 		return bad("negative size")
 	case !m.State.Valid():
