@@ -74,6 +74,7 @@ package broker
 // The remote reader's metrics are described in tier_fetch.go.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -152,7 +153,9 @@ func (s *Server) openTier() error {
 		store: s.opts.TierStore,
 		idx:   idx,
 		uploader: &tier.Uploader{Store: s.opts.TierStore, Index: idx, BrokerID: s.cfg.ID, Logger: s.log,
-			Throttle: tier.NewThrottle(s.cfg.RemoteLogManagerCopyMaxBytesPerSecond)},
+			Throttle:    tier.NewThrottle(s.cfg.RemoteLogManagerCopyMaxBytesPerSecond),
+			PeerAlive:   s.brokerAlive,
+			SettleGrace: s.tierGrace(interval)},
 		interval: interval,
 		settings: map[*partition]tierTopic{},
 		ready:    !need,
@@ -325,14 +328,21 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 		return 0, 0
 	}
 	hw := p.hw.Load()
-	st, err := ts.uploader.CopyPartition(s.ctx, tierPartition(p), p.topic, p.log, hw)
+	lead, ctx, stop := s.copyLeadership(p)
+	st, err := ts.uploader.CopyPartition(ctx, tierPartition(p), p.topic, p.log, hw, lead)
+	stop()
 	ts.copyBytes.Add(float64(st.Bytes))
 	ts.copyRequests.Add(float64(st.Copied))
-	if err != nil {
+	switch {
+	case errors.Is(err, tier.ErrNotLeading):
+		s.log.Info("stopped copying to remote storage: leadership moved", "topic", p.topic, "partition", p.index, "leader_epoch", lead.Epoch)
+	case err != nil:
 		ts.copyErrors.Inc()
 		if s.ctx.Err() == nil {
 			s.log.Warn("copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
 		}
+	case st.Unsettled > 0:
+		s.log.Info("waiting for another broker's unfinished uploads before copying", "topic", p.topic, "partition", p.index, "uploads", st.Unsettled)
 	}
 	if end, ok, err := ts.idx.LogEnd(tierPartition(p)); err == nil {
 		if !ok {
@@ -350,6 +360,54 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 			"segments", st.Copied, "bytes", st.Bytes, "finished", st.Finished, "cleaned_up", st.Abandoned)
 	}
 	return lagBytes, lagSegments
+}
+
+// leadershipPoll is how often a copy pass checks that its broker still leads
+// the partition at the pass's epoch.
+const leadershipPoll = 50 * time.Millisecond
+
+// copyLeadership is the leadership a copy pass of p runs under: this
+// broker leads p at its current epoch. The context is cancelled as soon as
+// that stops holding, which stops the pass's uploads (Kafka's
+// RemoteLogManager cancels a partition's copy task when the broker stops
+// leading it); stop releases it.
+func (s *Server) copyLeadership(p *partition) (tier.Leadership, context.Context, func()) {
+	epoch := p.leaderEpoch.Load()
+	leading := func() bool { return s.isLeader(p) && p.leaderEpoch.Load() == epoch }
+	ctx, cancel := context.WithCancel(s.ctx)
+	go func() {
+		t := time.NewTicker(leadershipPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !leading() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return tier.Leadership{Epoch: epoch, Leading: leading}, ctx, cancel
+}
+
+// brokerAlive reports whether broker id is registered in the cluster.
+func (s *Server) brokerAlive(id int32) bool {
+	for _, b := range s.ctrl.Metadata().Brokers {
+		if b.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// tierGrace is how long an upload or an orphaned object is given before
+// another broker may delete it: remote.log.reconciliation.grace.ms, but at
+// least ten task intervals.
+func (s *Server) tierGrace(interval time.Duration) time.Duration {
+	return max(time.Duration(s.cfg.RemoteLogReconciliationGraceMs)*time.Millisecond, 10*interval)
 }
 
 // closeTier closes the reader and the index once the loop has stopped.

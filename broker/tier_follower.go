@@ -135,6 +135,14 @@ func (s *Server) tierRefresh(p *partition) bool {
 		ts.mu.Lock()
 		delete(ts.follow.refreshed, p)
 		ts.mu.Unlock()
+		// Uploads this broker left unfinished when it led (a crash, or
+		// leadership lost with the bucket down) go now, so that the
+		// leader need not wait out the settle grace for them.
+		if n, err := ts.uploader.SettleOwn(ctx, tierPartition(p)); err != nil {
+			s.log.Warn("delete own unfinished uploads; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+		} else if n > 0 {
+			s.log.Info("deleted own unfinished uploads", "topic", p.topic, "partition", p.index, "uploads", n)
+		}
 		return false
 	}
 	if !s.isLeader(p) || p.leaderEpoch.Load() != epoch {

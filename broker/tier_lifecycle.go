@@ -92,7 +92,7 @@ func (s *Server) newTierHousekeeping(ts *tierState) *tierHousekeeping {
 		h.resync = max(h.reconcileEvery, 10*time.Minute)
 		h.nextReconcile = time.Now().Add(h.reconcileEvery)
 	}
-	grace := max(time.Duration(s.cfg.RemoteLogReconciliationGraceMs)*time.Millisecond, 10*ts.interval)
+	grace := s.tierGrace(ts.interval)
 	h.reconciler = &tier.Reconciler{Store: ts.store, Index: ts.idx, BrokerID: s.cfg.ID, Grace: grace, Logger: s.log}
 	s.metrics.reg.MustRegister(h.orphanObjects, h.reconcileErrors, h.unrecognized, h.lifecycleErrors)
 	return h

@@ -135,6 +135,32 @@
 // uploaded. A failure leaves both in COPY_SEGMENT_STARTED for the next
 // pass to clean up.
 //
+// Leadership fences uploads (Kafka's RemoteLogManager cancels a
+// partition's copy task when its broker stops leading it). A pass runs
+// under the partition's leader epoch (Leadership); the broker cancels its
+// context as soon as it no longer leads at that epoch, which stops the
+// uploads under way, and the pass checks its leadership again before each
+// segment and before each FINISHED state. An upload also writes its
+// FINISHED state only within half the settle grace of its start
+// (Uploader.SettleGrace: remote.log.reconciliation.grace.ms, at least ten
+// task intervals), so that a leader frozen for longer cannot finish an
+// upload that its successor may have deleted. Each segment records the
+// epoch it was uploaded under (index.SegmentMetadata.UploadEpoch). A
+// fenced upload is abandoned at once: its objects, manifest and entry are
+// deleted by the broker that wrote them. The pass's cleanup step (above)
+// deletes an unfinished upload only when it is this broker's own, when
+// its broker is no longer registered (PeerAlive), or when it is older
+// than the settle grace; an upload of another live broker that may still
+// finish is left to it, and while any is, the pass uploads nothing (its
+// objects must be there should it finish; when it does, the pass adopts
+// it). A broker deletes its own unfinished uploads in the partitions it
+// no longer leads (SettleOwn, each pass). So a FINISHED manifest never
+// names an object that a cleanup deleted. When two leaders uploaded
+// segments starting at one offset anyway, every index keeps the same one
+// (index.Prefer: the finished one, then the newer leader's), and readers
+// and retention use only that one; overlapping segments with different
+// base offsets are read by the greatest base at or below an offset.
+//
 // Object bytes are read through Uploader.Throttle, which paces all
 // uploads of the broker together to
 // remote.log.manager.copy.max.bytes.per.second (with a second's burst).

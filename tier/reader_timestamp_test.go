@@ -82,7 +82,7 @@ func TestReaderOffsetForTimestamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, store := newTestUploader(t)
-	if _, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset()); err != nil {
+	if _, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset(), Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	remoteEnd, ok, err := u.Index.LogEnd(upTP)

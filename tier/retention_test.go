@@ -17,7 +17,7 @@ func uploadedLog(t *testing.T, tp index.TopicIDPartition) (*Uploader, *MemStore,
 	t.Helper()
 	u, store := newTestUploader(t)
 	l, _ := testLog(t, 30)
-	if _, err := u.CopyPartition(context.Background(), tp, "retained", l, l.LogEndOffset()); err != nil {
+	if _, err := u.CopyPartition(context.Background(), tp, "retained", l, l.LogEndOffset(), Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	segs, err := u.Index.Segments(tp)
@@ -237,7 +237,7 @@ func TestDeleteTopicAndPartition(t *testing.T) {
 	other := index.TopicIDPartition{TopicID: topicY, Partition: 0}
 	u, store, segs := uploadedLog(t, upTP)
 	l, _ := testLog(t, 10)
-	if _, err := u.CopyPartition(context.Background(), other, "other", l, l.LogEndOffset()); err != nil {
+	if _, err := u.CopyPartition(context.Background(), other, "other", l, l.LogEndOffset(), Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	otherKeys := func() []string {

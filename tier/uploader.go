@@ -33,6 +33,39 @@ type Uploader struct {
 	Throttle *Throttle
 	Logger   *slog.Logger     // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now
+	// PeerAlive tells whether another broker is registered, and so may
+	// still finish an upload it started (nil: every broker may).
+	PeerAlive func(brokerID int32) bool
+	// SettleGrace is how long an upload may take: an unfinished upload of
+	// another live broker younger than this is left to it, and an upload
+	// writes its COPY_SEGMENT_FINISHED state only within half of it from
+	// its start (0: DefaultSettleGrace).
+	SettleGrace time.Duration
+}
+
+// DefaultSettleGrace is SettleGrace's default.
+const DefaultSettleGrace = time.Hour
+
+// Leadership is what a copy pass runs under: this broker leads the
+// partition at Epoch for as long as Leading says so (nil: always). The
+// caller cancels the pass's context when leadership moves; Leading is
+// checked again before each segment and before each FINISHED state.
+type Leadership struct {
+	Epoch   int32
+	Leading func() bool
+}
+
+func (l Leadership) leading() bool { return l.Leading == nil || l.Leading() }
+
+// ErrNotLeading ends a copy pass whose broker no longer leads the
+// partition at the pass's epoch; its unfinished upload was abandoned.
+var ErrNotLeading = errors.New("no longer the partition's leader at the upload's epoch")
+
+func (u *Uploader) grace() time.Duration {
+	if u.SettleGrace > 0 {
+		return u.SettleGrace
+	}
+	return DefaultSettleGrace
 }
 
 // CopyStats describes one CopyPartition pass.
@@ -41,6 +74,10 @@ type CopyStats struct {
 	Bytes     int64 // bytes of their objects
 	Finished  int   // COPY_SEGMENT_STARTED entries found whole and finished
 	Abandoned int   // unfinished uploads (or deletions) cleaned up
+	// Unsettled counts uploads of other live brokers, younger than the
+	// settle grace, that may still finish: nothing is uploaded while any
+	// is left.
+	Unsettled int
 }
 
 func (u *Uploader) now() int64 {
@@ -61,11 +98,17 @@ func (u *Uploader) logger() *slog.Logger {
 // finishes or cleans up what an earlier pass (or process) left unfinished,
 // then uploads, oldest first, every sealed and flushed segment that lies
 // wholly below hw (the high watermark) and past the remote log end. It
-// stops at the first failure; the next pass resumes there.
-func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, hw int64) (CopyStats, error) {
+// stops at the first failure; the next pass resumes there. It uploads
+// nothing while another live broker's upload may still finish
+// (st.Unsettled), and stops with ErrNotLeading, abandoning its unfinished
+// upload, once lead no longer holds.
+func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, hw int64, lead Leadership) (CopyStats, error) {
 	var st CopyStats
 	if err := u.cleanup(ctx, tp, &st); err != nil {
 		return st, err
+	}
+	if st.Unsettled > 0 {
+		return st, nil
 	}
 	remoteEnd, ok, err := u.Index.LogEnd(tp)
 	if err != nil {
@@ -99,7 +142,13 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 		if seg.NextOffset-1 <= remoteEnd || seg.NextOffset == seg.BaseOffset {
 			continue
 		}
-		next, err := u.startCopy(ctx, tp, topic, src, seg.BaseOffset)
+		if !lead.leading() || ctx.Err() != nil {
+			if err := finish(); err != nil {
+				return st, err
+			}
+			return st, ErrNotLeading
+		}
+		next, err := u.startCopy(ctx, tp, topic, src, seg.BaseOffset, lead)
 		if err != nil {
 			if ferr := finish(); ferr != nil {
 				return st, ferr
@@ -111,6 +160,9 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 		}
 		if err := finish(); err != nil {
 			next.abort() // left COPY_SEGMENT_STARTED: the next pass cleans it up
+			if errors.Is(err, ErrNotLeading) {
+				next.abandon() // no next pass of ours: settle it now
+			}
 			return st, err
 		}
 		pending = next
@@ -121,8 +173,10 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 // cleanup settles every entry of the partition that is not
 // COPY_SEGMENT_FINISHED: a COPY_SEGMENT_STARTED upload whose manifest is
 // in the bucket in COPY_SEGMENT_FINISHED (the crash came after it) is
-// finished; any other is deleted from the bucket and the index, as are
-// deletions left in DELETE_SEGMENT_STARTED.
+// finished; an upload of another broker that is alive, younger than the
+// settle grace, is left to it (st.Unsettled: it may still finish, and its
+// objects must then be there); any other is deleted from the bucket and
+// the index, as are deletions left in DELETE_SEGMENT_STARTED.
 func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *CopyStats) error {
 	segs, err := u.Index.Segments(tp)
 	if err != nil {
@@ -142,6 +196,10 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errBadManifest) {
 				return err // the bucket is unreachable: try again next pass
 			}
+			if err == nil && u.mayStillFinish(&m) {
+				st.Unsettled++
+				continue
+			}
 			if err := u.deleteSegment(ctx, m); err != nil {
 				return err
 			}
@@ -154,6 +212,47 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 		}
 	}
 	return nil
+}
+
+// mayStillFinish reports whether an unfinished upload, whose STARTED
+// manifest is in the bucket, belongs to another broker that may still
+// finish it: one that is alive, within the settle grace of the upload's
+// start. (This broker's own uploads are never under way outside a pass.)
+func (u *Uploader) mayStillFinish(m *index.SegmentMetadata) bool {
+	if m.BrokerID == u.BrokerID || (u.PeerAlive != nil && !u.PeerAlive(m.BrokerID)) {
+		return false
+	}
+	return u.now()-m.EventTimestamp < u.grace().Milliseconds()
+}
+
+// SettleOwn deletes the unfinished uploads this broker left in a partition
+// it does not lead (a pass cut short by a crash, or by the loss of
+// leadership with the bucket down), so that the leader need not wait out
+// the settle grace for them. It must not run while this broker copies the
+// partition.
+func (u *Uploader) SettleOwn(ctx context.Context, tp index.TopicIDPartition) (int, error) {
+	segs, err := u.Index.Segments(tp)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range segs {
+		if m.State != index.CopySegmentStarted || m.BrokerID != u.BrokerID {
+			continue
+		}
+		got, err := readManifest(ctx, u.Store, ManifestKey(&m))
+		switch {
+		case err == nil && got.SegmentID == m.SegmentID && got.State == index.CopySegmentFinished:
+			continue // it finished: the leader adopts it
+		case err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errBadManifest):
+			return n, err
+		}
+		if err := u.deleteSegment(ctx, m); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 func (u *Uploader) update(m *index.SegmentMetadata, s index.State) (index.SegmentMetadata, error) {
@@ -207,6 +306,8 @@ type segUpload struct {
 	m      index.SegmentMetadata
 	topic  string
 	total  int64
+	lead   Leadership
+	start  int64 // ms, the STARTED state's time
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   []error
@@ -215,7 +316,7 @@ type segUpload struct {
 // startCopy starts uploading one segment: index entry
 // COPY_SEGMENT_STARTED, manifest in that state, then the objects, in the
 // background; finish completes it.
-func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, base int64) (*segUpload, error) {
+func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, base int64, lead Leadership) (*segUpload, error) {
 	seg, err := src.OpenSealedSegment(base)
 	if err != nil {
 		return nil, err
@@ -273,18 +374,20 @@ func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, top
 		{index.ObjectLog, io.NewSectionReader(seg.Log, 0, seg.Size), seg.Size},
 		{index.ObjectIndexes, io.MultiReader(readers...), packSize},
 	}
-	su := &segUpload{u: u, seg: seg, topic: topic, m: index.SegmentMetadata{
+	start := u.now()
+	su := &segUpload{u: u, seg: seg, topic: topic, lead: lead, start: start, m: index.SegmentMetadata{
 		Partition:      tp,
 		SegmentID:      index.NewUUID(),
 		Topic:          topic,
 		StartOffset:    seg.BaseOffset,
 		EndOffset:      seg.NextOffset - 1,
 		MaxTimestamp:   max(seg.MaxTimestamp, -1),
-		EventTimestamp: u.now(),
+		EventTimestamp: start,
 		BrokerID:       u.BrokerID,
 		SegmentSize:    seg.Size,
 		LeaderEpochs:   epochs,
 		State:          index.CopySegmentStarted,
+		UploadEpoch:    max(lead.Epoch, 0),
 	}}
 	m := &su.m
 	for _, o := range objs {
@@ -328,13 +431,44 @@ func (su *segUpload) abort() {
 	su.seg.Close()
 }
 
+// abandon deletes the objects, manifest and index entry of an upload
+// that will not finish (best effort: what stays is settled by a later
+// pass, SettleOwn or the leader after the grace). Its context is not the
+// pass's, which is cancelled when leadership moves.
+func (su *segUpload) abandon() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := su.u.deleteSegment(ctx, su.m); err != nil {
+		su.u.logger().Warn("abandon upload", "partition", su.m.Partition.String(), "segment_id", su.m.SegmentID.String(), "err", err)
+	}
+}
+
+// fenced reports why the upload may no longer write its FINISHED state:
+// the broker no longer leads at the upload's epoch, or half the settle
+// grace has passed since the upload started (after the grace a new leader
+// may delete its objects).
+func (su *segUpload) fenced(ctx context.Context) error {
+	switch {
+	case ctx.Err() != nil || !su.lead.leading():
+		return fmt.Errorf("%w: segment %d of %s (epoch %d)", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.m.UploadEpoch)
+	case su.u.now()-su.start >= su.u.grace().Milliseconds()/2:
+		return fmt.Errorf("%w: segment %d of %s took more than half the settle grace %v", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.u.grace())
+	}
+	return nil
+}
+
 // finish waits for the objects, then writes the manifest in
-// COPY_SEGMENT_FINISHED and the index entry. It returns the bytes
-// uploaded.
+// COPY_SEGMENT_FINISHED and the index entry, if the upload is not fenced
+// (else it abandons the upload and returns ErrNotLeading). It returns the
+// bytes uploaded.
 func (su *segUpload) finish(ctx context.Context) (int64, error) {
 	su.wg.Wait()
 	su.cancel()
 	su.seg.Close()
+	if err := su.fenced(ctx); err != nil {
+		su.abandon()
+		return 0, err
+	}
 	for _, err := range su.errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return 0, err

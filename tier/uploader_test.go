@@ -216,13 +216,13 @@ func TestUploaderCopiesSealedSegmentsBelowHW(t *testing.T) {
 	ctx := context.Background()
 	// The high watermark inside the third segment: only two go.
 	hw := segs[2].BaseOffset + 1
-	st, err := u.CopyPartition(ctx, upTP, "t", l, hw)
+	st, err := u.CopyPartition(ctx, upTP, "t", l, hw, Leadership{})
 	if err != nil || st.Copied != 2 {
 		t.Fatalf("CopyPartition below %d = %+v, %v; want 2 copied", hw, st, err)
 	}
 	checkUploaded(t, u, store, localFiles(t, dir), segs[:2])
 
-	st, err = u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset())
+	st, err = u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset(), Leadership{})
 	if err != nil || st.Copied != len(segs)-2 {
 		t.Fatalf("CopyPartition = %+v, %v; want %d copied", st, err, len(segs)-2)
 	}
@@ -230,7 +230,7 @@ func TestUploaderCopiesSealedSegmentsBelowHW(t *testing.T) {
 
 	// Idempotent: nothing more to do, nothing written.
 	puts := store.Calls(OpPut)
-	if st, err := u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset()); err != nil || st != (CopyStats{}) {
+	if st, err := u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset(), Leadership{}); err != nil || st != (CopyStats{}) {
 		t.Fatalf("third pass = %+v, %v", st, err)
 	}
 	if store.Calls(OpPut) != puts {
@@ -273,7 +273,7 @@ func TestUploaderFailuresResume(t *testing.T) {
 		}
 		return nil
 	})
-	st, err := u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset())
+	st, err := u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset(), Leadership{})
 	if !errors.Is(err, down) || st.Copied != 2 {
 		t.Fatalf("CopyPartition = %+v, %v; want 2 copied, then the failure", st, err)
 	}
@@ -304,7 +304,7 @@ func TestUploaderFailuresResume(t *testing.T) {
 
 	// Still down, now for everything: the pass fails, the index is unchanged.
 	store.SetFault(func(Op, string) error { return down })
-	if _, err := u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset()); !errors.Is(err, down) {
+	if _, err := u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset(), Leadership{}); !errors.Is(err, down) {
 		t.Fatalf("CopyPartition with the bucket down = %v", err)
 	}
 	if again, _ := u.Index.Segments(upTP); len(again) != 4 || again[2].State != index.CopySegmentStarted || again[3].State != index.CopySegmentStarted {
@@ -312,7 +312,7 @@ func TestUploaderFailuresResume(t *testing.T) {
 	}
 
 	store.SetFault(nil)
-	st, err = u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset())
+	st, err = u.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset(), Leadership{})
 	if err != nil || st.Abandoned != 2 || st.Copied != len(segs)-2 {
 		t.Fatalf("CopyPartition after recovery = %+v, %v; want 2 abandoned, %d copied", st, err, len(segs)-2)
 	}
@@ -341,7 +341,7 @@ func TestUploaderCrashRecovery(t *testing.T) {
 	}
 	// Segment 0: everything uploaded, FINISHED manifest written, the
 	// process died before the index update.
-	if _, err := u.CopyPartition(ctx, upTP, "t", l, segs[0].NextOffset); err != nil {
+	if _, err := u.CopyPartition(ctx, upTP, "t", l, segs[0].NextOffset, Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	m0, _ := u.Index.Segments(upTP)
@@ -367,7 +367,7 @@ func TestUploaderCrashRecovery(t *testing.T) {
 	put(ObjectKey(&m1, index.ObjectLog), []byte("abc"))
 
 	u2 := &Uploader{Store: store, Index: x2, BrokerID: 7}
-	st, err := u2.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset())
+	st, err := u2.CopyPartition(ctx, upTP, "t", l, l.LogEndOffset(), Leadership{})
 	if err != nil || st.Finished != 1 || st.Abandoned != 1 || st.Copied != len(segs)-1 {
 		t.Fatalf("CopyPartition = %+v, %v; want 1 finished, 1 abandoned, %d copied", st, err, len(segs)-1)
 	}
@@ -386,7 +386,7 @@ func TestUploaderThrottle(t *testing.T) {
 	const rate = 8000
 	u.Throttle = NewThrottle(rate)
 	start := time.Now()
-	st, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset())
+	st, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset(), Leadership{})
 	if err != nil || st.Copied == 0 {
 		t.Fatalf("CopyPartition = %+v, %v", st, err)
 	}
@@ -408,28 +408,31 @@ func TestUploaderManifestBeforeObjects(t *testing.T) {
 	l, _ := testLog(t, 20)
 	u, store := newTestUploader(t)
 	down := errors.New("manifest refused")
-	var objectsBefore []string
-	manifests := 0
+	// The second segment's STARTED manifest (the first PUT of its
+	// manifest key) fails: none of its objects may go up. (The hook runs
+	// on the uploads' goroutines.)
+	second := fmt.Sprintf("/%020d-", sealed(l)[1].BaseOffset)
+	var mu sync.Mutex
+	var objects []string
 	store.SetFault(func(op Op, key string) error {
-		if op != OpPut {
+		if op != OpPut || !strings.Contains(key, second) {
 			return nil
 		}
 		if strings.HasSuffix(key, ManifestSuffix) {
-			if manifests++; manifests == 3 { // the second segment's STARTED manifest
-				return down
-			}
-			return nil
+			return down
 		}
-		if manifests == 3 {
-			objectsBefore = append(objectsBefore, key)
-		}
+		mu.Lock()
+		objects = append(objects, key)
+		mu.Unlock()
 		return nil
 	})
-	if _, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset()); !errors.Is(err, down) {
+	if _, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset(), Leadership{}); !errors.Is(err, down) {
 		t.Fatalf("CopyPartition: %v, want the manifest's failure", err)
 	}
-	if len(objectsBefore) != 0 {
-		t.Fatalf("objects PUT before their segment's manifest: %v", objectsBefore)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(objects) != 0 {
+		t.Fatalf("objects PUT without their segment's manifest: %v", objects)
 	}
 }
 
@@ -474,7 +477,7 @@ func TestUploaderPipelinesSegments(t *testing.T) {
 		}
 		return nil
 	})
-	st, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset())
+	st, err := u.CopyPartition(context.Background(), upTP, "t", l, l.LogEndOffset(), Leadership{})
 	if err != nil || st.Copied != len(segs) {
 		t.Fatalf("CopyPartition = %+v, %v; want %d copied", st, err, len(segs))
 	}
