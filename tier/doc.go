@@ -157,9 +157,11 @@
 // no longer leads (SettleOwn, each pass). So a FINISHED manifest never
 // names an object that a cleanup deleted. When two leaders uploaded
 // segments starting at one offset anyway, every index keeps the same one
-// (index.Prefer: the finished one, then the newer leader's), and readers
-// and retention use only that one; overlapping segments with different
-// base offsets are read by the greatest base at or below an offset.
+// (index.Prefer: the finished one, then the newer leader's), readers and
+// retention use only that one, and the leader's reconciliation deletes the
+// other after the grace; overlapping segments with different base offsets
+// are read by the greatest base at or below an offset (and retention.bytes
+// counts both, so it may delete the older a little early).
 //
 // Object bytes are read through Uploader.Throttle, which paces all
 // uploads of the broker together to

@@ -159,8 +159,10 @@ func stems(ctx context.Context, store ObjectStore, prefix string, st *ReconcileS
 
 // ReconcilePartition deletes the orphaned segments of a partition this
 // broker leads: those the index does not know whose manifest is missing
-// or still in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED, once their
-// newest object is older than Grace. Segments in COPY_SEGMENT_FINISHED,
+// or still in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED, or in
+// COPY_SEGMENT_FINISHED but superseded by the segment the index holds at
+// the same base offset (two leaders uploaded it), once their newest
+// object is older than Grace. Other segments in COPY_SEGMENT_FINISHED,
 // those with a manifest that does not decode, and those the index knows
 // (the uploader settles them) are left alone.
 func (r *Reconciler) ReconcilePartition(ctx context.Context, tp index.TopicIDPartition) (ReconcileStats, error) {
@@ -255,6 +257,14 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 	return st, nil
 }
 
+// superseded reports whether a finished segment the index does not know
+// lost to another at its base offset: two leaders uploaded the range, and
+// the index keeps the one index.Prefer picks, which every broker reads.
+func (r *Reconciler) superseded(m *index.SegmentMetadata) bool {
+	cur, err := r.Index.SegmentForOffset(m.Partition, m.StartOffset)
+	return err == nil && cur.StartOffset == m.StartOffset && cur.SegmentID != m.SegmentID && index.Prefer(&cur, m)
+}
+
 // settle deletes one orphan candidate if it still is one. With anyState
 // (a deleted topic) a manifest in COPY_SEGMENT_FINISHED does not protect
 // it; otherwise it does.
@@ -279,7 +289,13 @@ func (r *Reconciler) settle(ctx context.Context, s *stem, anyState bool, st *Rec
 			return err
 		}
 		if got.State == index.CopySegmentFinished && !anyState {
-			return nil // live
+			if !r.superseded(&got) {
+				return nil // live
+			}
+			if young {
+				st.Young++
+				return nil
+			}
 		}
 		if young && got.State != index.DeleteSegmentStarted {
 			// Perhaps an upload under way elsewhere. A deletion under

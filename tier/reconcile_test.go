@@ -362,3 +362,44 @@ func FuzzReconcileKeys(f *testing.F) {
 		}
 	})
 }
+
+// Two leaders uploaded segments at one base offset (the old one, frozen,
+// finished after the new one's refresh): the index keeps the newer
+// leader's (index.Prefer), and once the grace has passed the
+// reconciliation deletes the other, whose objects no index reads. A
+// finished segment that nothing supersedes stays.
+func TestReconcileSupersededSegment(t *testing.T) {
+	f := newReconcileFixture(t)
+	ctx := ctxT(t)
+	tp := index.TopicIDPartition{TopicID: topicX, Partition: 3}
+	oldLeader := f.segment(t, tp, 0, statePtr(index.CopySegmentFinished)) // upload epoch 0
+	newLeader := oldLeader.Clone()
+	newLeader.SegmentID, newLeader.UploadEpoch, newLeader.State = index.NewUUID(), 4, index.CopySegmentStarted
+	put(t, f.store, ObjectKey(&newLeader, index.ObjectLog), bytes.Repeat([]byte{1}, 10))
+	put(t, f.store, ObjectKey(&newLeader, index.ObjectOffsetIndex), bytes.Repeat([]byte{2}, 8))
+	if err := f.idx.AddSegment(newLeader); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.idx.UpdateSegment(index.SegmentUpdate{Partition: tp, SegmentID: newLeader.SegmentID, State: index.CopySegmentFinished, EventTimestamp: 2}); err != nil {
+		t.Fatal(err)
+	}
+	newLeader.State = index.CopySegmentFinished
+	b, _ := index.EncodeManifest(&newLeader)
+	put(t, f.store, ManifestKey(&newLeader), b)
+	unrelated := f.segment(t, tp, 10, statePtr(index.CopySegmentFinished)) // unknown to the index, but nothing supersedes it
+
+	st, err := f.rec.ReconcilePartition(ctx, tp)
+	if err != nil || st.Orphans != 0 || st.Young != 1 {
+		t.Fatalf("within the grace: %+v, %v; want the superseded segment left for later", st, err)
+	}
+	f.advance(61 * time.Minute)
+	st, err = f.rec.ReconcilePartition(ctx, tp)
+	if err != nil || st.Orphans != 1 {
+		t.Fatalf("after the grace: %+v, %v; want the superseded segment deleted", st, err)
+	}
+	want := append(stemKeys(&newLeader), stemKeys(&unrelated)...)
+	slices.Sort(want)
+	if got := f.store.Keys(); !slices.Equal(got, want) {
+		t.Fatalf("left\n%v\nwant\n%v (superseded: %s)", got, want, oldLeader.SegmentID)
+	}
+}
