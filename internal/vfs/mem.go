@@ -23,17 +23,72 @@ import (
 // a test can also model a process crash by simply reopening on the same
 // MemFS (everything written survives that).
 //
-// Errors are injected with SetInjector. Paths are cleaned and relative and
-// absolute names address the same tree ("a/b" == "/a/b").
+// Errors are injected with SetInjector (see fault.go for the kinds). A
+// Sync that fails loses the file's dirty bytes as Linux does after a
+// writeback error: the process still reads them, but they count as clean,
+// so a later Sync that succeeds does not make them durable; their durable
+// image stays what it was (zeros past the old durable end) until they are
+// written again. SetCapacity bounds the bytes files may hold (ENOSPC).
+// Paths are cleaned and relative and absolute names address the same
+// tree ("a/b" == "/a/b").
 type MemFS struct {
-	mu     sync.Mutex
-	root   *memNode
-	inject atomic.Pointer[Injector]
+	mu   sync.Mutex
+	root *memNode
+	injection
+	// capacity bounds the bytes of all files (0: unlimited); used counts
+	// them. Bytes of a removed file are freed at once, even while it is
+	// open.
+	capacity atomic.Int64
+	used     atomic.Int64
 }
 
 // NewCrashableMem returns an empty MemFS.
 func NewCrashableMem() *MemFS {
 	return &MemFS{root: newDir()}
+}
+
+// SetCapacity bounds the bytes all files may hold together (0 or less:
+// unlimited). A write that does not fit stores what does and fails with
+// ErrNoSpace; a truncation that grows a file past it fails. Lowering it
+// below what files hold already removes nothing.
+func (m *MemFS) SetCapacity(bytes int64) { m.capacity.Store(max(bytes, 0)) }
+
+// Used returns the bytes all files hold.
+func (m *MemFS) Used() int64 { return m.used.Load() }
+
+// reserve takes up to want bytes of free space and returns how many it
+// got (want when there is no capacity).
+func (m *MemFS) reserve(want int64) int64 {
+	if want <= 0 {
+		return 0
+	}
+	for {
+		limit, used := m.capacity.Load(), m.used.Load()
+		got := want
+		if limit > 0 {
+			got = min(want, max(limit-used, 0))
+		}
+		if m.used.CompareAndSwap(used, used+got) {
+			return got
+		}
+	}
+}
+
+// release frees n bytes.
+func (m *MemFS) release(n int64) { m.used.Add(-n) }
+
+// treeSize is the bytes of the files under n; n.mu of files is taken.
+func treeSize(n *memNode) int64 {
+	if !n.isDir {
+		n.mu.RLock()
+		defer n.mu.RUnlock()
+		return int64(len(n.data))
+	}
+	var t int64
+	for _, c := range n.children {
+		t += treeSize(c)
+	}
+	return t
 }
 
 type memNode struct {
@@ -44,6 +99,9 @@ type memNode struct {
 	data    []byte
 	synced  []byte
 	modTime time.Time
+	// lost are byte ranges whose writeback failed (a failed Sync): a
+	// later Sync keeps their old durable image.
+	lost []lostSpan
 
 	// directory entries, guarded by MemFS.mu.
 	children map[string]*memNode
@@ -85,25 +143,16 @@ func (o Op) String() string {
 var ErrInjected = errors.New("vfs: injected error")
 
 // Injector decides whether an operation on path fails; a nil result lets
-// it proceed. A failed write or truncate changes nothing.
+// it proceed. A failed write or truncate changes nothing, except a write
+// failed with a *ShortWrite, which stores its first bytes.
 type Injector func(op Op, path string) error
 
 // SetInjector installs f (nil removes it).
-func (m *MemFS) SetInjector(f Injector) {
-	if f == nil {
-		m.inject.Store(nil)
-		return
-	}
-	m.inject.Store(&f)
-}
+func (m *MemFS) SetInjector(f Injector) { m.set(f) }
 
-func (m *MemFS) check(op Op, name string) error {
-	if p := m.inject.Load(); p != nil {
-		if err := (*p)(op, name); err != nil {
-			return &fs.PathError{Op: op.String(), Path: name, Err: err}
-		}
-	}
-	return nil
+func (m *MemFS) fail(op Op, name string) error {
+	_, err := m.check(op, name)
+	return err
 }
 
 // FailNth fails only the nth (1-based) operation of kind op.
@@ -179,7 +228,7 @@ func (m *MemFS) lookup(name string) (*memNode, error) {
 
 // OpenFile implements FS.
 func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	if err := m.check(OpOpen, name); err != nil {
+	if err := m.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -205,7 +254,8 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 	}
 	if flag&os.O_TRUNC != 0 && !n.isDir {
 		n.mu.Lock()
-		n.data = nil
+		m.release(int64(len(n.data)))
+		n.data, n.lost = nil, nil
 		n.mu.Unlock()
 	}
 	return &memFile{fs: m, n: n, name: name, flag: flag}, nil
@@ -213,7 +263,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 
 // Remove implements FS.
 func (m *MemFS) Remove(name string) error {
-	if err := m.check(OpRemove, name); err != nil {
+	if err := m.fail(OpRemove, name); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -231,12 +281,13 @@ func (m *MemFS) Remove(name string) error {
 		return &fs.PathError{Op: "remove", Path: name, Err: errors.New("directory not empty")}
 	}
 	delete(d.children, base)
+	m.release(treeSize(n))
 	return nil
 }
 
 // RemoveAll implements FS.
 func (m *MemFS) RemoveAll(name string) error {
-	if err := m.check(OpRemove, name); err != nil {
+	if err := m.fail(OpRemove, name); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -249,13 +300,16 @@ func (m *MemFS) RemoveAll(name string) error {
 		}
 		return err
 	}
+	if n, ok := d.children[base]; ok {
+		m.release(treeSize(n))
+	}
 	delete(d.children, base)
 	return nil
 }
 
 // Rename implements FS.
 func (m *MemFS) Rename(oldname, newname string) error {
-	if err := m.check(OpRename, oldname); err != nil {
+	if err := m.fail(OpRename, oldname); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -275,6 +329,9 @@ func (m *MemFS) Rename(oldname, newname string) error {
 		return &fs.PathError{Op: "rename", Path: oldname, Err: fs.ErrNotExist}
 	}
 	delete(odir.children, ob)
+	if old, ok := ndir.children[nb]; ok && old != n {
+		m.release(treeSize(old))
+	}
 	ndir.children[nb] = n
 	return nil
 }
@@ -282,7 +339,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 // MkdirAll implements FS. New directories are durable only once their
 // parent is synced, like files.
 func (m *MemFS) MkdirAll(name string, perm os.FileMode) error {
-	if err := m.check(OpMkdir, name); err != nil {
+	if err := m.fail(OpMkdir, name); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -307,7 +364,7 @@ func (m *MemFS) MkdirAll(name string, perm os.FileMode) error {
 
 // ReadDir implements FS.
 func (m *MemFS) ReadDir(dir string) ([]string, error) {
-	if err := m.check(OpReadDir, dir); err != nil {
+	if err := m.fail(OpReadDir, dir); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -326,7 +383,7 @@ func (m *MemFS) ReadDir(dir string) ([]string, error) {
 
 // Stat implements FS.
 func (m *MemFS) Stat(name string) (os.FileInfo, error) {
-	if err := m.check(OpStat, name); err != nil {
+	if err := m.fail(OpStat, name); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -341,7 +398,7 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 
 // SyncDir implements FS: the current entries of dir become durable.
 func (m *MemFS) SyncDir(dir string) error {
-	if err := m.check(OpSyncDir, dir); err != nil {
+	if err := m.fail(OpSyncDir, dir); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -375,7 +432,10 @@ func (m *MemFS) CrashTorn(seed uint64) *MemFS {
 func (m *MemFS) crash(rnd *rand.Rand) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return &MemFS{root: cloneDurable(m.root, rnd)}
+	c := &MemFS{root: cloneDurable(m.root, rnd)}
+	c.capacity.Store(m.capacity.Load())
+	c.used.Store(treeSize(c.root))
+	return c
 }
 
 func cloneDurable(n *memNode, rnd *rand.Rand) *memNode {
@@ -459,7 +519,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if f.n.isDir {
 		return 0, f.pathErr("read", errors.New("is a directory"))
 	}
-	if err := f.fs.check(OpRead, f.name); err != nil {
+	if err := f.fs.fail(OpRead, f.name); err != nil {
 		return 0, err
 	}
 	if off < 0 {
@@ -484,8 +544,12 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return 0, f.pathErr("write", errors.New("bad file descriptor"))
 	}
-	if err := f.fs.check(OpWrite, f.name); err != nil {
-		return 0, err
+	keep, ierr := f.fs.check(OpWrite, f.name)
+	if ierr != nil && keep == 0 {
+		return 0, ierr
+	}
+	if ierr != nil {
+		p = p[:min(keep, len(p))]
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -495,6 +559,14 @@ func (f *memFile) Write(p []byte) (int, error) {
 		f.pos = int64(len(f.n.data))
 	}
 	end := f.pos + int64(len(p))
+	if grow := end - int64(len(f.n.data)); grow > 0 {
+		if got := f.fs.reserve(grow); got < grow {
+			// The disk is full: store what fits, as write(2) does.
+			end -= grow - got
+			p = p[:end-f.pos]
+			ierr = &fs.PathError{Op: "write", Path: f.name, Err: ErrNoSpace}
+		}
+	}
 	if end > int64(len(f.n.data)) {
 		if end > int64(cap(f.n.data)) {
 			grown := make([]byte, len(f.n.data), max(end, 2*int64(cap(f.n.data))))
@@ -504,8 +576,12 @@ func (f *memFile) Write(p []byte) (int, error) {
 		f.n.data = f.n.data[:end]
 	}
 	copy(f.n.data[f.pos:], p)
+	f.n.lost = cutSpans(f.n.lost, f.pos, end)
 	f.pos = end
 	f.n.modTime = time.Now()
+	if ierr != nil {
+		return len(p), ierr
+	}
 	return len(p), nil
 }
 
@@ -513,20 +589,77 @@ func (f *memFile) Close() error {
 	if f.closed.Swap(true) {
 		return f.pathErr("close", errClosed)
 	}
-	return f.fs.check(OpClose, f.name)
+	return f.fs.fail(OpClose, f.name)
 }
 
 func (f *memFile) Sync() error {
 	if f.closed.Load() {
 		return f.pathErr("sync", errClosed)
 	}
-	if err := f.fs.check(OpSync, f.name); err != nil {
+	if err := f.fs.fail(OpSync, f.name); err != nil {
+		f.n.mu.Lock()
+		f.n.dropDirty()
+		f.n.mu.Unlock()
 		return err
 	}
 	f.n.mu.Lock()
 	defer f.n.mu.Unlock()
 	f.n.synced = append(f.n.synced[:0:0], f.n.data...)
+	for _, sp := range f.n.lost {
+		if sp.off < int64(len(f.n.synced)) {
+			copy(f.n.synced[sp.off:], sp.durable)
+		}
+	}
 	return nil
+}
+
+// lostSpan is a byte range whose writeback failed: its durable image
+// stays durable (the old synced bytes, zeros past the old durable end)
+// until the range is written again.
+type lostSpan struct {
+	off     int64
+	durable []byte
+}
+
+// dropDirty marks the bytes that differ from the durable image as lost:
+// after a failed fsync the kernel may have dropped them (Linux marks the
+// pages clean), so no later fsync writes them. n.mu held.
+func (n *memNode) dropDirty() {
+	lo := 0
+	for lo < len(n.data) && lo < len(n.synced) && n.data[lo] == n.synced[lo] {
+		lo++
+	}
+	if lo >= len(n.data) {
+		return
+	}
+	img := make([]byte, len(n.data)-lo)
+	if lo < len(n.synced) {
+		copy(img, n.synced[lo:])
+	}
+	n.lost = append(cutSpans(n.lost, int64(lo), int64(len(n.data))), lostSpan{off: int64(lo), durable: img})
+}
+
+// cutSpans removes [from, to) from the lost spans: those bytes were
+// written again (or truncated away) and are dirty or gone.
+func cutSpans(spans []lostSpan, from, to int64) []lostSpan {
+	if len(spans) == 0 || from >= to {
+		return spans
+	}
+	var out []lostSpan
+	for _, sp := range spans {
+		end := sp.off + int64(len(sp.durable))
+		if end <= from || sp.off >= to {
+			out = append(out, sp)
+			continue
+		}
+		if sp.off < from {
+			out = append(out, lostSpan{off: sp.off, durable: sp.durable[:from-sp.off]})
+		}
+		if end > to {
+			out = append(out, lostSpan{off: to, durable: sp.durable[to-sp.off:]})
+		}
+	}
+	return out
 }
 
 func (f *memFile) Truncate(size int64) error {
@@ -536,16 +669,24 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 {
 		return f.pathErr("truncate", errors.New("negative size"))
 	}
-	if err := f.fs.check(OpTruncate, f.name); err != nil {
+	if err := f.fs.fail(OpTruncate, f.name); err != nil {
 		return err
 	}
 	f.n.mu.Lock()
 	defer f.n.mu.Unlock()
-	if size <= int64(len(f.n.data)) {
+	cur := int64(len(f.n.data))
+	if size <= cur {
 		// Copy so that slices handed out by earlier reads stay intact.
 		f.n.data = append([]byte(nil), f.n.data[:size]...)
+		f.fs.release(cur - size)
+		f.n.lost = cutSpans(f.n.lost, size, cur)
 	} else {
-		f.n.data = append(f.n.data, make([]byte, size-int64(len(f.n.data)))...)
+		if got := f.fs.reserve(size - cur); got < size-cur {
+			f.fs.release(got)
+			return f.pathErr("truncate", ErrNoSpace)
+		}
+		f.n.data = append(f.n.data, make([]byte, size-cur)...)
+		f.n.lost = cutSpans(f.n.lost, cur, size)
 	}
 	return nil
 }

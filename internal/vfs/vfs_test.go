@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -219,5 +220,133 @@ func TestInjectErrors(t *testing.T) {
 	m.SetInjector(nil)
 	if err := g.Sync(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A failed fsync loses the dirty bytes as Linux does: they stay readable,
+// but a later fsync that succeeds does not make them durable, while bytes
+// written after the failure are.
+func TestFailedSyncDropsDirtyPages(t *testing.T) {
+	m := NewCrashableMem()
+	f := mustWrite(t, m, "a.log", "durable|", true)
+	m.SyncDir("")
+	f.Write([]byte("dropped|"))
+	m.SetInjector(FailMatching(OpSync, "a.log"))
+	if err := f.Sync(); !errors.Is(err, ErrInjected) {
+		t.Fatalf("sync: %v", err)
+	}
+	m.SetInjector(nil)
+	if got := readAll(t, m, "a.log"); got != "durable|dropped|" {
+		t.Fatalf("page cache after a failed sync: %q", got)
+	}
+	if got := readAll(t, m.Crash(), "a.log"); got != "durable|" {
+		t.Fatalf("crash right after the failed sync: %q", got)
+	}
+	f.Write([]byte("later"))
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	want := "durable|" + string(make([]byte, len("dropped|"))) + "later"
+	if got := readAll(t, m.Crash(), "a.log"); got != want {
+		t.Fatalf("crash after a later sync: %q, want %q", got, want)
+	}
+	// Writing the lost range again makes it dirty, and the next sync
+	// durable.
+	f.Truncate(int64(len("durable|")))
+	f.Write([]byte("again"))
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, m.Crash(), "a.log"); got != "durable|again" {
+		t.Fatalf("rewritten range: %q", got)
+	}
+}
+
+func TestCapacityENOSPC(t *testing.T) {
+	m := NewCrashableMem()
+	m.SetCapacity(10)
+	f := mustWrite(t, m, "a", "123456", false)
+	n, err := f.Write([]byte("abcdef"))
+	if n != 4 || !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write past capacity: n=%d err=%v", n, err)
+	}
+	if got := readAll(t, m, "a"); got != "123456abcd" || m.Used() != 10 {
+		t.Fatalf("after a short write: %q, used %d", got, m.Used())
+	}
+	if err := f.Truncate(20); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("growing truncate on a full disk: %v", err)
+	}
+	// Freeing space (truncate, remove) or raising the capacity makes room.
+	if err := f.Truncate(6); err != nil || m.Used() != 6 {
+		t.Fatalf("truncate: %v, used %d", err, m.Used())
+	}
+	g := mustWrite(t, m, "b", "xyzw", false)
+	if _, err := g.Write([]byte("!")); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("full again: %v", err)
+	}
+	if err := m.Remove("b"); err != nil || m.Used() != 6 {
+		t.Fatalf("remove: %v, used %d", err, m.Used())
+	}
+	m.SetCapacity(0)
+	if _, err := f.Write(make([]byte, 100)); err != nil || m.Used() != 106 {
+		t.Fatalf("unlimited: %v, used %d", err, m.Used())
+	}
+	m.SyncDir("")
+	f.Sync()
+	if c := m.Crash(); c.Used() != 106 {
+		t.Fatalf("crashed fs used %d", c.Used())
+	}
+}
+
+func TestShortWrites(t *testing.T) {
+	run := func(t *testing.T, fsys FS, set func(Injector), dir string) {
+		f := mustWrite(t, fsys, filepath.Join(dir, "a.log"), "head|", false)
+		set(FailNthMatching(OpWrite, "a.log", 1, &ShortWrite{N: 3, Err: syscall.EIO}))
+		n, err := f.Write([]byte("abcdef"))
+		if n != 3 || !errors.Is(err, syscall.EIO) {
+			t.Fatalf("short write: n=%d err=%v", n, err)
+		}
+		set(FailWith(OpWrite, "a.log", ErrNoSpace))
+		if n, err := f.Write([]byte("x")); n != 0 || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("ENOSPC: n=%d err=%v", n, err)
+		}
+		set(FailWith(OpSync, "a.log", syscall.EIO))
+		if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("sync: %v", err)
+		}
+		set(nil)
+		if got := readAll(t, fsys, filepath.Join(dir, "a.log")); got != "head|abc" {
+			t.Fatalf("file %q", got)
+		}
+		f.Close()
+	}
+	t.Run("mem", func(t *testing.T) {
+		m := NewCrashableMem()
+		run(t, m, m.SetInjector, "")
+	})
+	t.Run("fault-os", func(t *testing.T) {
+		ff := NewFaultFS(OS)
+		run(t, ff, ff.SetInjector, t.TempDir())
+	})
+}
+
+func TestFaultFSBasics(t *testing.T) {
+	ff := NewFaultFS(OS)
+	dir := t.TempDir()
+	f := mustWrite(t, ff, filepath.Join(dir, "x"), "data", true)
+	if _, ok := f.(FdFile); ok {
+		t.Fatal("a FaultFS file exposes its descriptor: reads would bypass the injector")
+	}
+	ff.SetInjector(FailMatching(OpRename, "x"))
+	if err := ff.Rename(filepath.Join(dir, "x"), filepath.Join(dir, "y")); !errors.Is(err, ErrInjected) {
+		t.Fatalf("rename: %v", err)
+	}
+	ff.SetInjector(FailMatching(OpRead, "x"))
+	if _, err := f.ReadAt(make([]byte, 2), 0); !errors.Is(err, ErrInjected) {
+		t.Fatalf("read: %v", err)
+	}
+	ff.SetInjector(nil)
+	if got := readAll(t, ff, filepath.Join(dir, "x")); got != "data" {
+		t.Fatalf("read back %q", got)
 	}
 }
