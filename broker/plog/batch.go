@@ -51,6 +51,13 @@ type batchHeader struct {
 	ProducerEpoch   int16
 	BaseSequence    int32
 	RecordCount     int32
+
+	// Set by validateBatch from the records: the bounds of their
+	// timestamps other than -1 (recTs false: every record has none), and
+	// the batch's bytes, for per-record errors.
+	recTs        bool
+	recLo, recHi int64
+	raw          []byte
 }
 
 // parseHeader decodes the header of b, which must hold batchHeaderSize bytes.
@@ -138,8 +145,12 @@ func checkFrame(b []byte) (batchHeader, error) {
 	return h, nil
 }
 
-// validateBatch checks a batch from a producer: framing, magic, CRC, codec,
-// record count and size. b starts with the batch and may hold more.
+// validateBatch checks a batch from a producer as Kafka's LogValidator
+// does: framing, magic, CRC, size, codec, the header's record count and
+// offset range, the sequence of an idempotent batch, then every record
+// (validate.go). b starts with the batch and may hold more. It sets the
+// batch's max timestamp to its records' largest, as Kafka does,
+// recomputing the CRC when that changes it.
 func validateBatch(b []byte, maxMessageBytes int32) (batchHeader, error) {
 	h, err := checkFrame(b)
 	if err != nil {
@@ -152,29 +163,58 @@ func validateBatch(b []byte, maxMessageBytes int32) (batchHeader, error) {
 		return h, fmt.Errorf("%w: codec %d", kerr.UnsupportedCompressionType, h.codec())
 	}
 	if h.RecordCount <= 0 || h.LastOffsetDelta < 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
-		return h, fmt.Errorf("%w: record count %d with last offset delta %d", kerr.InvalidRecord, h.RecordCount, h.LastOffsetDelta)
+		return h, fmt.Errorf("%w: inconsistent batch offset range [0, %d] and count of records %d", kerr.InvalidRecord, h.LastOffsetDelta, h.RecordCount)
 	}
 	if h.isControl() {
 		return h, fmt.Errorf("%w: clients may not write control batches", kerr.InvalidRecord)
 	}
+	if h.ProducerID >= 0 && h.BaseSequence < 0 {
+		return h, fmt.Errorf("%w: invalid sequence number %d in record batch with producer id %d", kerr.InvalidRecord, h.BaseSequence, h.ProducerID)
+	}
+	st, err := validateRecords(b, &h)
+	if err != nil {
+		return h, err
+	}
+	if st.maxTs != h.MaxTimestamp {
+		binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(st.maxTs))
+		h.MaxTimestamp = st.maxTs
+		h.CRC = batchCRC(b[:h.size()])
+		binary.BigEndian.PutUint32(b[offCRC:], h.CRC)
+	}
+	h.recTs, h.recLo, h.recHi = st.ok, st.lo, st.hi
+	h.raw = b[:h.size()]
 	return h, nil
 }
 
 // checkTimestamps applies message.timestamp.{before,after}.max.ms to a
-// CreateTime batch. It checks the batch's base and max timestamps rather
-// than every record, so that the hot path never decompresses.
+// CreateTime batch checked by validateBatch: every record's timestamp
+// other than -1 must be within [now - before, now + after], else the
+// batch is refused with INVALID_TIMESTAMP and one RecordError per record
+// outside (Kafka's LogValidator.validateTimestamp).
 func checkTimestamps(h *batchHeader, nowMs int64, cfg *Config) error {
-	if h.MaxTimestamp < 0 {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if before := max(cfg.MessageTimestampBeforeMaxMs, 0); nowMs >= 0 || before <= nowMs-math.MinInt64 {
+		lo = nowMs - before
+	}
+	if after := max(cfg.MessageTimestampAfterMaxMs, 0); after <= math.MaxInt64-nowMs {
+		hi = nowMs + after
+	}
+	recLo, recHi := h.recLo, h.recHi
+	if h.raw == nil {
+		// Not walked (a caller that checked only the header).
+		recLo, recHi = min(h.BaseTimestamp, h.MaxTimestamp), h.MaxTimestamp
+	} else if !h.recTs {
 		return nil
 	}
-	lo := min(h.BaseTimestamp, h.MaxTimestamp)
-	if cfg.MessageTimestampBeforeMaxMs < nowMs && lo < nowMs-cfg.MessageTimestampBeforeMaxMs && lo >= 0 {
-		return fmt.Errorf("%w: timestamp %d more than %d ms before now", kerr.InvalidTimestamp, lo, cfg.MessageTimestampBeforeMaxMs)
+	if recLo >= lo && recHi <= hi {
+		return nil
 	}
-	if cfg.MessageTimestampAfterMaxMs < math.MaxInt64-nowMs && h.MaxTimestamp > nowMs+cfg.MessageTimestampAfterMaxMs {
-		return fmt.Errorf("%w: timestamp %d more than %d ms after now", kerr.InvalidTimestamp, h.MaxTimestamp, cfg.MessageTimestampAfterMaxMs)
+	if h.raw != nil {
+		if err := timestampRecordErrors(h.raw, h, lo, hi); err != nil {
+			return err
+		}
 	}
-	return nil
+	return fmt.Errorf("%w: timestamps %d..%d outside [%d, %d]", kerr.InvalidTimestamp, recLo, recHi, lo, hi)
 }
 
 // stampBatch sets the base offset and leader epoch of b in place (both

@@ -1,0 +1,376 @@
+package plog
+
+// Record-level validation of a producer's batch, after its frame and CRC
+// (batch.go): Kafka's LogValidator and DefaultRecord.readFrom for magic
+// v2. Every record is read once, in order, from the batch bytes or, for a
+// compressed batch, from a bounded decompression stream (codec.go):
+//
+//   - the batch holds exactly recordCount records, which end exactly at
+//     the end of the records section (decompressed); no record is assumed
+//     from the header alone, so a batch cannot move the log end by more
+//     offsets than it carries records;
+//   - record i has offset delta i, so lastOffsetDelta = recordCount-1
+//     holds for the records too (Strata stores batches verbatim and never
+//     rewrites inner offsets);
+//   - every length is inside the record that holds it: the record's own
+//     length, key and value lengths (-1 is null), the header count and
+//     each header's key (>= 0) and value (-1 is null) lengths; varints of
+//     32-bit fields take at most 5 bytes and fit in 32 bits; a record's
+//     fields use exactly its length.
+//
+// Failures are INVALID_RECORD, as Kafka's InvalidRecordException; the
+// walk also yields the records' timestamps, for the CreateTime bounds and
+// the batch's max timestamp (batch.go).
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// minRecordSize is the smallest encoded record: a one-byte length, then
+// attributes, timestamp delta, offset delta, key length, value length and
+// header count of one byte each.
+const minRecordSize = 7
+
+// recordsError is a records section that does not hold what its header
+// claims: INVALID_RECORD to a producer, errBadRecords to readers.
+type recordsError struct{ msg string }
+
+func (e *recordsError) Error() string   { return e.msg }
+func (e *recordsError) Unwrap() []error { return []error{kerr.InvalidRecord, errBadRecords} }
+
+func badRecords(format string, args ...any) error {
+	return &recordsError{msg: fmt.Sprintf(format, args...)}
+}
+
+// RecordError is one refused record of a produced batch: its index in the
+// batch and why (Kafka's ProduceResponse RecordErrors).
+type RecordError struct {
+	BatchIndex int32
+	Message    string
+}
+
+// RecordErrors is returned (wrapped) by Append when records of a batch
+// were refused one by one, as Kafka's RecordValidationException: Code is
+// the partition's error (errors.Is works through it), Message Kafka's
+// summary, Records the refused records (at most maxRecordErrors).
+type RecordErrors struct {
+	Code    *kerr.Error
+	Message string
+	Records []RecordError
+}
+
+func (e *RecordErrors) Error() string { return e.Message }
+func (e *RecordErrors) Unwrap() error { return e.Code }
+
+// maxRecordErrors bounds the RecordErrors of one batch, so that a batch of
+// many tiny bad records does not make a response many times its size.
+const maxRecordErrors = 1000
+
+// recordInfo is what a walk reads of one record.
+type recordInfo struct {
+	index       int32
+	tsDelta     int64
+	offsetDelta int32
+	keyNull     bool
+}
+
+// recordsStats is what validating a batch's records found.
+type recordsStats struct {
+	// maxTs is the largest record timestamp, at least -1: the batch's
+	// max timestamp as Kafka computes it.
+	maxTs int64
+	// lo and hi bound the record timestamps other than -1 (no
+	// timestamp); ok is false when every record has none.
+	lo, hi int64
+	ok     bool
+}
+
+// validateRecords reads every record of the batch b (whole batch bytes,
+// frame checked, h its header) and checks it; see the file comment.
+func validateRecords(b []byte, h *batchHeader) (recordsStats, error) {
+	st := recordsStats{maxTs: -1}
+	err := walkBatch(b, h, func(r *recordInfo) bool {
+		ts := h.BaseTimestamp + r.tsDelta
+		st.maxTs = max(st.maxTs, ts)
+		if ts != -1 {
+			if !st.ok {
+				st.lo, st.hi, st.ok = ts, ts, true
+			}
+			st.lo, st.hi = min(st.lo, ts), max(st.hi, ts)
+		}
+		return true
+	}, true)
+	return st, err
+}
+
+// walkBatch reads the records of batch b (header h) in order, calling fn
+// with each; fn returns false to stop. With strict, the walk also refuses
+// records whose offset delta is not their index, and bytes left after
+// the last record. A compressed batch is read as a stream with a
+// decompression slot held (codec.go).
+func walkBatch(b []byte, h *batchHeader, fn func(*recordInfo) bool, strict bool) (err error) {
+	data := b[batchHeaderSize:h.size()]
+	if h.RecordCount < 0 {
+		return badRecords("invalid record count %d", h.RecordCount)
+	}
+	// Every record takes minRecordSize bytes: a count that cannot fit is
+	// refused before any work.
+	room := int64(len(data))
+	if h.codec() != codecNone {
+		room = int64(maxDecompressedBatch)
+	}
+	if int64(h.RecordCount) > room/minRecordSize {
+		return badRecords("incorrect declared batch size, premature EOF reached: %d records cannot fit in %d bytes of records",
+			h.RecordCount, room)
+	}
+	r := recReader{buf: data}
+	if h.codec() != codecNone {
+		src, done, err := openRecords(data, h.codec())
+		if err != nil {
+			return badRecords("decompress records: %v", err)
+		}
+		defer done()
+		defer func() {
+			// The codec libraries are not expected to panic, but the
+			// bytes come from outside.
+			if p := recover(); p != nil {
+				err = badRecords("decompress records: %s: %v", codecName(h.codec()), p)
+			}
+		}()
+		r = recReader{src: src, back: recBufPool.Get().(*[]byte)}
+		defer recBufPool.Put(r.back)
+		r.buf = (*r.back)[:0]
+	}
+	var rec recordInfo
+	for i := int32(0); i < h.RecordCount; i++ {
+		rec.index = i
+		if err := r.record(&rec); err != nil {
+			return err
+		}
+		if strict && rec.offsetDelta != i {
+			return badRecords("record %d has offset delta %d: offset deltas are not consecutive from 0", i, rec.offsetDelta)
+		}
+		if !fn(&rec) {
+			return nil
+		}
+	}
+	if !strict {
+		return nil
+	}
+	if !r.atEnd() {
+		if r.err != nil {
+			return r.err
+		}
+		return badRecords("incorrect declared batch size, records still remaining after the %d declared", h.RecordCount)
+	}
+	return r.err
+}
+
+// recBufPool holds the read buffers of compressed walks.
+var recBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+// recReader reads a records section: buf is what is at hand; src, when
+// set, is a decompression stream with the rest, read into back.
+type recReader struct {
+	buf  []byte
+	src  io.Reader
+	back *[]byte
+	err  error // a decompression error (errBadRecords)
+	lim  int   // bytes left in the current record
+}
+
+// fill makes buf hold at least n bytes (n at most cap(back)) if the
+// stream has them.
+func (r *recReader) fill(n int) {
+	if r.src == nil || len(r.buf) >= n || r.err != nil {
+		return
+	}
+	back := (*r.back)[:cap(*r.back)]
+	k := copy(back, r.buf)
+	for k < n {
+		m, err := r.src.Read(back[k:])
+		k += m
+		if err != nil {
+			if err != io.EOF {
+				r.err = badRecords("decompress records: %v", err)
+			}
+			r.src = nil
+			break
+		}
+		if m == 0 {
+			break
+		}
+	}
+	r.buf = back[:k]
+}
+
+// atEnd reports whether the records section has no bytes left.
+func (r *recReader) atEnd() bool {
+	r.fill(1)
+	return len(r.buf) == 0
+}
+
+// varint reads a zigzag varint; n is its size, 0 when the bytes ran out,
+// < 0 on overflow.
+func (r *recReader) varint() (int64, int) {
+	if len(r.buf) < binary.MaxVarintLen64 {
+		r.fill(binary.MaxVarintLen64)
+	}
+	v, n := binary.Varint(r.buf)
+	if n > 0 {
+		r.buf = r.buf[n:]
+	}
+	return v, n
+}
+
+// field reads a varint of the current record; with int32 it must fit in
+// 32 bits and 5 bytes, as Kafka's readVarint.
+func (r *recReader) field(idx int32, what string, int32Field bool) (int64, error) {
+	v, n := r.varint()
+	switch {
+	case n == 0:
+		if r.err != nil {
+			return 0, r.err
+		}
+		return 0, badRecords("record %d: invalid record structure: the records end inside its %s", idx, what)
+	case n < 0 || int32Field && (n > 5 || v < math.MinInt32 || v > math.MaxInt32):
+		return 0, badRecords("record %d: invalid record structure: bad varint for its %s", idx, what)
+	case n > r.lim:
+		return 0, badRecords("record %d: invalid record structure: its %s runs past its size", idx, what)
+	}
+	r.lim -= n
+	return v, nil
+}
+
+// skip passes n bytes of the current record.
+func (r *recReader) skip(idx int32, what string, n int64) error {
+	if n > int64(r.lim) {
+		return badRecords("record %d: invalid record structure: %s of %d bytes with %d left in the record", idx, what, n, r.lim)
+	}
+	r.lim -= int(n)
+	for n > 0 {
+		if len(r.buf) == 0 {
+			r.fill(1)
+			if len(r.buf) == 0 {
+				if r.err != nil {
+					return r.err
+				}
+				return badRecords("record %d: invalid record structure: the records end inside its %s", idx, what)
+			}
+		}
+		k := min(n, int64(len(r.buf)))
+		r.buf = r.buf[k:]
+		n -= k
+	}
+	return nil
+}
+
+// record reads one record into rec (rec.index set by the caller).
+func (r *recReader) record(rec *recordInfo) error {
+	i := rec.index
+	length, n := r.varint()
+	switch {
+	case n == 0:
+		if r.err != nil {
+			return r.err
+		}
+		return badRecords("incorrect declared batch size, premature EOF reached: record %d of the declared count is missing", i)
+	case n < 0 || n > 5 || length < 0 || length > math.MaxInt32:
+		return badRecords("record %d: invalid record size %d", i, length)
+	}
+	if r.src == nil && length > int64(len(r.buf)) {
+		return badRecords("record %d: invalid record size: expected %d bytes in record payload, but only %d bytes remain",
+			i, length, len(r.buf))
+	}
+	r.lim = int(length)
+	if err := r.skip(i, "attributes", 1); err != nil {
+		return err
+	}
+	ts, err := r.field(i, "timestamp delta", false)
+	if err != nil {
+		return err
+	}
+	off, err := r.field(i, "offset delta", true)
+	if err != nil {
+		return err
+	}
+	rec.tsDelta, rec.offsetDelta = ts, int32(off)
+	for _, what := range [2]string{"key", "value"} {
+		l, err := r.field(i, what+" length", true)
+		if err != nil {
+			return err
+		}
+		if l < -1 {
+			return badRecords("record %d: invalid %s length %d", i, what, l)
+		}
+		if what == "key" {
+			rec.keyNull = l < 0
+		}
+		if err := r.skip(i, what, max(l, 0)); err != nil {
+			return err
+		}
+	}
+	headers, err := r.field(i, "header count", true)
+	if err != nil {
+		return err
+	}
+	if headers < 0 {
+		return badRecords("record %d: found invalid number of record headers %d", i, headers)
+	}
+	if headers > int64(r.lim/2) {
+		return badRecords("record %d: found invalid number of record headers %d, larger than the %d bytes left in the record", i, headers, r.lim)
+	}
+	for j := int64(0); j < headers; j++ {
+		kl, err := r.field(i, "header key length", true)
+		if err != nil {
+			return err
+		}
+		if kl < 0 {
+			return badRecords("record %d: invalid negative header key size %d", i, kl)
+		}
+		if err := r.skip(i, "header key", kl); err != nil {
+			return err
+		}
+		vl, err := r.field(i, "header value length", true)
+		if err != nil {
+			return err
+		}
+		if vl < -1 {
+			return badRecords("record %d: invalid header value length %d", i, vl)
+		}
+		if err := r.skip(i, "header value", max(vl, 0)); err != nil {
+			return err
+		}
+	}
+	if r.lim != 0 {
+		return badRecords("record %d: invalid record size: expected to read %d bytes in record payload, but instead read %d",
+			i, length, length-int64(r.lim))
+	}
+	return nil
+}
+
+// timestampRecordErrors builds the RecordErrors of a CreateTime batch whose
+// records' timestamps fall outside [lo, hi] (Kafka's INVALID_TIMESTAMP
+// with one RecordError per record).
+func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64) error {
+	re := &RecordErrors{Code: kerr.InvalidTimestamp, Message: "One or more records have been rejected due to invalid timestamp"}
+	_ = walkBatch(b, h, func(r *recordInfo) bool {
+		ts := h.BaseTimestamp + r.tsDelta
+		if ts != -1 && (ts < lo || ts > hi) {
+			re.Records = append(re.Records, RecordError{BatchIndex: r.index, Message: fmt.Sprintf(
+				"Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+				ts, h.BaseOffset+int64(r.offsetDelta), lo, hi)})
+		}
+		return len(re.Records) < maxRecordErrors
+	}, false)
+	if len(re.Records) == 0 {
+		return nil
+	}
+	return re
+}
