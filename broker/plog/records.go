@@ -1,14 +1,18 @@
 package plog
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 )
 
 // Record-level access, used only off the hot path (ListOffsets by
 // timestamp and max timestamp): the timestamps of the records inside one
-// batch, decompressing when needed.
+// batch, decompressing when needed. A search decompresses at most the one
+// batch whose max timestamp first reaches the target (read.go,
+// remote_read.go), reads it as a stream and stops at the answer; it takes
+// a lookup slot, then a decompression slot (codec.go), so that however
+// often clients repeat it, searches use at most half the decompression
+// slots and little memory.
 
 var errBadRecords = errors.New("malformed records")
 
@@ -26,38 +30,20 @@ func walkRecords(b []byte, from int64, fn func(offset, ts int64) bool) error {
 		}
 		return nil
 	}
+	if h.codec() != codecNone {
+		defer acquire(lookupSlots)()
+	}
 	// Bounded (maxDecompressedBatch) and panic-free: the batch may come
 	// from a corrupt remote object.
-	data, err := decompressRecords(b[batchHeaderSize:h.size()], h.codec())
+	err := walkBatch(b, &h, func(r *recordInfo) bool {
+		o := h.BaseOffset + int64(r.offsetDelta)
+		if o < from {
+			return true
+		}
+		return fn(o, h.BaseTimestamp+r.tsDelta)
+	}, false)
 	if err != nil {
-		return fmt.Errorf("decompress batch at offset %d: %w", h.BaseOffset, err)
-	}
-	for i := int32(0); i < h.RecordCount && len(data) > 0; i++ {
-		length, n := binary.Varint(data)
-		if n <= 0 || length < 0 || int64(len(data)-n) < length {
-			return errBadRecords
-		}
-		rec := data[n : n+int(length)]
-		data = data[n+int(length):]
-		if len(rec) < 1 {
-			return errBadRecords
-		}
-		rec = rec[1:] // attributes
-		tsDelta, n := binary.Varint(rec)
-		if n <= 0 {
-			return errBadRecords
-		}
-		rec = rec[n:]
-		offDelta, n := binary.Varint(rec)
-		if n <= 0 {
-			return errBadRecords
-		}
-		if h.BaseOffset+offDelta < from {
-			continue
-		}
-		if !fn(h.BaseOffset+offDelta, h.BaseTimestamp+tsDelta) {
-			return nil
-		}
+		return fmt.Errorf("records of batch at offset %d: %w", h.BaseOffset, err)
 	}
 	return nil
 }
