@@ -16,11 +16,14 @@ package broker
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/plog"
 )
 
 func init() { register(0, 0, 12, handleProduce) }
@@ -107,10 +110,9 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		setErr(sp, kerr.NotLeaderForPartition.Code, "")
 		return
 	}
-	// v3+ carries exactly one batch per partition (Kafka's rule).
-	// (A short or truncated batch is the log's to refuse as corrupt.)
-	if n := int64(int32(binary.BigEndian.Uint32(records[8:min(12, len(records))]))); len(records) >= 12 && n >= 0 && n+12 < int64(len(records)) {
-		setErr(sp, kerr.InvalidRecord.Code, "a produce request must carry exactly one record batch per partition")
+	if code, msg := checkProduceRecords(records); code != 0 {
+		setErr(sp, code, msg)
+		s.metrics.produceErrors.Inc()
 		return
 	}
 	if acks == -1 {
@@ -127,6 +129,14 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 			s.log.Error("append", "topic", topic, "partition", part, "err", err)
 		}
 		setErr(sp, code, err.Error())
+		var re *plog.RecordErrors
+		if errors.As(err, &re) { // encoded from v8
+			for _, r := range re.Records {
+				e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				e.RelativeOffset, e.ErrorMessage = r.BatchIndex, kmsg.StringPtr(r.Message)
+				sp.ErrorRecords = append(sp.ErrorRecords, e)
+			}
+		}
 		s.metrics.produceErrors.Inc()
 		return
 	}
@@ -142,4 +152,43 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		w.p, w.required = p, info.LastOffset+1
 	}
 	return w
+}
+
+// checkProduceRecords applies Kafka's rules for a partition's records in
+// Produce v3+ before the log sees them (ProduceRequest.validateRecords
+// over ByteBufferLogInputStream): exactly one record batch, of magic v2.
+// Records too short to hold a batch header, or a batch longer than the
+// records, are "no batch" (INVALID_RECORD); a length below the smallest
+// record's or an unknown magic is CORRUPT_MESSAGE. Unlike Kafka, which
+// drops bytes after the batch that do not make a whole second batch,
+// any bytes after the batch are refused. The batch itself (CRC, header,
+// records) is the log's to check.
+func checkProduceRecords(records []byte) (int16, string) {
+	const (
+		logOverhead       = 12 // baseOffset, batchLength
+		headerUpToMagic   = 17
+		minRecordOverhead = 14 // Kafka's LegacyRecord.RECORD_OVERHEAD_V0
+	)
+	noBatch := "produce requests must have at least one record batch per partition"
+	if len(records) < logOverhead {
+		return kerr.InvalidRecord.Code, fmt.Sprintf("%s: %d bytes of records", noBatch, len(records))
+	}
+	length := int64(int32(binary.BigEndian.Uint32(records[8:])))
+	if length < minRecordOverhead {
+		return kerr.CorruptMessage.Code, fmt.Sprintf("record size %d is less than the minimum record overhead (%d)", length, minRecordOverhead)
+	}
+	if len(records) < headerUpToMagic {
+		return kerr.InvalidRecord.Code, fmt.Sprintf("%s: %d bytes of records", noBatch, len(records))
+	}
+	switch magic := int8(records[16]); {
+	case magic < 0 || magic > 2:
+		return kerr.CorruptMessage.Code, fmt.Sprintf("invalid magic found in record: %d", magic)
+	case logOverhead+length > int64(len(records)):
+		return kerr.InvalidRecord.Code, fmt.Sprintf("%s: a batch of %d bytes in %d bytes of records", noBatch, logOverhead+length, len(records))
+	case magic != 2:
+		return kerr.InvalidRecord.Code, fmt.Sprintf("produce requests are only allowed to contain record batches with magic version 2, not %d", magic)
+	case logOverhead+length < int64(len(records)):
+		return kerr.InvalidRecord.Code, "produce requests are only allowed to contain exactly one record batch per partition"
+	}
+	return 0, ""
 }
