@@ -20,6 +20,13 @@ package broker
 // leader whose followers have not fetched yet) a consumer asking for the
 // latest offset, or for a timestamp found nowhere below the high watermark, gets
 // OFFSET_NOT_AVAILABLE (KIP-207) rather than an offset that is too low.
+//
+// A partition named twice in one request gets INVALID_REQUEST at each
+// mention, as in Kafka. With that, a request costs at most one batch
+// decompression per partition it names: a search by timestamp skips
+// batches by their max timestamps and decompresses only the batch that
+// holds the answer, as a stream, stopping at the answer, within the
+// broker's bound on concurrent decompressions (plog/records.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,6 +41,7 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 	md := s.ctrl.Metadata()
 	leaderOnly := req.ReplicaID != -2 // Kafka's DEBUGGING_REPLICA_ID
 	client := req.ReplicaID == -1     // Kafka's CONSUMER_REPLICA_ID
+	dups := duplicatePartitions(req)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -44,6 +52,8 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 			t := md.Topics[rt.Topic]
 			p := s.partition(rt.Topic, rp.Partition)
 			switch {
+			case dups[listedPartition{rt.Topic, rp.Partition}]:
+				sp.ErrorCode = kerr.InvalidRequest.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case p == nil || (leaderOnly && !s.isLeader(p)):
@@ -60,6 +70,38 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+type listedPartition struct {
+	topic string
+	part  int32
+}
+
+// duplicatePartitions returns the partitions a ListOffsets request names
+// more than once (nil when none is).
+func duplicatePartitions(req *kmsg.ListOffsetsRequest) map[listedPartition]bool {
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	if n < 2 {
+		return nil
+	}
+	seen := make(map[listedPartition]bool, n)
+	var dups map[listedPartition]bool
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			k := listedPartition{rt.Topic, rp.Partition}
+			if seen[k] {
+				if dups == nil {
+					dups = map[listedPartition]bool{}
+				}
+				dups[k] = true
+			}
+			seen[k] = true
+		}
+	}
+	return dups
 }
 
 func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
