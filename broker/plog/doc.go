@@ -47,9 +47,19 @@
 //
 // # Appends
 //
-// Append validates every batch (framing, magic, CRC-32C, codec, record
-// count, max.message.bytes, CreateTime bounds on the batch's base and max
-// timestamps) without decompressing, checks idempotent sequences, assigns
+// Append validates every batch as Kafka's LogValidator does (batch.go,
+// validate.go): framing, magic, CRC-32C, codec, max.message.bytes, a
+// record count equal to lastOffsetDelta+1, a base sequence for an
+// idempotent batch, then every record, read once: exactly the counted
+// records, offset deltas 0..count-1, every varint length inside its
+// record, no bytes after the last record (INVALID_RECORD otherwise), and
+// each record timestamp within message.timestamp.{before,after}.max.ms
+// for CreateTime (INVALID_TIMESTAMP, with RecordErrors). A compressed
+// batch is read as a decompression stream that fails past 256 MiB;
+// at most max(2, GOMAXPROCS) decompressions run at once in the process
+// (codec.go). The batch's maxTimestamp is set to its records' largest,
+// as Kafka does (the CRC recomputed if that changes it). Append then
+// checks idempotent sequences, assigns
 // offsets and the leader epoch in place (outside the CRC; LogAppendTime
 // also sets the attribute bit and maxTimestamp and recomputes the CRC), and
 // writes the whole produce with one write(2). Transactional batches are
@@ -112,8 +122,8 @@
 // # Compaction
 //
 // With cleanup.policy=compact, Append refuses batches holding a record
-// without a key (INVALID_RECORD; the records are decompressed for this
-// check on compacted topics only), and Clean (clean.go) rewrites sealed
+// without a key (INVALID_RECORD; a second decompression, on compacted
+// topics only), and Clean (clean.go) rewrites sealed
 // segments keeping the latest record of each key, with Kafka's rules for
 // the dirty ratio, min/max.compaction.lag.ms, tombstones and their delete
 // horizon (delete.retention.ms, KIP-534), and empty batches kept for
