@@ -21,6 +21,13 @@ import (
 // never changes under it) and writes those not yet on disk when it is
 // flushed; a sealed, flushed segment looks entries up in the file. Nothing
 // is preallocated: a file is always exactly N entries long.
+//
+// Entries read from disk (a segment loaded without recovery) are not
+// trusted: Open checks only the last one (Kafka's sanity check), so every
+// lookup checks that the entry it lands on points at a batch whose last
+// offset is the entry's, and falls back to the segment start otherwise. A
+// corrupt middle entry costs a scan, never a wrong answer. Entries this
+// process built itself (appends, recovery) are not checked.
 
 const (
 	offsetEntrySize = 8
@@ -46,6 +53,9 @@ type offsetIndex struct {
 	mem    []offsetEntry // nil once file-backed
 	n      int           // number of entries
 	onDisk int           // entries already in the file
+	// check is the segment's .log when the entries were read from disk:
+	// lookups verify the entry they use against it (nil: trusted).
+	check vfs.File
 }
 
 type timeIndex struct {
@@ -58,10 +68,11 @@ type timeIndex struct {
 // offsetView is an immutable snapshot of an offset index for lookups
 // without the log mutex.
 type offsetView struct {
-	base int64
-	mem  []offsetEntry
-	f    vfs.File
-	n    int
+	base  int64
+	mem   []offsetEntry
+	f     vfs.File
+	n     int
+	check vfs.File
 }
 
 type timeView struct {
@@ -72,7 +83,7 @@ type timeView struct {
 }
 
 func (x *offsetIndex) view(base int64) offsetView {
-	return offsetView{base: base, mem: x.mem[:len(x.mem):len(x.mem)], f: x.f, n: x.n}
+	return offsetView{base: base, mem: x.mem[:len(x.mem):len(x.mem)], f: x.f, n: x.n, check: x.check}
 }
 
 func (x *timeIndex) view(base int64) timeView {
@@ -116,6 +127,9 @@ func (v offsetView) lookup(target int64) int64 {
 		return 0
 	}
 	e, _ := v.entry(i - 1)
+	if int64(e.rel) > rel || !v.lands(e) {
+		return 0
+	}
 	return int64(e.pos)
 }
 
@@ -131,7 +145,30 @@ func (v offsetView) lookupPos(pos int64) int64 {
 		return 0
 	}
 	e, _ := v.entry(i - 1)
+	if int64(e.pos) > pos || !v.lands(e) {
+		return 0
+	}
 	return int64(e.pos)
+}
+
+// lands tells whether entry e points at a sane batch header whose last
+// offset is the entry's: then every batch before that position ends
+// before it, and scanning from there is right. Trusted entries are not
+// read.
+func (v offsetView) lands(e offsetEntry) bool {
+	if v.check == nil {
+		return true
+	}
+	return entryLands(v.check, v.base, e)
+}
+
+func entryLands(log vfs.File, base int64, e offsetEntry) bool {
+	if e.rel < 0 || e.pos < 0 {
+		return false
+	}
+	h, err := readBatchHeader(log, int64(e.pos))
+	return err == nil && h.Magic == 2 && h.Length >= batchHeaderSize-logOverhead &&
+		h.LastOffsetDelta >= 0 && h.BaseOffset >= base && h.lastOffset() == base+int64(e.rel)
 }
 
 // lookupBefore returns the offset of the last entry whose timestamp is

@@ -278,7 +278,7 @@ func (l *Log) truncateSegmentLocked(s *segment, offset int64, cfg *Config) error
 	if err := s.tidx.f.Truncate(int64(min(s.tidx.onDisk, len(tidx))) * timeEntrySize); err != nil {
 		return fmt.Errorf("truncate time index %d: %w", s.base, err)
 	}
-	s.idx = offsetIndex{f: s.idx.f, mem: append([]offsetEntry{}, idx...), n: len(idx), onDisk: min(s.idx.onDisk, len(idx))}
+	s.idx = offsetIndex{f: s.idx.f, mem: append([]offsetEntry{}, idx...), n: len(idx), onDisk: min(s.idx.onDisk, len(idx)), check: s.idx.check}
 	s.tidx = timeIndex{f: s.tidx.f, mem: append([]timeEntry{}, tidx...), n: len(tidx), onDisk: min(s.tidx.onDisk, len(tidx))}
 	s.size, s.next = cut, h.BaseOffset
 	s.sealed, s.flushed = false, false

@@ -201,14 +201,15 @@ func (s *segment) load(limit int64, last bool, cfg *Config) error {
 		}
 		s.idx.n, s.idx.onDisk = int(idxSize/offsetEntrySize), int(idxSize/offsetEntrySize)
 		s.tidx.n, s.tidx.onDisk = int(tidxSize/timeEntrySize), int(tidxSize/timeEntrySize)
-		if s.size > 0 && s.idx.n == 0 && s.size > int64(cfg.IndexIntervalBytes)*2 {
-			return errCorruptIndex // an index lost on a large segment
+		s.idx.check = s.log // entries from disk: lookups verify them
+		if s.size > int64(cfg.IndexIntervalBytes)*2 && s.idx.n == 0 && !indexMayBeEmpty(s.log, s.size, cfg) {
+			return fmt.Errorf("%w: no entry in a segment of %d bytes", errCorruptIndex, s.size) // an index lost
 		}
 		v := s.idx.view(s.base)
 		if s.idx.n > 0 {
 			e, ok := v.entry(s.idx.n - 1)
-			if !ok || e.rel < 0 || int64(e.pos) >= s.size || s.base+int64(e.rel) >= limit {
-				return errCorruptIndex
+			if !ok || e.rel < 0 || int64(e.pos) >= s.size || s.base+int64(e.rel) >= limit || !entryLands(s.log, s.base, e) {
+				return fmt.Errorf("%w: last entry does not match the log", errCorruptIndex)
 			}
 		}
 		tv := s.tidx.view(s.base)
@@ -231,6 +232,7 @@ func (s *segment) load(limit int64, last bool, cfg *Config) error {
 		return err
 	}
 	s.idx.n, s.idx.onDisk = len(s.idx.mem), len(s.idx.mem)
+	s.idx.check = s.log
 	if b, err = readAllFile(s.tidx.f); err != nil {
 		return fmt.Errorf("read time index %d: %w", s.base, err)
 	}
@@ -275,6 +277,24 @@ func (s *segment) load(limit int64, last bool, cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// indexMayBeEmpty tells whether a segment of size bytes may rightly have
+// no offset index entry: appends index a batch only once more than
+// index.interval.bytes were appended since the last entry (track), so an
+// index stays empty exactly when every batch starts within the first
+// index.interval.bytes. Only the headers there are read.
+func indexMayBeEmpty(log vfs.File, size int64, cfg *Config) bool {
+	sc := newScanner(log, 0, size, false)
+	for sc.at <= int64(cfg.IndexIntervalBytes) && sc.next() {
+		if sc.at > int64(cfg.IndexIntervalBytes) {
+			return false
+		}
+		if sc.pos == size {
+			return true
+		}
+	}
+	return false
 }
 
 func readBatchHeader(f vfs.File, pos int64) (batchHeader, error) {
