@@ -35,7 +35,7 @@ func walkRecords(b []byte, from int64, fn func(offset, ts int64) bool) error {
 	}
 	// Bounded (maxDecompressedBatch) and panic-free: the batch may come
 	// from a corrupt remote object.
-	err := walkBatch(b, &h, func(r *recordInfo) bool {
+	err := walkBatch(b, &h, func(r recordInfo) bool {
 		o := h.BaseOffset + int64(r.offsetDelta)
 		if o < from {
 			return true

@@ -95,7 +95,7 @@ type recordsStats struct {
 // frame checked, h its header) and checks it; see the file comment.
 func validateRecords(b []byte, h *batchHeader) (recordsStats, error) {
 	st := recordsStats{maxTs: -1}
-	err := walkBatch(b, h, func(r *recordInfo) bool {
+	err := walkBatch(b, h, func(r recordInfo) bool {
 		ts := h.BaseTimestamp + r.tsDelta
 		st.maxTs = max(st.maxTs, ts)
 		if ts != -1 {
@@ -114,7 +114,7 @@ func validateRecords(b []byte, h *batchHeader) (recordsStats, error) {
 // records whose offset delta is not their index, and bytes left after
 // the last record. A compressed batch is read as a stream with a
 // decompression slot held (codec.go).
-func walkBatch(b []byte, h *batchHeader, fn func(*recordInfo) bool, strict bool) (err error) {
+func walkBatch(b []byte, h *batchHeader, fn func(recordInfo) bool, strict bool) (err error) {
 	data := b[batchHeaderSize:h.size()]
 	if h.RecordCount < 0 {
 		return badRecords("invalid record count %d", h.RecordCount)
@@ -156,7 +156,7 @@ func walkBatch(b []byte, h *batchHeader, fn func(*recordInfo) bool, strict bool)
 		if strict && rec.offsetDelta != i {
 			return badRecords("record %d has offset delta %d: offset deltas are not consecutive from 0", i, rec.offsetDelta)
 		}
-		if !fn(&rec) {
+		if !fn(rec) {
 			return nil
 		}
 	}
@@ -301,15 +301,15 @@ func (r *recReader) record(rec *recordInfo) error {
 		return err
 	}
 	rec.tsDelta, rec.offsetDelta = ts, int32(off)
-	for _, what := range [2]string{"key", "value"} {
-		l, err := r.field(i, what+" length", true)
+	for j, what := range [2]string{"key", "value"} {
+		l, err := r.field(i, [2]string{"key length", "value length"}[j], true)
 		if err != nil {
 			return err
 		}
 		if l < -1 {
 			return badRecords("record %d: invalid %s length %d", i, what, l)
 		}
-		if what == "key" {
+		if j == 0 {
 			rec.keyNull = l < 0
 		}
 		if err := r.skip(i, what, max(l, 0)); err != nil {
@@ -360,7 +360,7 @@ func (r *recReader) record(rec *recordInfo) error {
 // with one RecordError per record).
 func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64) error {
 	re := &RecordErrors{Code: kerr.InvalidTimestamp, Message: "One or more records have been rejected due to invalid timestamp"}
-	_ = walkBatch(b, h, func(r *recordInfo) bool {
+	_ = walkBatch(b, h, func(r recordInfo) bool {
 		ts := h.BaseTimestamp + r.tsDelta
 		if ts != -1 && (ts < lo || ts > hi) {
 			re.Records = append(re.Records, RecordError{BatchIndex: r.index, Message: fmt.Sprintf(
