@@ -39,6 +39,12 @@
 // max timestamp. Nothing is preallocated: index files are always exactly N
 // entries long. The active segment keeps its entries in memory and writes
 // them when flushed; sealed, flushed segments are looked up in the files.
+// An index may rightly be empty: a segment whose batches all start within
+// its first index.interval.bytes (one large batch) has no entry. Entries
+// read from disk are trusted only where a lookup lands: the entry it uses
+// must point at a sane batch header whose last offset is the entry's, else
+// the lookup starts from the segment's first batch (a corrupt entry costs a
+// scan, never a wrong answer).
 //
 // log-checkpoint is text: four lines "0" (version), recovery point, log
 // start offset, and 1 or 0 for a clean shutdown. It is replaced crash-safely
@@ -62,7 +68,11 @@
 // checks idempotent sequences, assigns
 // offsets and the leader epoch in place (outside the CRC; LogAppendTime
 // also sets the attribute bit and maxTimestamp and recomputes the CRC), and
-// writes the whole produce with one write(2). Transactional batches are
+// writes the whole produce with one write(2). A write that fails is
+// truncated away; on a full disk (ENOSPC, EDQUOT) the append is refused
+// with an error wrapping ErrNoSpace and KAFKA_STORAGE_ERROR and the log
+// stays usable, so that appends resume when space returns (see Storage
+// failures). Transactional batches are
 // accepted as plain batches (no transaction index yet); control batches
 // from producers are refused. A segment rolls before an append that would
 // take it past segment.bytes, past the index size, beyond 2^31 relative
@@ -84,6 +94,30 @@
 // when a segment is rolled (asynchronously), by Flush, and by Close. With
 // Kafka's defaults (both unlimited) an OS crash may lose the active
 // segment's unflushed tail; replication is what protects it, as in Kafka.
+// With flush.messages=1 an append returns only once fsynced, and its
+// error (the flush failed) means it was not acknowledged; a retried
+// duplicate of an idempotent batch is flushed the same way before it is
+// acknowledged. Truncate returns once the truncation is durable (the cut
+// segment and the directory fsynced, the recovery point lowered in the
+// checkpoint), so a power loss never brings a truncated tail back.
+//
+// # Storage failures
+//
+// A failed fsync (of a segment, an index, the directory) or any other I/O
+// error that changes the log's files and is not a full disk fails the
+// log: the kernel may have dropped the dirty pages of a failed fsync and
+// will not report it again, so no later fsync can be trusted to cover
+// them. A failed log never fsyncs, appends, reads, truncates or moves its
+// recovery point again; its operations return errors wrapping ErrFailed
+// and KAFKA_STORAGE_ERROR, Close leaves the checkpoint unclean, and the
+// handler set with OnFailure is told once (the broker takes the log
+// directory offline, as Kafka's LogDirFailureChannel does). Reopening
+// recovers from the last good recovery point. A full disk is not a
+// failure: a refused append is undone (above), index entries that do not
+// fit are undone and stay pending (the flush fails, the recovery point
+// stays), a checkpoint that does not fit is left stale (safe: it only
+// costs recovery work), except after a truncation, when appends wait until
+// the lowered recovery point is written (failure.go).
 //
 // # Recovery
 //
@@ -96,15 +130,27 @@
 // recovery point is read batch by batch: frame, magic 2, CRC-32C and
 // increasing offsets are checked and both indexes are rebuilt; the first
 // bad or torn batch and everything after it, later segments included, is
-// truncated and never served. Other segments get a sanity check of their
-// index files (entry-size multiples, last entries inside the segment; the
-// active segment's entries fully: increasing offsets and positions) and are
-// recovered the same way when it fails. Readers also fall back to a scan
-// from the segment start if an index position does not land on a batch.
+// truncated and never served; such truncations are fsynced. An unflushed
+// segment that ends before the next segment's base lost its tail (the
+// next segment's directory entry became durable first): the segments
+// after it go too, so that the log stays a prefix of what was written,
+// except in compacted topics, whose cleaned segments may end early on
+// purpose. Other segments get a sanity check of their index files
+// (entry-size multiples, the last entry inside the segment and landing on
+// the batch it names, an empty index only where it may rightly be empty;
+// the active segment's entries fully: increasing offsets and positions)
+// and are recovered the same way when it fails. Readers check the entries
+// they use (above).
 // A log-reset file (a committed ResetTo) is completed before anything
 // else: every segment, snapshot and cleaner file goes and the empty log at
-// its offset is written. Then the epoch cache is truncated to the log end
-// (an empty log keeps the entry at its start) and the log start,
+// its offset is written. Then the leader-epoch cache is made to match the
+// batches: its entries from the first segment recovery read on are
+// replaced by the epochs of the batches found there (Kafka's segment
+// recovery assigns the epochs of the batches it reads; Strata also drops
+// the entries they contradict, such as a new epoch filed over a divergent
+// tail that a power loss brought back), and a cache file that does not
+// parse is rebuilt from every batch. The cache is then truncated to the
+// log end (an empty log keeps the entry at its start) and the log start,
 // producer state is loaded from the newest snapshot at or below the log end
 // and the batches after it are replayed. Every file operation is ordered so
 // that a crash between any two of them leaves a directory that reopens.

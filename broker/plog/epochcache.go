@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 
 	"strata/internal/vfs"
 )
@@ -77,16 +78,23 @@ func OpenEpochCache(fsys vfs.FS, dir string) (*EpochCache, error) {
 // the log truncates the cache with TruncateFromEnd before such appends). As
 // in Kafka, entries whose start offset is >= startOffset are dropped first,
 // so an epoch in which nothing was written leaves no entry. If persisting
-// fails, the cache keeps the change and the error is returned; the next
-// change rewrites the whole file.
+// fails, the cache is left as it was and the error is returned: the log
+// refuses the append, and the next one assigns the epoch again.
 func (c *EpochCache) Assign(epoch int32, startOffset int64) error {
 	if epoch < 0 || startOffset < 0 {
 		return fmt.Errorf("assign leader epoch %d at offset %d: negative", epoch, startOffset)
 	}
-	if !assignEpochEntry(&c.entries, EpochEntry{Epoch: epoch, StartOffset: startOffset}) {
+	old := c.entries
+	es := slices.Clone(c.entries)
+	if !assignEpochEntry(&es, EpochEntry{Epoch: epoch, StartOffset: startOffset}) {
 		return nil
 	}
-	return c.persist()
+	c.entries = es
+	if err := c.persist(); err != nil {
+		c.entries = old
+		return err
+	}
+	return nil
 }
 
 // assignEpochEntry appends e if its epoch is newer than the last entry's,
@@ -102,6 +110,28 @@ func assignEpochEntry(entries *[]EpochEntry, e EpochEntry) bool {
 	}
 	*entries = append(es, e)
 	return true
+}
+
+// rebuild replaces the entries starting at or after from by starts (the
+// epochs of the log's batches from there, oldest first, as
+// assignEpochEntry collects them), keeping those before, and persists the
+// result if it changed. A batch epoch not newer than a kept entry's adds
+// nothing (Kafka's recovery assigns only newer epochs).
+func (c *EpochCache) rebuild(from int64, starts []EpochEntry) error {
+	es := make([]EpochEntry, 0, len(c.entries)+len(starts))
+	for _, e := range c.entries {
+		if e.StartOffset < from {
+			es = append(es, e)
+		}
+	}
+	for _, e := range starts {
+		assignEpochEntry(&es, e)
+	}
+	if slices.Equal(es, c.entries) {
+		return nil
+	}
+	c.entries = es
+	return c.persist()
 }
 
 // Latest returns the newest entry.

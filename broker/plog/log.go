@@ -42,8 +42,14 @@ type Log struct {
 	epochs        *EpochCache
 	closed        bool
 	filesClosed   bool
-	failed        error // a write failed and could not be undone
-	pending       map[*segment]*time.Timer
+	failed        error // an I/O error the log cannot recover from (failure.go)
+	onFailure     func(error)
+	reported      bool // onFailure was called
+	// staleCheckpoint: the log-checkpoint on disk may name a recovery
+	// point above the log end (a truncation could not rewrite it, the
+	// disk being full); appends wait until it is rewritten.
+	staleCheckpoint bool
+	pending         map[*segment]*time.Timer
 	// cleanerOffset is the cleaner's first dirty offset (-1: unknown);
 	// truncGen counts truncations, so that a cleaner pass notices one.
 	cleanerOffset int64
@@ -61,8 +67,28 @@ func (l *Log) usableLocked() error {
 		return ErrClosed
 	}
 	if l.failed != nil {
-		return fmt.Errorf("log %s failed: %w", l.dir, l.failed)
+		l.reportLocked()
+		return l.failedErrLocked()
 	}
+	return nil
+}
+
+// writableLocked is usableLocked for appends: a checkpoint a truncation
+// could not rewrite is rewritten first.
+func (l *Log) writableLocked() error {
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if !l.staleCheckpoint {
+		return nil
+	}
+	if err := l.writeCheckpoint(l.checkpointLocked(false)); err != nil {
+		if isNoSpace(err) {
+			return noSpace(err)
+		}
+		return l.failLocked(err)
+	}
+	l.staleCheckpoint = false
 	return nil
 }
 
@@ -106,7 +132,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	}
 
 	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
+	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
@@ -125,7 +151,15 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 			if dup != nil {
 				info := AppendInfo{FirstOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: -1,
 					LogStartOffset: l.logStart, NumRecords: dup.LastOffset - dup.FirstOffset + 1, Duplicate: true}
+				// The original may not be flushed yet (its own flush
+				// failed): a retry is acknowledged as durably as it.
+				flush := dup.LastOffset >= l.recoveryPoint && l.needFlushLocked(cfg, nowMs)
 				l.mu.Unlock()
+				if flush {
+					if err := l.Flush(); err != nil {
+						return AppendInfo{}, err
+					}
+				}
 				return info, nil
 			}
 		}
@@ -144,9 +178,9 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	}
 	if leaderEpoch >= 0 {
 		if latest, ok := l.epochs.Latest(); !ok || leaderEpoch > latest.Epoch {
-			if err := l.epochs.Assign(leaderEpoch, first); err != nil {
+			if err := l.assignEpochLocked(leaderEpoch, first); err != nil {
 				l.mu.Unlock()
-				return AppendInfo{}, fmt.Errorf("assign leader epoch %d at %d: %w", leaderEpoch, first, err)
+				return AppendInfo{}, err
 			}
 		}
 	}
@@ -205,7 +239,7 @@ func (l *Log) AppendReplicated(records []byte) (int64, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.usableLocked(); err != nil {
+	if err := l.writableLocked(); err != nil {
 		return -1, err
 	}
 	if first < l.leo() {
@@ -221,8 +255,8 @@ func (l *Log) AppendReplicated(records []byte) (int64, error) {
 			continue
 		}
 		if latest, ok := l.epochs.Latest(); !ok || h.LeaderEpoch > latest.Epoch {
-			if err := l.epochs.Assign(h.LeaderEpoch, h.BaseOffset); err != nil {
-				return -1, fmt.Errorf("assign leader epoch %d at %d: %w", h.LeaderEpoch, h.BaseOffset, err)
+			if err := l.assignEpochLocked(h.LeaderEpoch, h.BaseOffset); err != nil {
+				return -1, err
 			}
 		}
 	}
@@ -241,16 +275,20 @@ func (l *Log) AppendReplicated(records []byte) (int64, error) {
 }
 
 // writeLocked writes stamped batches to the active segment with one write
-// and accounts them. A failed write is undone by truncation; if that fails
-// too the log refuses further work.
+// and accounts them. A failed write is undone by truncation: on a full
+// disk the append is refused and the log stays usable; any other write
+// error, or a failed undo, fails the log.
 func (l *Log) writeLocked(cfg *Config, records []byte) error {
 	s := l.active()
 	if _, err := s.log.Write(records); err != nil {
+		werr := fmt.Errorf("write segment %d: %w", s.base, err)
 		if terr := s.log.Truncate(s.size); terr != nil {
-			l.failed = fmt.Errorf("write segment %d: %w; undo: %w", s.base, err, terr)
-			l.logger.Error("partition log failed", "dir", l.dir, "err", l.failed)
+			return l.failLocked(fmt.Errorf("%w; undo: %w", werr, terr))
 		}
-		return fmt.Errorf("write segment %d: %w", s.base, err)
+		if isNoSpace(err) {
+			return noSpace(werr)
+		}
+		return l.failLocked(werr)
 	}
 	pos := s.size
 	for p := int64(0); p < int64(len(records)); {
@@ -272,6 +310,21 @@ func (l *Log) needFlushLocked(cfg *Config, nowMs int64) bool {
 	}
 	return unflushed >= max(cfg.FlushMessages, 1) ||
 		(cfg.FlushMs < math.MaxInt64 && nowMs-l.lastFlushMs >= cfg.FlushMs)
+}
+
+// assignEpochLocked records that epoch starts at offset in the epoch
+// cache, which persists it before the batch is written. On a full disk
+// the append is refused (the cache is left as it was); any other error
+// fails the log.
+func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
+	if err := l.epochs.Assign(epoch, offset); err != nil {
+		err = fmt.Errorf("assign leader epoch %d at %d: %w", epoch, offset, err)
+		if isNoSpace(err) {
+			return noSpace(err)
+		}
+		return l.failLocked(err)
+	}
+	return nil
 }
 
 // maybeRollLocked rolls before an append of size bytes in nb batches with
@@ -310,6 +363,9 @@ func (l *Log) rollLocked(base, nowMs int64) error {
 	old := l.active()
 	ns, err := openSegmentFiles(l.fs, l.dir, base, true)
 	if err != nil {
+		if isNoSpace(err) {
+			return noSpace(fmt.Errorf("roll to %d: %w", base, err))
+		}
 		return fmt.Errorf("roll to %d: %w", base, err)
 	}
 	ns.createdMs = nowMs
@@ -322,7 +378,7 @@ func (l *Log) rollLocked(base, nowMs int64) error {
 	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
-		if err := l.flush(base, false); err != nil && !errors.Is(err, ErrClosed) {
+		if err := l.flush(base, false); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFailed) {
 			l.logger.Warn("flush after roll", "dir", l.dir, "offset", base, "err", err)
 		}
 	}()
@@ -336,6 +392,9 @@ func (l *Log) MaybeRoll() error {
 	nowMs := l.nowMs()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failed != nil {
+		return nil // a failed log does no background work
+	}
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -358,7 +417,7 @@ func (l *Log) MaybeRoll() error {
 func (l *Log) MaybeFlush() error {
 	cfg := l.cfg.Load()
 	l.mu.Lock()
-	need := !l.closed && cfg.FlushMs < math.MaxInt64 && l.needFlushLocked(cfg, l.nowMs())
+	need := !l.closed && l.failed == nil && cfg.FlushMs < math.MaxInt64 && l.needFlushLocked(cfg, l.nowMs())
 	l.mu.Unlock()
 	if !need {
 		return nil
@@ -393,11 +452,21 @@ type flushJob struct {
 // recovery point. The checkpoint file is rewritten when a sealed segment
 // became durable (or force), not on every flush: a stale recovery point
 // only costs recovery work.
+//
+// A failed fsync fails the log (failure.go): the recovery point never
+// moves over bytes whose writeback failed. Index entries that do not fit
+// on a full disk are undone and stay pending (the flush fails, the
+// recovery point stays); a checkpoint that does not fit is left stale.
 func (l *Log) flushLocked(upTo int64, force bool) error {
 	l.mu.Lock()
 	if l.filesClosed {
 		l.mu.Unlock()
 		return ErrClosed
+	}
+	if l.failed != nil {
+		err := l.failedErrLocked()
+		l.mu.Unlock()
+		return err
 	}
 	upTo = min(upTo, l.leo())
 	var jobs []flushJob
@@ -420,19 +489,31 @@ func (l *Log) flushLocked(upTo int64, force bool) error {
 	l.mu.Unlock()
 
 	for _, j := range jobs {
-		if err := j.s.syncFiles(j.idx, j.tidx); err != nil {
-			return err
+		err := j.s.syncFiles(j.idx, j.tidx)
+		if err != nil && isNoSpace(err) {
+			return noSpace(err)
 		}
+		if err != nil {
+			return l.fail(err)
+		}
+		l.mu.Lock()
+		j.s.idx.onDisk = max(j.s.idx.onDisk, j.nIdx)
+		j.s.tidx.onDisk = max(j.s.tidx.onDisk, j.nTidx)
+		l.mu.Unlock()
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("sync partition dir: %w", err)
+		return l.fail(syncErr(fmt.Errorf("sync partition dir: %w", err)))
 	}
 
 	l.mu.Lock()
+	if l.failed != nil {
+		// Failed meanwhile (Fail): the recovery point stays.
+		err := l.failedErrLocked()
+		l.mu.Unlock()
+		return err
+	}
 	sealedDone := force
 	for _, j := range jobs {
-		j.s.idx.onDisk = max(j.s.idx.onDisk, j.nIdx)
-		j.s.tidx.onDisk = max(j.s.tidx.onDisk, j.nTidx)
 		if j.sealed && j.s.idx.onDisk == j.s.idx.n && j.s.tidx.onDisk == j.s.tidx.n {
 			// Sealed and on disk: look entries up in the files from now on.
 			j.s.flushed = true
@@ -446,8 +527,15 @@ func (l *Log) flushLocked(upTo int64, force bool) error {
 	l.lastFlushMs = l.nowMs()
 	cp := l.checkpointLocked(false)
 	l.mu.Unlock()
-	if sealedDone {
-		return l.writeCheckpoint(cp)
+	if !sealedDone {
+		return nil
+	}
+	if err := l.writeCheckpoint(cp); err != nil {
+		if isNoSpace(err) {
+			l.logger.Warn("log checkpoint not rewritten: disk full", "dir", l.dir, "err", err)
+			return nil
+		}
+		return l.fail(err)
 	}
 	return nil
 }

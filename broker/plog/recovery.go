@@ -146,6 +146,20 @@ func (l *Log) load(cfg *Config) error {
 		l.segs = []*segment{s}
 	}
 	recovered := 0
+	// The epochs of the batches recovery reads from the first unflushed
+	// segment on (rebuildFrom) replace the cache's entries from there.
+	rebuildFrom := int64(-1)
+	var epochStarts []EpochEntry
+	rebuiltBatches := 0
+	onBatch := func(h *batchHeader) {
+		if rebuildFrom < 0 {
+			return
+		}
+		rebuiltBatches++
+		if h.LeaderEpoch >= 0 {
+			assignEpochEntry(&epochStarts, EpochEntry{Epoch: h.LeaderEpoch, StartOffset: h.BaseOffset})
+		}
+	}
 	for i := 0; i < len(l.segs); i++ {
 		s := l.segs[i]
 		last := i == len(l.segs)-1
@@ -153,7 +167,8 @@ func (l *Log) load(cfg *Config) error {
 		if !last {
 			limit = l.segs[i+1].base
 		}
-		recover := forced[s.base] || !cp.clean && (last || limit > cp.recoveryPoint)
+		unflushed := !cp.clean && (last || limit > cp.recoveryPoint)
+		recover := forced[s.base] || unflushed
 		if !recover {
 			if err := s.load(limit, last, cfg); err != nil {
 				if !errors.Is(err, errCorruptIndex) && !errors.Is(err, errBadBatch) {
@@ -167,14 +182,27 @@ func (l *Log) load(cfg *Config) error {
 			continue
 		}
 		recovered++
-		truncated, err := s.recover(cfg)
+		if unflushed && rebuildFrom < 0 {
+			rebuildFrom = s.base
+		}
+		truncated, err := s.recover(cfg, onBatch)
 		if err != nil {
 			return err
 		}
 		if truncated {
 			l.logger.Warn("truncated torn or corrupt tail", "dir", l.dir, "segment", s.base, "size", s.size)
 		}
-		if truncated || (!last && s.next > limit) {
+		// An unflushed segment that ends before the next one begins lost
+		// its tail in a crash (the next segment's entry became durable
+		// first): what follows was appended after the lost offsets. Only
+		// the cleaner leaves such gaps on purpose, and only in compacted
+		// topics.
+		lostTail := unflushed && !last && !forced[s.base] && !cfg.Compact && s.next < limit
+		if lostTail {
+			l.logger.Warn("segment lost its unflushed tail; dropping the segments after it", "dir", l.dir,
+				"segment", s.base, "end", s.next, "next_segment", limit)
+		}
+		if truncated || lostTail || (!last && s.next > limit) {
 			// Nothing after a bad batch can be trusted.
 			for _, later := range l.segs[i+1:] {
 				later.close()
@@ -182,8 +210,19 @@ func (l *Log) load(cfg *Config) error {
 					return err
 				}
 			}
+			if !last {
+				if err := l.fs.SyncDir(l.dir); err != nil {
+					return fmt.Errorf("sync dir: %w", err)
+				}
+			}
 			l.segs = l.segs[:i+1]
 			last = true
+		}
+		if truncated {
+			// Durable before anything is appended over the cut.
+			if err := s.syncAll(); err != nil {
+				return err
+			}
 		}
 		if !last {
 			s.seal()
@@ -208,6 +247,7 @@ func (l *Log) load(cfg *Config) error {
 		// The log start survived a crash that lost data above it: start
 		// empty at the log start.
 		l.logger.Warn("log start offset beyond log end, starting empty", "dir", l.dir, "logStart", l.logStart, "logEnd", leo)
+		rebuiltBatches = 0 // none of them stays
 		for _, s := range l.segs {
 			s.close()
 			if err := removeSegmentFiles(l.fs, l.dir, s.base, ""); err != nil {
@@ -229,21 +269,8 @@ func (l *Log) load(cfg *Config) error {
 	l.lastFlushMs = l.nowMs()
 	l.cleanerOffset = l.readCleanerOffset()
 
-	if l.epochs, err = OpenEpochCache(l.fs, l.dir); err != nil {
-		return fmt.Errorf("leader epoch cache: %w", err)
-	}
-	// An empty log keeps the epoch entry at its start (a reset log
-	// starts in the epoch its leader had there); otherwise entries at or
-	// past the log end name epochs nothing was written in.
-	epochEnd := leo
-	if leo == l.logStart {
-		epochEnd = leo + 1
-	}
-	if err := l.epochs.TruncateFromEnd(epochEnd); err != nil {
-		return fmt.Errorf("truncate epoch cache to %d: %w", leo, err)
-	}
-	if err := l.epochs.TruncateFromStart(l.logStart); err != nil {
-		return fmt.Errorf("truncate epoch cache from %d: %w", l.logStart, err)
+	if err := l.loadEpochs(rebuildFrom, epochStarts, rebuiltBatches); err != nil {
+		return err
 	}
 	if err := l.reloadProducersLocked(); err != nil {
 		return err
@@ -254,6 +281,70 @@ func (l *Log) load(cfg *Config) error {
 	l.logger.Debug("opened partition log", "dir", l.dir, "segments", len(l.segs), "logStart", l.logStart,
 		"logEnd", leo, "clean", cp.clean, "recoveredSegments", recovered)
 	return nil
+}
+
+// loadEpochs reads the leader-epoch cache and makes it match the log.
+// After a crash the cache may name epochs the recovered batches do not
+// hold (a truncation, or an append whose epoch entry became durable
+// before its batches, and the batches that did survive), so its entries
+// from rebuildFrom (the first segment recovery read, -1: none) are
+// replaced by the epochs of the batches found there, as Kafka's segment
+// recovery assigns them; a cache that does not parse is rebuilt from
+// every batch. Then entries at or past the log end go (an empty log keeps
+// the entry at its start: a reset log starts in the epoch its leader had
+// there), and the first entry is moved up to the log start.
+func (l *Log) loadEpochs(rebuildFrom int64, starts []EpochEntry, batches int) error {
+	var err error
+	l.epochs, err = OpenEpochCache(l.fs, l.dir)
+	if err != nil && errors.Is(err, errCorruptEpochCheckpoint) && l.epochs != nil {
+		l.logger.Warn("rebuilding the leader epoch cache from the log", "dir", l.dir, "err", err)
+		if rebuildFrom, starts, batches, err = l.scanEpochs(); err != nil {
+			return fmt.Errorf("leader epoch cache: %w", err)
+		}
+		if err := l.epochs.persist(); err != nil { // replace the corrupt file even if nothing is assigned
+			return fmt.Errorf("leader epoch cache: %w", err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("leader epoch cache: %w", err)
+	}
+	leo := l.leo()
+	if rebuildFrom >= 0 && batches > 0 {
+		if err := l.epochs.rebuild(rebuildFrom, starts); err != nil {
+			return fmt.Errorf("rebuild epoch cache from %d: %w", rebuildFrom, err)
+		}
+	}
+	epochEnd := leo
+	if leo == l.logStart {
+		epochEnd = leo + 1
+	}
+	if err := l.epochs.TruncateFromEnd(epochEnd); err != nil {
+		return fmt.Errorf("truncate epoch cache to %d: %w", leo, err)
+	}
+	if err := l.epochs.TruncateFromStart(l.logStart); err != nil {
+		return fmt.Errorf("truncate epoch cache from %d: %w", l.logStart, err)
+	}
+	return nil
+}
+
+// scanEpochs reads the epochs of every batch from the log start.
+func (l *Log) scanEpochs() (from int64, starts []EpochEntry, batches int, err error) {
+	for _, s := range l.segs {
+		sc := newScanner(s.log, 0, s.size, false)
+		for sc.next() {
+			if sc.h.lastOffset() < l.logStart {
+				continue
+			}
+			batches++
+			if sc.h.LeaderEpoch >= 0 {
+				assignEpochEntry(&starts, EpochEntry{Epoch: sc.h.LeaderEpoch, StartOffset: max(sc.h.BaseOffset, l.logStart)})
+			}
+		}
+		if sc.err != nil {
+			return -1, nil, 0, fmt.Errorf("scan segment %d: %w", s.base, sc.err)
+		}
+	}
+	return 0, starts, batches, nil
 }
 
 // reloadProducersLocked rebuilds producer state: the newest snapshot at or

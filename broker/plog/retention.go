@@ -180,6 +180,15 @@ func (l *Log) finishDelete(s *segment) {
 
 // Truncate removes every offset >= offset (a follower diverging from its
 // leader). Offsets inside a batch truncate the whole batch, as Kafka does.
+// The truncation is durable when Truncate returns (the cut segment is
+// fsynced, the directory too when segments went), and the checkpoint's
+// recovery point is lowered to the new end before anything can be
+// appended, so that a power loss can neither bring the divergent tail
+// back nor leave it unchecked by recovery. Any failure once files changed
+// fails the log (failure.go), except a checkpoint or epoch file that does
+// not fit on a full disk: the epoch cache is right in memory and rebuilt
+// from the batches by recovery, and appends wait until the checkpoint is
+// rewritten.
 func (l *Log) Truncate(offset int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -203,12 +212,12 @@ func (l *Log) Truncate(offset int64) error {
 		// Nothing stays: start over at offset.
 		for _, s := range l.segs {
 			if err := l.scheduleDeleteLocked(s); err != nil {
-				return err
+				return l.failLocked(err)
 			}
 		}
 		s, err := openSegmentFiles(l.fs, l.dir, offset, true)
 		if err != nil {
-			return err
+			return l.failLocked(err)
 		}
 		s.createdMs = l.nowMs()
 		l.segs = []*segment{s}
@@ -217,28 +226,40 @@ func (l *Log) Truncate(offset int64) error {
 		i := l.segmentFor(offset)
 		for _, s := range l.segs[i+1:] {
 			if err := l.scheduleDeleteLocked(s); err != nil {
-				return err
+				return l.failLocked(err)
 			}
 		}
 		l.segs = l.segs[:i+1]
 		if err := l.truncateSegmentLocked(l.segs[i], offset, cfg); err != nil {
-			l.failed = err
-			return err
+			return l.failLocked(err)
 		}
+		if err := l.segs[i].syncAll(); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(syncErr(fmt.Errorf("truncate to %d: sync dir: %w", offset, err)))
 	}
 	leo := l.leo()
 	l.logStart = min(l.logStart, leo)
 	l.recoveryPoint = min(l.recoveryPoint, leo)
+	if err := l.writeCheckpoint(l.checkpointLocked(false)); err != nil {
+		if !isNoSpace(err) {
+			return l.failLocked(err)
+		}
+		l.staleCheckpoint = true
+		l.logger.Warn("log checkpoint not rewritten after truncation: disk full; appends wait for it", "dir", l.dir, "err", err)
+	}
 	if err := l.epochs.TruncateFromEnd(leo); err != nil {
-		return fmt.Errorf("truncate epoch cache to %d: %w", leo, err)
+		if !isNoSpace(err) {
+			return l.failLocked(fmt.Errorf("truncate epoch cache to %d: %w", leo, err))
+		}
+		l.logger.Warn("leader epoch checkpoint not rewritten after truncation: disk full", "dir", l.dir, "err", err)
 	}
 	if err := l.reloadProducersLocked(); err != nil {
-		return err
+		return l.failLocked(err)
 	}
-	if err := l.writeCheckpoint(l.checkpointLocked(false)); err != nil {
-		return err
-	}
-	return l.fs.SyncDir(l.dir)
+	return nil
 }
 
 // truncateSegmentLocked cuts segment s before the batch holding offset and

@@ -128,9 +128,10 @@ func (s *segment) seal() {
 }
 
 // recover CRC-checks every batch of the segment, rebuilds its indexes in
-// memory and truncates the file at the first torn or corrupt batch. It
-// returns whether it truncated.
-func (s *segment) recover(cfg *Config) (truncated bool, err error) {
+// memory and truncates the file at the first torn or corrupt batch,
+// calling each (if not nil) with every good batch. It returns whether it
+// truncated.
+func (s *segment) recover(cfg *Config, each func(*batchHeader)) (truncated bool, err error) {
 	fileSize, err := s.log.Size()
 	if err != nil {
 		return false, fmt.Errorf("size of segment %d: %w", s.base, err)
@@ -147,6 +148,9 @@ func (s *segment) recover(cfg *Config) (truncated bool, err error) {
 		}
 		s.track(h, sc.at, cfg)
 		s.size = sc.pos
+		if each != nil {
+			each(h)
+		}
 	}
 	if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
 		return false, fmt.Errorf("recover segment %d: %w", s.base, sc.err)
@@ -305,31 +309,58 @@ func readBatchHeader(f vfs.File, pos int64) (batchHeader, error) {
 	return parseHeader(b[:]), nil
 }
 
-// writeIndexes appends the pending index entries to the files and syncs
-// them and the log. Called under the flush mutex with the pending bytes
-// taken under the log mutex.
+// syncFiles syncs the log and appends the pending index entries to the
+// files and syncs them. Called under the flush mutex with the pending
+// bytes taken under the log mutex. Entries whose write fails are undone
+// (a partial entry would misalign the file) and stay pending; a failed
+// fsync or undo is tagged as such (failure.go).
 func (s *segment) syncFiles(idxBytes, tidxBytes []byte) error {
 	if err := s.log.Sync(); err != nil {
-		return fmt.Errorf("sync segment %d: %w", s.base, err)
+		return syncErr(fmt.Errorf("sync segment %d: %w", s.base, err))
+	}
+	idxSize, err := s.idx.f.Size()
+	if err != nil {
+		return fmt.Errorf("size of index %d: %w", s.base, err)
+	}
+	tidxSize, err := s.tidx.f.Size()
+	if err != nil {
+		return fmt.Errorf("size of time index %d: %w", s.base, err)
+	}
+	undo := func(werr error) error {
+		terr := errors.Join(s.idx.f.Truncate(idxSize), s.tidx.f.Truncate(tidxSize))
+		if terr != nil {
+			return fmt.Errorf("%w: %w; undo: %w", errUndo, werr, terr)
+		}
+		return werr
 	}
 	if len(idxBytes) > 0 {
 		if _, err := s.idx.f.Write(idxBytes); err != nil {
-			return fmt.Errorf("write index %d: %w", s.base, err)
+			return undo(fmt.Errorf("write index %d: %w", s.base, err))
 		}
 	}
 	if len(tidxBytes) > 0 {
 		if _, err := s.tidx.f.Write(tidxBytes); err != nil {
-			return fmt.Errorf("write time index %d: %w", s.base, err)
+			return undo(fmt.Errorf("write time index %d: %w", s.base, err))
 		}
 	}
 	if len(idxBytes) > 0 {
 		if err := s.idx.f.Sync(); err != nil {
-			return fmt.Errorf("sync index %d: %w", s.base, err)
+			return syncErr(fmt.Errorf("sync index %d: %w", s.base, err))
 		}
 	}
 	if len(tidxBytes) > 0 {
 		if err := s.tidx.f.Sync(); err != nil {
-			return fmt.Errorf("sync time index %d: %w", s.base, err)
+			return syncErr(fmt.Errorf("sync time index %d: %w", s.base, err))
+		}
+	}
+	return nil
+}
+
+// syncAll fsyncs the segment's three files (after a truncation).
+func (s *segment) syncAll() error {
+	for _, f := range []vfs.File{s.log, s.idx.f, s.tidx.f} {
+		if err := f.Sync(); err != nil {
+			return syncErr(fmt.Errorf("sync segment %d: %w", s.base, err))
 		}
 	}
 	return nil

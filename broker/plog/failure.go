@@ -1,0 +1,123 @@
+package plog
+
+// Storage failures (Kafka's log-dir failure handling, LogDirFailureChannel).
+//
+// Two kinds of I/O error reach the log:
+//
+//   - A full disk (ENOSPC, EDQUOT) while appending: the partial write is
+//     truncated away and the append is refused with ErrNoSpace; the log
+//     stays usable and appends succeed again once there is room. The same
+//     holds for index entries a flush could not write (they stay pending)
+//     and for a checkpoint a flush could not rewrite (a stale recovery
+//     point only costs recovery work).
+//   - Anything else that changes the log's files and fails (a failed
+//     fsync of a segment or the directory, EIO on write, a truncation or
+//     undo that fails): the log is failed. After a failed fsync the kernel
+//     may have dropped the dirty pages and will not report it again, so no
+//     later fsync can be trusted to cover them: a failed log never fsyncs,
+//     appends, reads or moves its recovery point again until it is
+//     reopened, and Open recovers it from the last good recovery point.
+//     The failure handler (OnFailure) is told once, so that the broker can
+//     take the whole log directory offline.
+//
+// Both errors wrap kerr.KafkaStorageError, which is what Kafka answers for
+// a partition in an offline log directory and what its clients retry.
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+var (
+	// ErrFailed marks errors of a log that failed (see the file comment).
+	ErrFailed = errors.New("log failed")
+	// ErrNoSpace marks an append refused because the disk is full.
+	ErrNoSpace = errors.New("no space left on device")
+	// errFsync tags fsync failures, which are never a mere full disk.
+	errFsync = errors.New("fsync failed")
+	// errUndo tags a failed write that could not be undone.
+	errUndo = errors.New("undo failed")
+)
+
+// isNoSpace tells whether err is a full disk and nothing worse.
+func isNoSpace(err error) bool {
+	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) &&
+		!errors.Is(err, errFsync) && !errors.Is(err, errUndo)
+}
+
+// noSpace wraps a full-disk error for the caller: retriable.
+func noSpace(err error) error {
+	return fmt.Errorf("%w: %w: %w", kerr.KafkaStorageError, ErrNoSpace, err)
+}
+
+// syncErr tags an fsync failure.
+func syncErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", errFsync, err)
+}
+
+// OnFailure installs fn, called once (in its own goroutine) when the log
+// fails, with the cause. The broker takes the log directory offline.
+func (l *Log) OnFailure(fn func(cause error)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onFailure = fn
+	if l.failed != nil {
+		l.reportLocked()
+	}
+}
+
+// Fail marks the log failed with cause, as if one of its own operations
+// had failed (the log directory went offline because of another log). It
+// does not wait for an fsync under way (a dead disk may hang it); such a
+// flush ends without moving the recovery point.
+func (l *Log) Fail(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failLocked(cause)
+}
+
+// Err returns the cause of the failure of a failed log, else nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
+// failLocked fails the log with cause (the first cause stays) and returns
+// the error for the caller. l.mu held.
+func (l *Log) failLocked(cause error) error {
+	if l.failed == nil {
+		l.failed = cause
+		l.logger.Error("partition log failed: no fsync, append or read until it is reopened", "dir", l.dir, "err", cause)
+	}
+	l.reportLocked()
+	return l.failedErrLocked()
+}
+
+// fail is failLocked taking l.mu.
+func (l *Log) fail(cause error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failLocked(cause)
+}
+
+// failedErrLocked is the error operations of a failed log return.
+func (l *Log) failedErrLocked() error {
+	return fmt.Errorf("%w: log %s: %w: %w", kerr.KafkaStorageError, l.dir, ErrFailed, l.failed)
+}
+
+// reportLocked calls the failure handler once, without l.mu (it may call
+// back into logs).
+func (l *Log) reportLocked() {
+	if l.reported || l.onFailure == nil || l.failed == nil {
+		return
+	}
+	l.reported = true
+	go l.onFailure(l.failed)
+}
