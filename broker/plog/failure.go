@@ -79,7 +79,11 @@ func (l *Log) OnFailure(fn func(cause error)) {
 func (l *Log) Fail(cause error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.failLocked(cause)
+	if l.failed == nil {
+		l.failed = cause
+		l.logger.Debug("partition log failed with its directory", "dir", l.dir, "err", cause)
+	}
+	l.reportLocked()
 }
 
 // Err returns the cause of the failure of a failed log, else nil.

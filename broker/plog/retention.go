@@ -47,6 +47,10 @@ func (l *Log) enforceRetention(retentionMs, retentionBytes, remoteEnd int64, tie
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
+	if l.failed != nil {
+		l.mu.Unlock()
+		return 0, nil // a failed log does no background work
+	}
 	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
 		return 0, err
