@@ -106,6 +106,9 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		setErr(sp, kerr.UnknownTopicOrPartition.Code, "")
 		return
 	}
+	if s.offlineProduce(sp, p, setErr) { // logdir.go
+		return
+	}
 	if !s.isLeader(p) {
 		setErr(sp, kerr.NotLeaderForPartition.Code, "")
 		return

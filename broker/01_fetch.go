@@ -331,6 +331,10 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = kerr.NotLeaderForPartition.Code
 		return r
 	}
+	if s.offline(p) { // logdir.go
+		r.code = kerr.KafkaStorageError.Code
+		return r
+	}
 	r.p = p
 	if code := checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()); code != 0 {
 		r.code = code

@@ -56,6 +56,8 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p != nil && s.offline(p): // logdir.go
+				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case p == nil || (leaderOnly && !s.isLeader(p)):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:

@@ -30,6 +30,8 @@ func handleOffsetForLeaderEpoch(s *Server, cc *clientConn, kreq kmsg.Request) (k
 			switch {
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p != nil && s.offline(p): // logdir.go
+				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case p == nil || (req.ReplicaID < 0 && !s.isLeader(p)):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:

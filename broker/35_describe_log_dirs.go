@@ -70,6 +70,9 @@ func handleDescribeLogDirs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		sort.Slice(t.Partitions, func(i, j int) bool { return t.Partitions[i].Partition < t.Partitions[j].Partition })
 		dir.Topics = append(dir.Topics, *t)
 	}
+	if s.logDirErr() != nil { // offline (logdir.go): Kafka lists no partitions
+		dir.ErrorCode, dir.Topics = kerr.KafkaStorageError.Code, nil
+	}
 	resp.Dirs = append(resp.Dirs, dir)
 	if rd, ok := s.remoteLogDir(want); ok {
 		resp.Dirs = append(resp.Dirs, rd)

@@ -96,6 +96,8 @@ type Server struct {
 
 	hwck hwCheckpoints // replication-offset-checkpoint (hw_checkpoint.go)
 
+	ldir logDirState // offline after an I/O error (logdir.go)
+
 	tier *tierState // tiered storage (tier.go); nil when off
 }
 
@@ -528,6 +530,7 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 	if err != nil {
 		return nil, fmt.Errorf("open %s-%d: %w", t.Name, pm.Index, err)
 	}
+	s.watchLog(l)
 	p := &partition{topic: t.Name, index: pm.Index, topicID: t.ID, log: l}
 	p.leaderEpoch.Store(pm.LeaderEpoch)
 	p.hw.Store(s.initialHW(tp{t.Name, pm.Index}, l, len(pm.Replicas)))

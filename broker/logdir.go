@@ -1,0 +1,135 @@
+package broker
+
+// Log directory failure, as Kafka handles it (LogDirFailureChannel,
+// ReplicaManager.handleLogDirFailure).
+//
+// When a partition log fails (plog: a failed fsync, or another I/O error
+// that is not a full disk) the log directory goes offline, because the
+// disk under it can no longer be trusted:
+//
+//   - every log in it is failed (plog.Log.Fail): none fsyncs, appends,
+//     reads or moves its recovery point again until the broker restarts;
+//   - its partitions answer KAFKA_STORAGE_ERROR to Produce, Fetch (from
+//     consumers and followers), ListOffsets and OffsetForLeaderEpoch, before
+//     any leadership check, as Kafka does for an offline replica; clients
+//     retry it after refreshing their metadata; DescribeLogDirs reports
+//     the directory with that error and no partitions;
+//   - the broker stops following (its replica fetchers pause) and asks
+//     the controller to move its leadership away and take it out of every
+//     ISR, with the controlled-shutdown move (07_controlled_shutdown.go):
+//     the ZooKeeper controller then elects it leader of nothing and lets it
+//     join no ISR until it registers again (restarts). Kafka's broker
+//     instead writes /log_dir_event_notification and the controller marks
+//     only that directory's replicas offline; with one directory both come
+//     to the same. A partition with no other live ISR member stays led by
+//     this broker, answering KAFKA_STORAGE_ERROR (Kafka would make it
+//     offline, leader -1, unless unclean election is on);
+//   - the broker keeps serving what needs no log: ApiVersions, Metadata,
+//     DescribeCluster, configs, admin requests forwarded to the controller.
+//
+// Strata has one data directory per broker, so this is Kafka's case of
+// all log directories offline, in which Kafka halts the broker. Strata
+// keeps the process up instead (the controller has moved leadership
+// already, and an operator sees the error in the logs and in
+// DescribeLogDirs); restarting it, once the disk is fixed, recovers every
+// log from its last good recovery point and registers the broker again.
+//
+// A full disk is not a failure: the append is refused with a retriable
+// KAFKA_STORAGE_ERROR (plog.ErrNoSpace) and succeeds again when space
+// returns.
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/plog"
+)
+
+// logDirState is the state of the broker's log directory.
+type logDirState struct {
+	mu    sync.Mutex
+	cause error // why it went offline; nil while online
+}
+
+// logDirErr returns why the log directory is offline, or nil.
+func (s *Server) logDirErr() error {
+	s.ldir.mu.Lock()
+	defer s.ldir.mu.Unlock()
+	return s.ldir.cause
+}
+
+// watchLog makes a failure of l take the log directory offline; a log
+// opened in an offline directory fails at once.
+func (s *Server) watchLog(l *plog.Log) {
+	l.OnFailure(s.logDirFailed)
+	if cause := s.logDirErr(); cause != nil {
+		l.Fail(fmt.Errorf("log directory offline: %w", cause))
+	}
+}
+
+// offline tells whether p's log can no longer be used: its directory is
+// offline, or the log itself failed (the directory follows at once).
+func (s *Server) offline(p *partition) bool {
+	return s.logDirErr() != nil || p.log.Err() != nil
+}
+
+// offlineProduce answers a produce to an offline partition with
+// KAFKA_STORAGE_ERROR; false if p is online.
+func (s *Server) offlineProduce(sp *kmsg.ProduceResponseTopicPartition, p *partition,
+	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) bool {
+	if !s.offline(p) {
+		return false
+	}
+	setErr(sp, kerr.KafkaStorageError.Code, "the log directory of this replica is offline")
+	return true
+}
+
+// logDirFailed takes the log directory offline (once), with cause.
+func (s *Server) logDirFailed(cause error) {
+	s.ldir.mu.Lock()
+	if s.ldir.cause != nil {
+		s.ldir.mu.Unlock()
+		return
+	}
+	s.ldir.cause = cause
+	s.ldir.mu.Unlock()
+	s.log.Error("log directory offline: its partitions answer KAFKA_STORAGE_ERROR until the broker restarts",
+		"dir", s.cfg.DataDir, "err", cause)
+	failed := fmt.Errorf("log directory offline: %w", cause)
+	for _, p := range s.allPartitions() {
+		p.log.Fail(failed)
+	}
+	go s.leaveAfterLogDirFailure()
+}
+
+// leaveAfterLogDirFailure stops following and moves leadership away, with
+// the controlled-shutdown move, retrying as controlled shutdown does.
+func (s *Server) leaveAfterLogDirFailure() {
+	s.pauseReplication(true)
+	if md := s.ctrl.Metadata(); len(md.Brokers) < 2 {
+		s.log.Warn("log directory offline on the only broker: its partitions stay offline until it restarts")
+		return
+	}
+	backoff := time.Duration(s.cfg.ControlledShutdownRetryBackoffMs) * time.Millisecond
+	for attempt := int32(0); s.ctx.Err() == nil; attempt++ {
+		remaining, err := s.askControlledShutdown()
+		if err == nil && remaining == 0 {
+			s.log.Info("leadership moved away from the offline log directory")
+			return
+		}
+		if attempt >= s.cfg.ControlledShutdownMaxRetries {
+			s.log.Warn("leadership could not move away from the offline log directory: no other live ISR member",
+				"remaining_partitions", remaining, "err", err)
+			return
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
