@@ -219,6 +219,16 @@ func (r *recReader) atEnd() bool {
 // varint reads a zigzag varint; n is its size, 0 when the bytes ran out,
 // < 0 on overflow.
 func (r *recReader) varint() (int64, int) {
+	if len(r.buf) > 0 && r.buf[0] < 0x80 {
+		// One byte: most fields of most records.
+		u := r.buf[0]
+		r.buf = r.buf[1:]
+		return int64(u>>1) ^ -int64(u&1), 1
+	}
+	return r.varintSlow()
+}
+
+func (r *recReader) varintSlow() (int64, int) {
 	if len(r.buf) < binary.MaxVarintLen64 {
 		r.fill(binary.MaxVarintLen64)
 	}
@@ -233,6 +243,14 @@ func (r *recReader) varint() (int64, int) {
 // 32 bits and 5 bytes, as Kafka's readVarint.
 func (r *recReader) field(idx int32, what string, int32Field bool) (int64, error) {
 	v, n := r.varint()
+	if n == 1 && r.lim > 0 {
+		r.lim--
+		return v, nil
+	}
+	return r.checkField(v, n, idx, what, int32Field)
+}
+
+func (r *recReader) checkField(v int64, n int, idx int32, what string, int32Field bool) (int64, error) {
 	switch {
 	case n == 0:
 		if r.err != nil {
@@ -254,6 +272,10 @@ func (r *recReader) skip(idx int32, what string, n int64) error {
 		return badRecords("record %d: invalid record structure: %s of %d bytes with %d left in the record", idx, what, n, r.lim)
 	}
 	r.lim -= int(n)
+	if n <= int64(len(r.buf)) {
+		r.buf = r.buf[n:]
+		return nil
+	}
 	for n > 0 {
 		if len(r.buf) == 0 {
 			r.fill(1)
@@ -271,8 +293,22 @@ func (r *recReader) skip(idx int32, what string, n int64) error {
 	return nil
 }
 
-// record reads one record into rec (rec.index set by the caller).
+// record reads one record into rec (rec.index set by the caller). A
+// well-formed record wholly at hand is parsed by fastRecord; anything else
+// (a record spanning the stream buffer, or one with a fault, whose exact
+// fault the careful path below names) is read field by field.
 func (r *recReader) record(rec *recordInfo) error {
+	if r.src != nil && len(r.buf) < 4<<10 {
+		r.fill(cap(*r.back))
+	}
+	if length, n := binary.Varint(r.buf); n > 0 && n <= 5 && length >= 0 && length <= int64(len(r.buf)-n) {
+		end := n + int(length)
+		if ts, off, keyNull, ok := fastRecord(r.buf[n:end]); ok {
+			rec.tsDelta, rec.offsetDelta, rec.keyNull = ts, off, keyNull
+			r.buf = r.buf[end:]
+			return nil
+		}
+	}
 	i := rec.index
 	length, n := r.varint()
 	switch {
@@ -353,6 +389,65 @@ func (r *recReader) record(rec *recordInfo) error {
 			i, length, length-int64(r.lim))
 	}
 	return nil
+}
+
+// fastRecord parses a record body (without its length) that is wholly in
+// b; ok is false unless it is well formed by the rules of record.
+func fastRecord(b []byte) (tsDelta int64, offDelta int32, keyNull, ok bool) {
+	if len(b) < minRecordSize-1 {
+		return 0, 0, false, false
+	}
+	i := 1 // attributes
+	ts, n := binary.Varint(b[i:])
+	if n <= 0 {
+		return 0, 0, false, false
+	}
+	i += n
+	var off, l int64
+	if off, i, ok = varint32At(b, i); !ok {
+		return 0, 0, false, false
+	}
+	for f := 0; f < 2; f++ { // key, value
+		if l, i, ok = varint32At(b, i); !ok || l < -1 || l > int64(len(b)-i) {
+			return 0, 0, false, false
+		}
+		if f == 0 {
+			keyNull = l < 0
+		}
+		i += int(max(l, 0))
+	}
+	headers, i, ok := varint32At(b, i)
+	if !ok || headers < 0 || headers > int64(len(b)-i)/2 {
+		return 0, 0, false, false
+	}
+	for h := int64(0); h < headers; h++ {
+		if l, i, ok = varint32At(b, i); !ok || l < 0 || l > int64(len(b)-i) {
+			return 0, 0, false, false
+		}
+		i += int(l)
+		if l, i, ok = varint32At(b, i); !ok || l < -1 || l > int64(len(b)-i) {
+			return 0, 0, false, false
+		}
+		i += int(max(l, 0))
+	}
+	return ts, int32(off), keyNull, i == len(b)
+}
+
+// varint32At reads the zigzag varint of a 32-bit field at b[i:]: at most 5
+// bytes, within 32 bits.
+func varint32At(b []byte, i int) (int64, int, bool) {
+	if i < len(b) && b[i] < 0x80 {
+		u := b[i]
+		return int64(u>>1) ^ -int64(u&1), i + 1, true
+	}
+	if i >= len(b) {
+		return 0, i, false
+	}
+	v, n := binary.Varint(b[i:])
+	if n <= 0 || n > 5 || v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, i, false
+	}
+	return v, i + n, true
 }
 
 // timestampRecordErrors builds the RecordErrors of a CreateTime batch whose
