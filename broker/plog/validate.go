@@ -309,6 +309,11 @@ func (r *recReader) record(rec *recordInfo) error {
 			return nil
 		}
 	}
+	return r.carefulRecord(rec)
+}
+
+// carefulRecord reads one record field by field, naming its first fault.
+func (r *recReader) carefulRecord(rec *recordInfo) error {
 	i := rec.index
 	length, n := r.varint()
 	switch {
