@@ -134,8 +134,8 @@
 // segment that ends before the next segment's base lost its tail (the
 // next segment's directory entry became durable first): the segments
 // after it go too, so that the log stays a prefix of what was written,
-// except in compacted topics, whose cleaned segments may end early on
-// purpose. Other segments get a sanity check of their index files
+// except in a compacted topic or a log the cleaner ever cleaned, whose
+// segments may end early on purpose. Other segments get a sanity check of their index files
 // (entry-size multiples, the last entry inside the segment and landing on
 // the batch it names, an empty index only where it may rightly be empty;
 // the active segment's entries fully: increasing offsets and positions)

@@ -570,6 +570,13 @@ func TestFaultCampaign(t *testing.T) {
 		var ops atomic.Int64
 		faultAt := int64(20 + rnd.IntN(200))
 		kind := rnd.IntN(4)
+		var imu sync.Mutex // the injector also runs in the log's background flushes
+		irnd := rand.New(rand.NewPCG(seed, 11))
+		keep := func() int {
+			imu.Lock()
+			defer imu.Unlock()
+			return irnd.IntN(50)
+		}
 		e.mem.SetInjector(func(op vfs.Op, p string) error {
 			if ops.Add(1) < faultAt {
 				return nil
@@ -578,9 +585,9 @@ func TestFaultCampaign(t *testing.T) {
 			case kind == 0 && op == vfs.OpSync:
 				return syscall.EIO
 			case kind == 1 && op == vfs.OpWrite:
-				return &vfs.ShortWrite{N: rnd.IntN(50), Err: syscall.EIO}
+				return &vfs.ShortWrite{N: keep(), Err: syscall.EIO}
 			case kind == 2 && op == vfs.OpWrite:
-				return &vfs.ShortWrite{N: rnd.IntN(50), Err: vfs.ErrNoSpace}
+				return &vfs.ShortWrite{N: keep(), Err: vfs.ErrNoSpace}
 			}
 			return nil
 		})
@@ -621,5 +628,51 @@ func TestFaultCampaign(t *testing.T) {
 		l.abandon()
 		e.mem.SetInjector(nil)
 		checkAfterCrash(t, fmt.Sprintf("seed %d kind %d", seed, kind), e, w, seed%3).Close()
+	}
+}
+
+// A segment that lost its unflushed tail in a crash while the next
+// segment's entry survived (the roll's flush had not run) leaves no gap:
+// the segments after it go, so that the log stays a prefix of what was
+// written. Before, recovery kept them and the log had a hole. A compacted
+// topic's gaps are the cleaner's and stay.
+func TestLostTailDropsLaterSegments(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		e := newMemEnv()
+		one := int64(len(testBatch{records: 1, valueSize: 20}.bytes()))
+		e.cfg.SegmentBytes = 6 * one
+		e.cfg.Compact = compact
+		l := e.open(t)
+		for range 12 { // one-record batches of one size
+			b := testBatch{records: 1, valueSize: 20, ts: e.clock.Ms()}.bytes()
+			if compact {
+				b = kvBatchSpec{recs: kvs("k", "v"), ts: e.clock.Ms()}.bytes(t)
+			}
+			mustAppend(t, l, b)
+		}
+		segs := l.Segments()
+		if len(segs) != 2 || segs[1].BaseOffset < 4 {
+			t.Fatalf("segments %+v", segs)
+		}
+		l.Close()
+		rewriteFile(t, e.fs, segmentPath(e.dir, 0, logSuffix), func(b []byte) []byte {
+			h := parseHeader(b)
+			return b[:4*h.size()] // batches 4 and on never reached the disk
+		})
+		if err := writeFileAtomic(&Log{fs: e.fs, dir: e.dir}, checkpointName, checkpoint{}.encode()); err != nil {
+			t.Fatal(err)
+		}
+		l = e.open(t)
+		want := int64(4)
+		if compact {
+			want = 12
+		}
+		if l.LogEndOffset() != want {
+			t.Fatalf("compact=%v: log end %d after a lost tail, want %d", compact, l.LogEndOffset(), want)
+		}
+		if !compact {
+			checkContiguous(t, readAll(t, l, 0), 0, 4)
+		}
+		l.Close()
 	}
 }

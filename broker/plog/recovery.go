@@ -151,6 +151,7 @@ func (l *Log) load(cfg *Config) error {
 	rebuildFrom := int64(-1)
 	var epochStarts []EpochEntry
 	rebuiltBatches := 0
+	mayHaveGaps := cfg.Compact || l.readCleanerOffset() >= 0
 	onBatch := func(h *batchHeader) {
 		if rebuildFrom < 0 {
 			return
@@ -195,9 +196,9 @@ func (l *Log) load(cfg *Config) error {
 		// An unflushed segment that ends before the next one begins lost
 		// its tail in a crash (the next segment's entry became durable
 		// first): what follows was appended after the lost offsets. Only
-		// the cleaner leaves such gaps on purpose, and only in compacted
-		// topics.
-		lostTail := unflushed && !last && !forced[s.base] && !cfg.Compact && s.next < limit
+		// the cleaner leaves such gaps on purpose: not in a log that is
+		// not compacted and was never cleaned.
+		lostTail := unflushed && !last && !forced[s.base] && !mayHaveGaps && s.next < limit
 		if lostTail {
 			l.logger.Warn("segment lost its unflushed tail; dropping the segments after it", "dir", l.dir,
 				"segment", s.base, "end", s.next, "next_segment", limit)
