@@ -135,12 +135,13 @@
 // next segment's directory entry became durable first): the segments
 // after it go too, so that the log stays a prefix of what was written,
 // except in a compacted topic or a log the cleaner ever cleaned, whose
-// segments may end early on purpose. Other segments get a sanity check of their index files
-// (entry-size multiples, the last entry inside the segment and landing on
-// the batch it names, an empty index only where it may rightly be empty;
-// the active segment's entries fully: increasing offsets and positions)
-// and are recovered the same way when it fails. Readers check the entries
-// they use (above).
+// segments may end early on purpose. Other segments get a sanity check of
+// their index files (entry-size multiples, the last entry inside the
+// segment and landing on the batch it names, an empty index only where it
+// may rightly be empty; the active segment's entries fully: increasing
+// offsets and positions) and are recovered the same way when it fails.
+// Readers check the entries they use (above).
+//
 // A log-reset file (a committed ResetTo) is completed before anything
 // else: every segment, snapshot and cleaner file goes and the empty log at
 // its offset is written. Then the leader-epoch cache is made to match the

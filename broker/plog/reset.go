@@ -160,8 +160,7 @@ func (l *Log) ResetTo(r Reset) error {
 	l.truncGen++
 	l.cleanerOffset = -1
 	fail := func(err error) error {
-		l.failed = fmt.Errorf("reset to %d: %w", rs.offset, err)
-		return l.failed
+		return l.failLocked(fmt.Errorf("reset to %d: %w", rs.offset, err))
 	}
 	for _, s := range l.segs {
 		if err := s.renameDeleted(l.fs, l.dir); err != nil {
