@@ -222,15 +222,13 @@ func TestFailedFsyncAtEveryPoint(t *testing.T) {
 			e := durableEnv()
 			l := e.open(t)
 			w := newWritten()
+			var syncs atomic.Int64
 			e.mem.SetInjector(func(op vfs.Op, p string) error {
-				if (op == vfs.OpSync || op == vfs.OpSyncDir) && strings.Contains(p, target) {
-					if cnt := syncCount.Add(1); cnt == n {
-						return syscall.EIO
-					}
+				if (op == vfs.OpSync || op == vfs.OpSyncDir) && strings.Contains(p, target) && syncs.Add(1) == n {
+					return syscall.EIO
 				}
 				return nil
 			})
-			syncCount.Store(0)
 			failedAt := -1
 			for i := range 30 {
 				err := appendBatch(e, l, w, int32(i/10))
@@ -252,8 +250,6 @@ func TestFailedFsyncAtEveryPoint(t *testing.T) {
 		}
 	}
 }
-
-var syncCount atomic.Int64
 
 type pendingAck struct {
 	base int64
