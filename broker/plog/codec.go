@@ -47,9 +47,14 @@ var maxDecompressedBatch = 256 << 20
 
 // decompressSlots bounds the decompressions running at once across the
 // process (produce validation, ListOffsets, the compacted-topic key check,
-// the cleaner): one per core, at least two. A decompression waits for a
-// slot; it holds it until its records are read.
-var decompressSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+// the cleaner): one per core, at least two and at most eight (Kafka
+// validates on its request handler threads, num.io.threads, eight by
+// default). A decompression waits for a slot and holds it until its
+// records are read. Memory is bounded with it: a decompression holds a
+// 32 KiB buffer and its codec's state, which for zstd is the frame's
+// window (a frame of one segment declares its whole content as window),
+// at most maxDecompressedBatch.
+var decompressSlots = make(chan struct{}, min(max(2, runtime.GOMAXPROCS(0)), 8))
 
 // lookupSlots bounds the share of decompressSlots that searches by
 // timestamp (ListOffsets, which clients may repeat at will) may hold:

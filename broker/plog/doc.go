@@ -61,14 +61,14 @@
 // record, no bytes after the last record (INVALID_RECORD otherwise), and
 // each record timestamp within message.timestamp.{before,after}.max.ms
 // for CreateTime (INVALID_TIMESTAMP, with RecordErrors). A compressed
-// batch is read as a decompression stream that fails past 256 MiB;
-// at most max(2, GOMAXPROCS) decompressions run at once in the process
-// (codec.go). The batch's maxTimestamp is set to its records' largest,
-// as Kafka does (the CRC recomputed if that changes it). Append then
-// checks idempotent sequences, assigns
-// offsets and the leader epoch in place (outside the CRC; LogAppendTime
-// also sets the attribute bit and maxTimestamp and recomputes the CRC), and
-// writes the whole produce with one write(2). A write that fails is
+// batch is read as a decompression stream that fails past 256 MiB, and
+// one decompression per core, between two and eight, runs at once in the
+// process (codec.go). The batch's maxTimestamp is set to its records'
+// largest, as Kafka does (the CRC recomputed if that changes it). Append
+// then checks idempotent sequences, assigns offsets and the leader epoch
+// in place (outside the CRC; LogAppendTime also sets the attribute bit
+// and maxTimestamp and recomputes the CRC), and writes the whole produce
+// with one write(2). A write that fails is
 // truncated away; on a full disk (ENOSPC, EDQUOT) the append is refused
 // with an error wrapping ErrNoSpace and KAFKA_STORAGE_ERROR and the log
 // stays usable, so that appends resume when space returns (see Storage
