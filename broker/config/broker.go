@@ -79,6 +79,15 @@ type Broker struct {
 	NumIOThreads          int32
 	NumNetworkThreads     int32
 
+	// queued.max.request.bytes; <= 0: no bound.
+	QueuedMaxRequestBytes int64
+	// max.connections, max.connections.per.ip and its overrides (parsed,
+	// host or IP to count), as set statically; the broker reads the
+	// effective (dynamic) values through Resolver.
+	MaxConnections               int32
+	MaxConnectionsPerIP          int32
+	MaxConnectionsPerIPOverrides map[string]int32
+
 	ZooKeeperConnect             string // empty: embedded controller
 	ZooKeeperSessionTimeoutMs    int32
 	ZooKeeperConnectionTimeoutMs int32 // zookeeper.session.timeout.ms when unset
@@ -230,6 +239,10 @@ func Load(props map[string]string) (*Broker, error) {
 	b.SocketSendfileEnable = g.bool("socket.sendfile.enable")
 	b.QueuedMaxRequests = int32(g.int("queued.max.requests"))
 	b.ConnectionsMaxIdleMs = g.int("connections.max.idle.ms")
+	b.QueuedMaxRequestBytes = g.int("queued.max.request.bytes")
+	b.MaxConnections = int32(g.int("max.connections"))
+	b.MaxConnectionsPerIP = int32(g.int("max.connections.per.ip"))
+	b.MaxConnectionsPerIPOverrides, _ = ParseConnectionOverrides(g.str("max.connections.per.ip.overrides"))
 	b.NumIOThreads = int32(g.int("num.io.threads"))
 	b.NumNetworkThreads = int32(g.int("num.network.threads"))
 
@@ -310,6 +323,8 @@ func (b *Broker) Validate() error {
 		atLeast("message.max.bytes", int64(b.MessageMaxBytes), 0),
 		atLeast("fetch.max.bytes", int64(b.FetchMaxBytes), 1024),
 		atLeast("queued.max.requests", int64(b.QueuedMaxRequests), 1),
+		atLeast("max.connections", int64(b.MaxConnections), 0),
+		atLeast("max.connections.per.ip", int64(b.MaxConnectionsPerIP), 0),
 		atLeast("log.retention.check.interval.ms", b.LogRetentionCheckIntervalMs, 1),
 		atLeast("zookeeper.session.timeout.ms", int64(b.ZooKeeperSessionTimeoutMs), 1),
 		atLeast("replica.lag.time.max.ms", b.ReplicaLagTimeMaxMs, 1),
@@ -343,11 +358,43 @@ func (b *Broker) Validate() error {
 	if err := reconcileInterval(b.RemoteLogReconciliationIntervalMs); err != nil {
 		return fmt.Errorf("remote.log.reconciliation.interval.ms: %w", err)
 	}
+	if b.QueuedMaxRequestBytes > 0 && b.QueuedMaxRequestBytes < int64(b.SocketRequestMaxBytes) {
+		return fmt.Errorf("queued.max.request.bytes: must be <= 0 (no bound) or >= socket.request.max.bytes (%d), got %d",
+			b.SocketRequestMaxBytes, b.QueuedMaxRequestBytes)
+	}
+	if b.MaxConnectionsPerIP == 0 && len(b.MaxConnectionsPerIPOverrides) == 0 {
+		return errors.New("max.connections.per.ip: can be 0 only if max.connections.per.ip.overrides is set")
+	}
 	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
 		return fmt.Errorf("group.min.session.timeout.ms: must be <= group.max.session.timeout.ms (%d), got %d",
 			b.GroupMaxSessionTimeoutMs, b.GroupMinSessionTimeoutMs)
 	}
 	return nil
+}
+
+// ParseConnectionOverrides parses max.connections.per.ip.overrides:
+// comma-separated HOST:COUNT pairs (the last colon separates the count, so
+// IPv6 addresses need no brackets), HOST an IP address or a host name,
+// COUNT >= 0. Empty means none.
+func ParseConnectionOverrides(s string) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		i := strings.LastIndex(item, ":")
+		if i <= 0 {
+			return nil, fmt.Errorf("%q is not HOST:COUNT", item)
+		}
+		host := strings.Trim(strings.TrimSpace(item[:i]), "[]")
+		n, err := strconv.ParseInt(strings.TrimSpace(item[i+1:]), 10, 32)
+		if err != nil || n < 0 || host == "" {
+			return nil, fmt.Errorf("%q is not HOST:COUNT with a count >= 0", item)
+		}
+		out[host] = int32(n)
+	}
+	return out, nil
 }
 
 // ListenAddr is the host:port of the first listener.

@@ -28,7 +28,15 @@ var brokerTable = newTable([]*Def{
 	{Name: "queued.max.requests", Type: Int, Default: str("500"), Check: atLeast(1),
 		Doc: "The number of queued requests allowed before network threads stop reading."},
 	{Name: "connections.max.idle.ms", Type: Long, Default: str("600000"),
-		Doc: "Idle connections are closed after this many milliseconds."},
+		Doc: "Idle connections are closed after this many milliseconds. Strata also closes a connection whose request takes longer than this to arrive, or whose response makes no progress for this long (a client that does not read)."},
+	{Name: "queued.max.request.bytes", Type: Long, Default: str("536870912"),
+		Doc: "The number of queued bytes allowed before no more requests are read; <= 0 means no bound. Strata: the default is 512 MiB, not Kafka's -1 (unbounded), and a request is counted as its bytes arrive and, before it is decoded, with the memory decoding may take (for requests other than Produce, 160 times their size); a request whose count exceeds this bound is refused by closing the connection."},
+	{Name: "max.connections", Type: Int, Default: str(maxInt), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The maximum number of connections allowed in the broker at any time, in addition to max.connections.per.ip. Strata closes a new connection over the limit at once (Kafka stops accepting until one closes), and counts connections of other brokers too (Strata has one listener)."},
+	{Name: "max.connections.per.ip", Type: Int, Default: str(maxInt), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The maximum number of connections allowed from each IP address; 0 only with max.connections.per.ip.overrides. New connections from the address are closed at once when the limit is reached."},
+	{Name: "max.connections.per.ip.overrides", Type: String, Default: str(""), Check: connectionOverrides, Dynamic: ClusterWide,
+		Doc: `A comma-separated list of per-IP or host name overrides of max.connections.per.ip, for example "hostName:100,127.0.0.1:200".`},
 	{Name: "num.io.threads", Type: Int, Default: str("8"), Check: atLeast(1), Dynamic: ClusterWide,
 		Doc: "The number of threads processing requests. Accepted, informational."},
 	{Name: "num.network.threads", Type: Int, Default: str("3"), Check: atLeast(1), Dynamic: ClusterWide,
@@ -250,8 +258,6 @@ var ignoredKeys = map[string]bool{
 	"confluent.support.metrics.enable":                 true,
 	"inter.broker.protocol.version":                    true,
 	"log.message.format.version":                       true,
-	"max.connections":                                  true,
-	"max.connections.per.ip":                           true,
 	"replica.fetch.max.bytes":                          true,
 	"replica.socket.timeout.ms":                        true,
 	"replica.fetch.wait.max.ms":                        true,
@@ -290,6 +296,12 @@ func reconcileInterval(v any) error {
 		return fmt.Errorf("must be -1 (disabled) or >= 1, got %d", n)
 	}
 	return nil
+}
+
+// connectionOverrides validates max.connections.per.ip.overrides.
+func connectionOverrides(v any) error {
+	_, err := ParseConnectionOverrides(v.(string))
+	return err
 }
 
 // listenerList validates NAME://HOST:PORT[,…].
