@@ -27,6 +27,9 @@ import (
 // while any is queued, every response queues behind it, and a request
 // other than Produce is not handled before the queue is empty, so it
 // sees (and its answer follows) every earlier produce's outcome.
+//
+// A request must arrive, and each write of a response make progress,
+// within connections.max.idle.ms.
 type clientConn struct {
 	s        *Server
 	conn     net.Conn
@@ -38,6 +41,10 @@ type clientConn struct {
 	// copyBufs lends the buffers local records are read into when a fetch
 	// response is copied rather than sent with sendfile; nil: sendfile.
 	copyBufs *copyPool
+
+	// writeTimeout bounds each write of a response (connections.max.idle.ms;
+	// 0: none), see armWrite.
+	writeTimeout time.Duration
 
 	queue   chan outResp // to the writer goroutine; nil until the first delayed response
 	writerD chan struct{}
@@ -81,9 +88,10 @@ type delayedResponse struct {
 
 func newClientConn(s *Server, c net.Conn) *clientConn {
 	cc := &clientConn{
-		s:    s,
-		conn: c,
-		log:  s.log.With("remote", c.RemoteAddr().String()),
+		s:            s,
+		conn:         c,
+		log:          s.log.With("remote", c.RemoteAddr().String()),
+		writeTimeout: s.idleTimeout(),
 	}
 	if !s.cfg.SocketSendfileEnable {
 		cc.copyBufs = s.copyBufs
@@ -191,10 +199,13 @@ func (cc *clientConn) serve() {
 
 // readFrame reads one size-prefixed request. The body buffer grows as bytes
 // arrive, so a peer that announces a large size but sends little costs
-// little memory.
+// little memory. The size must arrive within connections.max.idle.ms, and
+// so must the body after it: a client trickling a request loses the
+// connection.
 func (cc *clientConn) readFrame(max int32) ([]byte, error) {
 	var size [4]byte
-	if idle := cc.s.idleTimeout(); idle > 0 {
+	idle := cc.s.idleTimeout()
+	if idle > 0 {
 		cc.conn.SetReadDeadline(time.Now().Add(idle))
 	}
 	if _, err := io.ReadFull(cc.conn, size[:]); err != nil {
@@ -203,6 +214,9 @@ func (cc *clientConn) readFrame(max int32) ([]byte, error) {
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 8 || n > max {
 		return nil, fmt.Errorf("invalid request size %d (socket.request.max.bytes=%d)", n, max)
+	}
+	if idle > 0 {
+		cc.conn.SetReadDeadline(time.Now().Add(idle))
 	}
 	const chunk = 1 << 20
 	body := make([]byte, 0, min(int(n), chunk))
@@ -317,6 +331,7 @@ func (cc *clientConn) send(o outResp) bool {
 	var err error
 	if len(o.slices) == 0 {
 		binary.BigEndian.PutUint32(buf[:4], uint32(len(buf)-4))
+		cc.armWrite()
 		_, err = cc.conn.Write(buf)
 	} else {
 		err = cc.writeSpliced(buf, o.kresp.IsFlexible(), o.slices)
@@ -330,4 +345,16 @@ func (cc *clientConn) send(o outResp) bool {
 		return false
 	}
 	return true
+}
+
+// armWrite sets the deadline of the next write: a response that makes no
+// progress for connections.max.idle.ms (a client that does not read)
+// closes the connection, which gives back what the response holds (its
+// releases: remote chunks pinned outside the cache bound, copy buffers).
+// Kafka's writes do not block, and its idle expiry closes such a
+// connection after as long.
+func (cc *clientConn) armWrite() {
+	if cc.writeTimeout > 0 {
+		cc.conn.SetWriteDeadline(time.Now().Add(cc.writeTimeout))
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -104,7 +105,7 @@ func (cc *clientConn) writeSpliced(buf []byte, flexible bool, refs []spliceRef) 
 	}
 	binary.BigEndian.PutUint32(buf[:4], uint32(size))
 
-	w := splicedWriter{conn: cc.conn, pool: cc.copyBufs}
+	w := splicedWriter{conn: cc.conn, pool: cc.copyBufs, timeout: cc.writeTimeout}
 	w.tcp, _ = cc.conn.(*net.TCPConn)
 	defer w.finish()
 	prefixes := make([]byte, 0, len(cuts)*binary.MaxVarintLen32) // never grows: its slices stay put
@@ -195,6 +196,17 @@ type splicedWriter struct {
 	bufs   net.Buffers
 	held   [][]byte // pool buffers in bufs
 	corked bool
+	// timeout bounds each write (connections.max.idle.ms; 0: none): a
+	// client that stops reading fails the write, and the response's
+	// buffers are given back.
+	timeout time.Duration
+}
+
+// arm sets the deadline of the next write.
+func (w *splicedWriter) arm() {
+	if w.timeout > 0 {
+		w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
 }
 
 // slice adds a file slice's bytes to the response.
@@ -240,6 +252,7 @@ func (w *splicedWriter) slice(s plog.FileSlice) error {
 		return err
 	}
 	s.Pos, s.Len = off, n
+	w.arm()
 	return sendSlice(w.conn, w.tcp, s)
 }
 
@@ -248,6 +261,7 @@ func (w *splicedWriter) flush() error {
 	var err error
 	if len(w.bufs) > 0 {
 		bufs := w.bufs // WriteTo consumes its receiver
+		w.arm()
 		_, err = bufs.WriteTo(w.conn)
 	}
 	clear(w.bufs)

@@ -1,0 +1,237 @@
+package broker
+
+import (
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// holdsWithin polls cond every 10ms until it holds or d passes.
+func holdsWithin(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+	}
+}
+
+// connCount is the number of connections the server serves.
+func (ts *testServer) connCount() int {
+	ts.connMu.Lock()
+	defer ts.connMu.Unlock()
+	return len(ts.conns)
+}
+
+// closedSoon reports whether the broker closed c within d: a read ends in
+// EOF or a reset rather than a timeout (data the broker sent first is
+// skipped).
+func closedSoon(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestWriteDeadlineReleasesResponse: a response that the client never
+// reads (here 64 MiB of in-memory records, as a remote read's pinned
+// chunks) is dropped after connections.max.idle.ms without progress: the
+// connection closes and the response's releases run.
+func TestWriteDeadlineReleasesResponse(t *testing.T) {
+	ts := startTestServer(t, map[string]string{"connections.max.idle.ms": "300"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server := <-accepted
+	defer server.Close()
+	cc := newClientConn(ts.Server, server)
+
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 12
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewFetchResponseTopicPartition()
+	m := cc.marker.next()
+	rp.RecordBatches = m[:]
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	chunk := make([]byte, 4<<20)
+	ref := spliceRef{marker: m}
+	for range 16 {
+		ref.mem = append(ref.mem, chunk)
+		ref.memLen += int64(len(chunk))
+	}
+	var released atomic.Int32
+	o := outResp{corr: 1, kresp: resp, slices: []spliceRef{ref}, release: []func(){func() { released.Add(1) }}}
+	sent := make(chan bool, 1)
+	go func() { sent <- cc.respond(o) }()
+	select {
+	case ok := <-sent:
+		if ok {
+			t.Fatal("64 MiB written to a client that reads nothing")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write to a client that never reads is still blocked after 5s (connections.max.idle.ms=300)")
+	}
+	if released.Load() != 1 {
+		t.Fatalf("releases ran %d times, want 1", released.Load())
+	}
+}
+
+// TestFetchNeverReadClosed: consumers that send a Fetch of a topic with
+// data and never read lose the connection after connections.max.idle.ms,
+// and the copy buffers their responses held go back to the pool.
+func TestFetchNeverReadClosed(t *testing.T) {
+	for _, sendfile := range []bool{false, true} {
+		t.Run("sendfile="+strconv.FormatBool(sendfile), func(t *testing.T) {
+			ts := startTestServer(t, map[string]string{
+				"connections.max.idle.ms": "500",
+				"socket.sendfile.enable":  strconv.FormatBool(sendfile),
+			})
+			cl := ts.client(t, kgo.DefaultProduceTopic("data"), kgo.AllowAutoTopicCreation(),
+				kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+			ctx := testCtx(t)
+			for range 48 {
+				cl.Produce(ctx, &kgo.Record{Value: make([]byte, 512<<10)}, nil)
+			}
+			if err := cl.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				rc := dialRaw(t, ts.addr())
+				rc.c.(*net.TCPConn).SetReadBuffer(4 << 10)
+				rc.send(fetchReq(0, 0, 32<<20, fetchPart{"data", 0, 0, 32 << 20}), 12)
+			}
+			if !sendfile && !holdsWithin(5*time.Second, func() bool { return ts.copyBufs.lent() > 0 }) {
+				t.Fatal("the fetch responses never held copy buffers")
+			}
+			if !holdsWithin(5*time.Second, func() bool { return ts.connCount() == 0 }) {
+				t.Fatalf("%d connections that never read are still open 5s after their fetch (connections.max.idle.ms=500)", ts.connCount())
+			}
+			if n := ts.copyBufs.lent(); n != 0 {
+				t.Fatalf("%d copy buffers still lent after the connections closed", n)
+			}
+		})
+	}
+}
+
+// lent returns how many buffers are lent.
+func (p *copyPool) lent() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out
+}
+
+// TestRequestFloodBackpressure: a client that pipelines ApiVersions
+// requests and never reads the answers is not read further once its
+// responses fill the socket (the broker holds one request, not a queue),
+// and is closed after connections.max.idle.ms.
+func TestRequestFloodBackpressure(t *testing.T) {
+	ts := startTestServer(t, map[string]string{"connections.max.idle.ms": "1000"})
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "flood", "1"
+	one := encodeRequest(req, 3, 1)
+	var chunk []byte
+	for len(chunk) < 64<<10 {
+		chunk = append(chunk, one...)
+	}
+	rc := dialRaw(t, ts.addr())
+	rc.c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	var written atomic.Int64
+	werr := make(chan error, 1)
+	go func() {
+		for written.Load() < 2<<30 {
+			rc.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			n, err := rc.c.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := before.HeapInuse
+	var err error
+	deadline := time.After(20 * time.Second)
+wait:
+	for {
+		select {
+		case err = <-werr:
+			break wait
+		case <-deadline:
+			t.Fatalf("the flood is still being read or held after 20s (%d MB written); connections.max.idle.ms=1000", written.Load()>>20)
+		case <-time.After(20 * time.Millisecond):
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+		}
+	}
+	if err == nil {
+		t.Fatalf("the broker read all %d MB of requests whose answers were never read", written.Load()>>20)
+	}
+	if n := written.Load(); n > 64<<20 {
+		t.Fatalf("the broker read %d MB of requests whose answers were never read before pushing back", n>>20)
+	}
+	if grew := int64(peak) - int64(before.HeapInuse); grew > 32<<20 {
+		t.Fatalf("heap grew by %d MB during the flood", grew>>20)
+	}
+	t.Logf("flood: %d KB written before the broker stopped reading and closed; heap grew %d KB", written.Load()>>10, (int64(peak)-int64(before.HeapInuse))>>10)
+}
+
+// TestSlowlorisClosed: a client trickling a request a byte at a time is
+// closed connections.max.idle.ms after it began, and other clients are
+// served meanwhile.
+func TestSlowlorisClosed(t *testing.T) {
+	ts := startTestServer(t, map[string]string{"connections.max.idle.ms": "500"})
+	frame := encodeRequest(kmsg.NewPtrMetadataRequest(), 12, 1)
+	rc := dialRaw(t, ts.addr())
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		for i := 0; i < len(frame); i++ {
+			rc.c.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := rc.c.Write(frame[i : i+1]); err != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		closedSoon(rc.c, 10*time.Second)
+		closed <- time.Since(start)
+	}()
+	other := dialRaw(t, ts.addr())
+	other.do(kmsg.NewPtrMetadataRequest(), 12)
+	select {
+	case d := <-closed:
+		if d > 3*time.Second {
+			t.Fatalf("slowloris closed after %v (connections.max.idle.ms=500)", d)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("slowloris connection still open after 15s")
+	}
+	dialRaw(t, ts.addr()).do(kmsg.NewPtrMetadataRequest(), 12)
+}
