@@ -87,6 +87,7 @@ type Server struct {
 
 	connMu sync.Mutex
 	conns  map[*clientConn]struct{}
+	limits connLimits // max.connections, max.connections.per.ip (conn_limits.go)
 
 	groups *groupsHost // group coordinator (groups.go)
 
@@ -347,6 +348,9 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		if !s.admitConn(c) { // closed: over max.connections or max.connections.per.ip
+			continue
+		}
 		cc := newClientConn(s, c)
 		s.connMu.Lock()
 		s.conns[cc] = struct{}{}
@@ -359,6 +363,7 @@ func (s *Server) acceptLoop() {
 			s.connMu.Lock()
 			delete(s.conns, cc)
 			s.connMu.Unlock()
+			s.releaseConn(c)
 			s.metrics.connections.Dec()
 		}()
 	}

@@ -1,0 +1,144 @@
+package broker
+
+// Limits on what clients may make the broker hold, with Kafka's configs:
+//
+//   - max.connections.per.ip (and max.connections.per.ip.overrides) and
+//     max.connections, checked as a connection is accepted. Over the
+//     per-IP limit the new connection is closed at once, as Kafka does;
+//     over max.connections it is closed at once too (Kafka stops accepting
+//     until a connection closes, which stalls every client behind the
+//     listen backlog). Both are dynamic cluster-wide configs, read at each
+//     accept. Strata has one listener, so connections of other brokers
+//     count as well (Kafka exempts its inter-broker listener from
+//     max.connections).
+//   - connections.max.idle.ms bounds how long a request may take to arrive
+//     and how long a response may make no progress (conn.go): a client that
+//     trickles a request, or never reads its responses, loses the
+//     connection and everything its response held.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"strata/broker/config"
+)
+
+// connLimits counts open connections, in total and per remote IP.
+type connLimits struct {
+	mu    sync.Mutex
+	total int
+	perIP map[string]int
+
+	// The parsed max.connections.per.ip.overrides (IP to limit) for the
+	// value ovRaw; host names are resolved when the value changes.
+	ovRaw string
+	ov    map[string]int64
+
+	refused    int // connections refused since the last log line
+	refusedLog time.Time
+}
+
+// connIP is the remote IP of a connection in canonical form ("" if it has
+// none, which no limit applies to).
+func connIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ""
+}
+
+// admitConn counts a new connection, or closes it at once when it would
+// exceed max.connections.per.ip (or the address's override) or
+// max.connections. Every admitted connection is given back with
+// releaseConn.
+func (s *Server) admitConn(c net.Conn) bool {
+	r := s.resolver(s.ctrl.Metadata())
+	maxTotal := r.Int("max.connections")
+	ip := connIP(c)
+	perIP := r.Int("max.connections.per.ip")
+	l := &s.limits
+	l.mu.Lock()
+	if ip != "" {
+		if n, ok := l.override(r.String("max.connections.per.ip.overrides"), ip); ok {
+			perIP = n
+		}
+	}
+	var why string
+	switch {
+	case ip != "" && int64(l.perIP[ip]) >= perIP:
+		why = fmt.Sprintf("%s has %d connections (max.connections.per.ip)", ip, l.perIP[ip])
+	case int64(l.total) >= maxTotal:
+		why = fmt.Sprintf("the broker has %d connections (max.connections)", l.total)
+	}
+	if why == "" {
+		l.total++
+		if ip != "" {
+			if l.perIP == nil {
+				l.perIP = map[string]int{}
+			}
+			l.perIP[ip]++
+		}
+		l.mu.Unlock()
+		return true
+	}
+	l.refused++
+	logNow := time.Since(l.refusedLog) >= 10*time.Second
+	refused := l.refused
+	if logNow {
+		l.refusedLog, l.refused = time.Now(), 0
+	}
+	l.mu.Unlock()
+	c.Close()
+	s.log.Debug("refused connection", "remote", c.RemoteAddr().String(), "reason", why)
+	if logNow {
+		s.log.Info("refusing connections over the limits", "refused", refused, "last", why)
+	}
+	return false
+}
+
+// releaseConn gives back a connection counted by admitConn.
+func (s *Server) releaseConn(c net.Conn) {
+	ip := connIP(c)
+	l := &s.limits
+	l.mu.Lock()
+	l.total--
+	if n, ok := l.perIP[ip]; ok {
+		if n <= 1 {
+			delete(l.perIP, ip)
+		} else {
+			l.perIP[ip] = n - 1
+		}
+	}
+	l.mu.Unlock()
+}
+
+// override returns the max.connections.per.ip override for ip, parsing raw
+// (and resolving its host names) when it changed. Called with l.mu held.
+func (l *connLimits) override(raw, ip string) (int64, bool) {
+	if raw == "" {
+		return 0, false
+	}
+	if raw != l.ovRaw || l.ov == nil {
+		l.ovRaw, l.ov = raw, map[string]int64{}
+		hosts, _ := config.ParseConnectionOverrides(raw) // validated when set
+		for host, n := range hosts {
+			if a := net.ParseIP(host); a != nil {
+				l.ov[a.String()] = int64(n)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			addrs, _ := net.DefaultResolver.LookupHost(ctx, host)
+			cancel()
+			for _, a := range addrs {
+				if p := net.ParseIP(a); p != nil {
+					l.ov[p.String()] = int64(n)
+				}
+			}
+		}
+	}
+	n, ok := l.ov[ip]
+	return n, ok
+}
