@@ -31,7 +31,7 @@ cluster-down:
 	./deploy/local/cluster.sh down
 
 test-deps:
-	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper minio
+	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper minio kafka
 
 vet:
 	$(GO) vet ./...
@@ -48,11 +48,12 @@ fuzz:
 	  done; \
 	done
 
-# The standard suite: Strata against kfake in the same run, three times;
-# rewrites bench/RESULTS.md and the plots in bench/results. Every preset,
-# the tier one included (it starts its own MinIO).
+# The standard suite: Strata against Apache Kafka and kfake in the same
+# run, three times; rewrites bench/RESULTS.md and the plots in
+# bench/results. Every preset, the tier one included (it starts its own
+# MinIO).
 bench: build
-	GO=$(GO) ./deploy/install-deps.sh minio
+	GO=$(GO) ./deploy/install-deps.sh minio kafka
 	./$(BIN) bench --count 3 --out bench/results --results bench/RESULTS.md
 
 # The tier preset alone, three times (about two minutes): writes
@@ -65,6 +66,7 @@ bench-tier: build
 # page-cache goals with the floor server beside them; writes
 # bench/results/throughput/ and its RESULTS.md.
 bench-throughput: build
+	./deploy/install-deps.sh kafka
 	./$(BIN) bench --preset throughput --count 5 --out bench/results/throughput --results bench/results/throughput/RESULTS.md
 
 clean:

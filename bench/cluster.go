@@ -44,6 +44,16 @@ func findClusterScript(cfg Config) (string, error) {
 	if cfg.ClusterScript != "" {
 		return cfg.ClusterScript, nil
 	}
+	p, err := findRepoFile(clusterScript)
+	if err != nil {
+		return "", fmt.Errorf("cluster target: %w (set --cluster-script)", err)
+	}
+	return p, nil
+}
+
+// findRepoFile returns the file at rel (a path relative to the repository
+// root) found above the working directory or above this executable.
+func findRepoFile(rel string) (string, error) {
 	var starts []string
 	if wd, err := os.Getwd(); err == nil {
 		starts = append(starts, wd)
@@ -53,7 +63,7 @@ func findClusterScript(cfg Config) (string, error) {
 	}
 	for _, dir := range starts {
 		for {
-			p := filepath.Join(dir, clusterScript)
+			p := filepath.Join(dir, rel)
 			if _, err := os.Stat(p); err == nil {
 				return p, nil
 			}
@@ -64,7 +74,7 @@ func findClusterScript(cfg Config) (string, error) {
 			dir = parent
 		}
 	}
-	return "", fmt.Errorf("cluster target: %s not found above the working directory or the executable (set --cluster-script)", clusterScript)
+	return "", fmt.Errorf("%s not found above the working directory or the executable", rel)
 }
 
 func startCluster(ctx context.Context, cfg Config) (*clusterTarget, error) {

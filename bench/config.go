@@ -18,9 +18,13 @@ const (
 )
 
 // DefaultTargets are the targets a workload runs against when none are
-// given: the cluster alone for faults; the cluster and a single Strata
-// broker (whose topics have replication factor 1) for a replicated
-// workload; otherwise Strata and kfake.
+// given, Strata's first (the report's ratios are of the first target to
+// each other): strata-s3 alone for the tier workload (Apache Kafka tiers
+// only through a RemoteStorageManager plugin and ships none for S3); the
+// cluster alone for faults (the fault driver stops and restarts the
+// brokers of deploy/local/cluster.sh); for a replicated workload the
+// cluster, three Kafka nodes and a single Strata broker (whose topics
+// have replication factor 1); otherwise Strata, one Kafka node and kfake.
 func DefaultTargets(w Workload) []string {
 	switch {
 	case w.Tier != nil:
@@ -28,21 +32,34 @@ func DefaultTargets(w Workload) []string {
 	case len(w.Faults) > 0:
 		return []string{TargetCluster}
 	case w.ReplicationFactor > 1:
-		return []string{TargetCluster, TargetStrata}
+		return []string{TargetCluster, TargetKafkaCluster, TargetStrata}
 	}
-	return []string{TargetStrata, TargetKfake}
+	return []string{TargetStrata, TargetKafka, TargetKfake}
 }
 
 // singleBroker reports whether target is a one-broker target the harness
 // starts; its topics get replication factor 1 whatever the workload says.
-func singleBroker(target string) bool { return target == TargetStrata || target == TargetKfake }
+func singleBroker(target string) bool {
+	return target == TargetStrata || target == TargetKfake || target == TargetKafka
+}
+
+// harnessOwned reports whether the harness starts the target, and throws
+// it away whole afterwards (its topics need no deleting).
+func harnessOwned(target string) bool {
+	switch target {
+	case TargetStrata, TargetKfake, TargetCluster, TargetKafka, TargetKafkaCluster, TargetTier:
+		return true
+	}
+	return false
+}
 
 // Config is one workload and where and how to run it.
 type Config struct {
 	Workload
 
-	// Targets: TargetStrata, TargetKfake, TargetCluster or HOST:PORT (a
-	// seed broker). Empty means DefaultTargets.
+	// Targets: TargetStrata, TargetKfake, TargetCluster, TargetKafka,
+	// TargetKafkaCluster, TargetTier or HOST:PORT (a seed broker). Empty
+	// means DefaultTargets.
 	Targets []string
 	// StrataBin is the strata binary to start; empty means this executable
 	// (set it when the caller is not the strata binary, e.g. a test).
@@ -85,8 +102,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	for _, t := range c.Targets {
-		if t != TargetStrata && t != TargetKfake && t != TargetCluster && t != TargetTier && !strings.Contains(t, ":") {
-			return fmt.Errorf("target %q: want strata, kfake, cluster, strata-s3 or HOST:PORT", t)
+		if !harnessOwned(t) && !strings.Contains(t, ":") {
+			return fmt.Errorf("target %q: want strata, kafka, kfake, cluster, kafka-cluster, strata-s3 or HOST:PORT", t)
 		}
 		if (c.Tier != nil) != (t == TargetTier) {
 			return fmt.Errorf("target %q: the tier workload runs on the %s target only, and that target runs only it", t, TargetTier)

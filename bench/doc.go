@@ -9,17 +9,21 @@
 // faults. Workloads come from [Presets] (throughput, latency, catch-up,
 // groups, replication, failover, tier), from JSON files ([ParseWorkload];
 // examples in bench/workloads) or from flags. A [Config] adds where to run
-// it: Strata started as a separate process by the harness, franz-go's
-// in-process kfake cluster, a local cluster of three Strata brokers on
-// ZooKeeper started by deploy/local/cluster.sh (the script `make cluster`
-// and the end-to-end tests use; min.insync.replicas=2, the brokers'
-// default zookeeper.session.timeout.ms, an s3:// tier on the script's
-// MinIO), one Strata broker with --tier s3 on a MinIO the harness starts
-// (strata-s3, for the tier workload only), or any Kafka-protocol cluster at
-// HOST:PORT ([DefaultTargets] picks per workload when none are given).
-// Topics get the workload's replication factor, except on the one-broker
-// targets (strata, kfake), where it is 1: the replication preset compares
-// RF=3 on the cluster with RF=1 on one broker in the same run. [Run] runs the workload against each target in
+// it: Strata started as a separate process by the harness, Apache Kafka
+// started by the harness (kafka: one node; kafka-cluster: three; see
+// below), franz-go's in-process kfake cluster, a local cluster of three
+// Strata brokers on ZooKeeper started by deploy/local/cluster.sh (the
+// script `make cluster` and the end-to-end tests use;
+// min.insync.replicas=2, the brokers' default
+// zookeeper.session.timeout.ms, an s3:// tier on the script's MinIO), one
+// Strata broker with --tier s3 on a MinIO the harness starts (strata-s3,
+// for the tier workload only), or any Kafka-protocol cluster at HOST:PORT
+// ([DefaultTargets] picks per workload when none are given: Strata, Kafka
+// and kfake; for replicated workloads the Strata cluster, kafka-cluster
+// and one Strata broker). Topics get the workload's replication factor,
+// except on the one-broker targets (strata, kafka, kfake), where it is 1:
+// the replication presets compare RF=3 on the clusters with RF=1 on one
+// broker in the same run. [Run] runs the workload against each target in
 // turn and returns a [Report]; [RunSuite] runs several workloads and
 // evaluates goals over them; [Suite.Write] writes report.json, report.md,
 // benchstat lines (bench.txt) and PNG plots into a directory.
@@ -141,6 +145,39 @@
 // Strata process the harness samples /proc/<pid>/status (VmRSS, VmHWM),
 // /proc/<pid>/stat (CPU seconds, split by phase) and /proc/<pid>/io (bytes
 // written to disk).
+//
+// # Apache Kafka
+//
+// The kafka targets run the Apache Kafka of bench/kafka/pom.xml
+// ([KafkaVersion]; its kafka.version is the one place the version is
+// written, and this package embeds the file). deploy/install-deps.sh kafka
+// copies org.apache.kafka:kafka_2.13 and its runtime dependencies with
+// Maven, once, into $STRATA_KAFKA or
+// ${XDG_CACHE_HOME:-~/.cache}/strata/kafka-VERSION/libs; the harness runs
+// that script itself when the jars are missing (Maven's output is the
+// progress). For each target run the harness writes a server.properties
+// per node in a fresh temporary directory: process.roles=broker,controller
+// (KRaft, one JVM per node), controller.quorum.voters over every node,
+// PLAINTEXT and CONTROLLER listeners on free loopback ports, log.dirs in
+// the directory, and otherwise Kafka's defaults (no fsync per write),
+// except that one node gives its internal topics one replica and three
+// nodes take min.insync.replicas=2 as the Strata cluster does. It formats
+// every node's storage for one random cluster id (kafka.tools.StorageTool
+// format, as kafka-storage.sh), starts `java -cp 'libs/*' kafka.Kafka
+// server.properties` with kafka-server-start.sh's 1 GiB heap and
+// kafka-run-class.sh's JVM options, and waits until the metadata lists
+// every node as a broker and names a controller (10 to 20 s on a busy
+// 2-CPU machine; the progress line counts it). The JVM's output goes to
+// Config.BrokerLog, each line prefixed with its node. For one node the
+// monitor reads the JVM's /proc/<pid> as it reads a Strata broker's, so
+// that CPU seconds per phase and peak RSS compare. The nodes get SIGTERM
+// together when the target run ends (SIGKILL after 20 s) and the
+// directory is removed.
+//
+// Kafka has no column on the tier workload: it tiers only through a
+// RemoteStorageManager plugin and ships none for S3. The failover workload
+// runs on the Strata cluster only: its fault driver stops and restarts the
+// brokers of deploy/local/cluster.sh.
 //
 // # The tier workload
 //

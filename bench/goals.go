@@ -90,6 +90,34 @@ func peakRSSMB(r Result) (float64, bool) {
 	return float64(r.Broker.PeakRSSBytes) / (1 << 20), true
 }
 
+// cpuPerGBProduced is the broker's CPU seconds in the run phase per GB
+// (10^9 bytes) of record values acknowledged in it; the throughput
+// preset's run has one consumer reading alongside the producer.
+func cpuPerGBProduced(r Result) (float64, bool) {
+	if r.Broker == nil || r.RunBytes <= 0 {
+		return 0, false
+	}
+	cpu, ok := r.Broker.PhaseCPU[phaseRun]
+	return cpu / (float64(r.RunBytes) / 1e9), ok
+}
+
+// cpuPerGBServed is the broker's CPU seconds in the raw read-back per GB
+// of record batches it served over all its passes.
+func cpuPerGBServed(r Result) (float64, bool) {
+	if r.Broker == nil || r.RawReadBack == nil {
+		return 0, false
+	}
+	var served int64
+	for _, p := range r.RawReadBack.Passes {
+		served += p.Bytes
+	}
+	cpu, ok := r.Broker.PhaseCPU[phaseRawRead]
+	if !ok || served <= 0 {
+		return 0, false
+	}
+	return cpu / (float64(served) / 1e9), true
+}
+
 // Issue2Goals are the core broker's targets on a 2-core machine with 1 KB
 // records and 6 partitions.
 var Issue2Goals = []Goal{
@@ -154,8 +182,21 @@ var Issue6Goals = []Goal{
 		metric: tierMetric(func(t *TierResult) (float64, bool) { return t.ColdFirstRecord.MaxMs, t.ColdFirstRecord.N > 0 })},
 }
 
+// Issue17Goals compare Strata with Apache Kafka on the same machine in
+// the same run (the kafka and kafka-cluster targets); issue 2's latency
+// goal keeps the comparison with kfake.
+var Issue17Goals = []Goal{
+	{Name: "produce throughput vs Apache Kafka (throughput preset)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: true, Want: 1.5, Unit: "x", metric: produceMBps},
+	{Name: "consume throughput from page cache vs Apache Kafka, as served (throughput preset, raw Fetch read-back, fastest of 3 passes, records/s)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: true, Want: 1.0, Unit: "x", metric: rawRecordsPerSec},
+	{Name: "broker CPU seconds per GB served vs Apache Kafka (throughput preset, raw Fetch read-back, 3 passes)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: false, Want: 0.5, Unit: "x", metric: cpuPerGBServed},
+	{Name: "broker CPU seconds per GB produced vs Apache Kafka (throughput preset, run phase, one consumer alongside)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: false, Want: 0.5, Unit: "x", metric: cpuPerGBProduced},
+	{Name: "p99 produce latency at 2,000 rec/s, linger 0, vs Apache Kafka (latency preset)", Workload: "latency", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: false, Want: 0.5, Unit: "x", metric: produceP99},
+	{Name: "p99 produce latency at 2,000 rec/s, linger 0, RF=3 acks=-1: three Strata brokers vs three Kafka nodes (replication-latency preset)", Workload: "replication-latency", Numerator: TargetCluster, Denominator: TargetKafkaCluster, AtLeast: false, Want: 0.5, Unit: "x", metric: produceP99},
+	{Name: "broker peak RSS vs Apache Kafka (throughput preset)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: false, Want: 0.25, Unit: "x", metric: peakRSSMB},
+}
+
 // Goals are every issue's goals, as `strata bench` evaluates them.
-var Goals = slices.Concat(Issue2Goals, Issue5Goals, Issue6Goals)
+var Goals = slices.Concat(Issue2Goals, Issue17Goals, Issue5Goals, Issue6Goals)
 
 // Evaluate checks g against the reports (see [GoalResult] for how).
 func (g Goal) Evaluate(reports []*Report) GoalResult {

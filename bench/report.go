@@ -106,17 +106,37 @@ const goalLegend = "\nA goal comparing two targets is judged on the median of th
 
 // notes explains the figures that need it, for the workloads in the suite.
 func (s *Suite) notes() string {
-	var raw, fault, repl bool
+	var raw, fault, repl, kafka, cpu bool
 	for _, rep := range s.Reports {
 		raw = raw || rep.Workload.RawReadBack
 		fault = fault || len(rep.Workload.Faults) > 0
 		repl = repl || rep.Workload.ReplicationFactor > 1 && len(rep.Workload.Faults) == 0
+		for _, res := range rep.Results {
+			kafka = kafka || res.Target == TargetKafka || res.Target == TargetKafkaCluster
+			cpu = cpu || res.Broker != nil
+		}
 	}
-	if !raw && !fault && !repl {
+	if !raw && !fault && !repl && !kafka {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("\n## What the figures measure\n\n")
+	if kafka {
+		fmt.Fprintf(&b, "- **kafka, kafka-cluster**: Apache Kafka %s (`org.apache.kafka:kafka_2.13` from Maven Central, fetched once by "+
+			"`deploy/install-deps.sh kafka`) on this machine's Java, started by the harness: one node (kafka) or three (kafka-cluster), "+
+			"each a broker and KRaft controller in one JVM with kafka-server-start.sh's 1 GiB heap and kafka-run-class.sh's JVM options, "+
+			"on free loopback ports with a fresh log directory, and Kafka's defaults otherwise (no fsync per write), except: on one node "+
+			"the internal topics have one replica; three nodes take min.insync.replicas=2, as the Strata cluster. "+
+			"Its topics get the workload's replication factor on three nodes, 1 on one. The tier workload has no Kafka column: Kafka tiers "+
+			"only through a RemoteStorageManager plugin and ships none for S3. The failover workload runs on the Strata cluster only: "+
+			"its fault driver stops and restarts the brokers of deploy/local/cluster.sh.\n", KafkaVersion)
+	}
+	if cpu {
+		b.WriteString("- **broker CPU, RSS**: for a broker process the harness started (strata, kafka: the JVM), utime+stime from /proc/<pid>/stat " +
+			"split by phase, and the peak of VmRSS and VmHWM from /proc/<pid>/status. CPU s per GB produced: the run phase's CPU over the " +
+			"record values acknowledged in it (10^9 bytes; consumers read alongside when the workload has them). CPU s per GB served: the raw " +
+			"read-back's CPU over the record batches it served in all its passes.\n")
+	}
 	if raw {
 		b.WriteString("- **read-back (franz-go)**: after the run, three fresh franz-go consumers sharing the partitions read everything again from offset 0 " +
 			"(from the page cache on Strata, from memory on kfake), three times over with new clients each time, in a client process of their own. " +
@@ -146,6 +166,10 @@ func (s *Suite) notes() string {
 	}
 	return b.String()
 }
+
+// noKafkaTier is the tier workload's word on its missing Kafka column.
+const noKafkaTier = "Apache Kafka has no column here: it tiers only through a RemoteStorageManager plugin and ships none for S3, " +
+	"so there is no Kafka to compare on this workload.\n"
 
 // floorRow is a figure of a floor server's raw read-back (floor.go): its
 // records/s, or (share) the broker's raw read-back divided by them.
@@ -366,6 +390,8 @@ var tableRows = slices.Concat(
 		tierRow("local first record max ms", func(t *TierResult) (float64, bool) { return t.LocalFirstRecord.MaxMs, t.LocalFirstRecord.N > 0 }),
 		brokerRow("peak RSS MB", func(b *Resources) (float64, bool) { return float64(b.PeakRSSBytes) / (1 << 20), true }),
 		brokerRow("CPU s (total)", func(b *Resources) (float64, bool) { return b.CPUSeconds, true }),
+		{"broker CPU s per GB produced (run)", cpuPerGBProduced},
+		{"broker CPU s per GB served (raw read-back)", cpuPerGBServed},
 		phaseCPURow(phaseBacklog),
 		phaseCPURow(phaseRun),
 		phaseCPURow(phaseDrain),
@@ -392,7 +418,7 @@ func fmtNum(v float64) string {
 }
 
 // Markdown renders one workload: its settings and a table with a column
-// per target and the ratio of the first target to the second.
+// per target and the ratio of the first target to each other target.
 func (r *Report) Markdown(plotDir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Workload %s\n\n", r.Label())
@@ -404,21 +430,19 @@ func (r *Report) Markdown(plotDir string) string {
 		}
 		b.WriteString(".\n")
 	}
+	if r.Workload.Tier != nil {
+		b.WriteString(noKafkaTier)
+	}
 	b.WriteString("\n")
 	targets := make([]string, len(r.Results))
 	for i, res := range r.Results {
 		targets[i] = res.Target
 	}
-	ratio := len(r.Results) >= 2
 	b.WriteString("| metric | " + strings.Join(targets, " | "))
-	if ratio {
-		fmt.Fprintf(&b, " | %s/%s", targets[0], targets[1])
+	for _, t := range targets[min(1, len(targets)):] {
+		fmt.Fprintf(&b, " | %s/%s", targets[0], t)
 	}
-	b.WriteString(" |\n|---" + strings.Repeat("|---:", len(targets)))
-	if ratio {
-		b.WriteString("|---:")
-	}
-	b.WriteString("|\n")
+	b.WriteString(" |\n|---" + strings.Repeat("|---:", len(targets)+max(len(targets)-1, 0)) + "|\n")
 	for _, rw := range tableRows {
 		cells := make([]string, len(r.Results))
 		vals := make([]float64, len(r.Results))
@@ -436,10 +460,10 @@ func (r *Report) Markdown(plotDir string) string {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %s", rw.name, strings.Join(cells, " | "))
-		if ratio {
+		for i := 1; i < len(vals); i++ {
 			rc := "—"
-			if oks[0] && oks[1] && vals[1] != 0 {
-				rc = fmt.Sprintf("%.2fx", vals[0]/vals[1])
+			if oks[0] && oks[i] && vals[i] != 0 {
+				rc = fmt.Sprintf("%.2fx", vals[0]/vals[i])
 			}
 			b.WriteString(" | " + rc)
 		}

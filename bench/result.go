@@ -71,6 +71,11 @@ type Result struct {
 	Consumed      int64 `json:"consumed"`       // all distinct records the run's consumers read
 	Duplicates    int64 `json:"duplicates"`     // records read again (group rebalances)
 
+	// RunBytes are the record values acknowledged in the run phase (its
+	// warm-up included): what the broker's CPU seconds of that phase are
+	// divided by per GB produced.
+	RunBytes int64 `json:"run_bytes"`
+
 	Produce        Throughput     `json:"produce"`         // measured records acknowledged
 	ProduceLatency LatencySummary `json:"produce_latency"` // intended send time to acknowledgement
 	Consume        Throughput     `json:"consume"`         // measured records read during the run and drain

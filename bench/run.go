@@ -98,7 +98,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if tr.name != TargetKfake && tr.name != TargetStrata && tr.name != TargetCluster { // those are thrown away whole
+	if !harnessOwned(tr.name) { // those are thrown away whole
 		defer func() {
 			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			for _, topic := range res.Topics {
@@ -200,7 +200,9 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		}()
 	}
 	rctx, cancel := context.WithDeadline(ctx, end.Add(cfg.PhaseTimeout))
+	runFrom := tr.prodAll.bytes.Load()
 	err = ps.run(rctx, start, end, win)
+	res.RunBytes = tr.prodAll.bytes.Load() - runFrom
 	cancel()
 	if rbDone != nil {
 		gcancel()

@@ -27,6 +27,10 @@ func startTarget(ctx context.Context, cfg Config, name string) (target, error) {
 		return startStrata(ctx, cfg)
 	case TargetCluster:
 		return startCluster(ctx, cfg)
+	case TargetKafka:
+		return startKafka(ctx, cfg, 1)
+	case TargetKafkaCluster:
+		return startKafka(ctx, cfg, kafkaClusterNodes)
 	default:
 		return addrTarget{addr: name}, nil
 	}

@@ -175,7 +175,8 @@ func LoadWorkload(path string) (Workload, error) {
 }
 
 // Presets are the named workloads. Issue 2's goals use throughput and
-// latency; issue 5's use replication and failover.
+// latency; issue 5's use replication and failover; issue 17's (against
+// Apache Kafka) throughput, latency and replication-latency.
 var Presets = map[string]Workload{
 	// throughput: as fast as possible, 1 KB records, 6 partitions, acks=-1,
 	// one consumer alongside; then every record is read back from the page
@@ -209,6 +210,15 @@ var Presets = map[string]Workload{
 		Name: "replication", Partitions: 6, ReplicationFactor: 3, RecordSize: 1024, Acks: "all",
 		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1,
 		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 300_000,
+	},
+	// replication-latency: the latency preset on topics with replication
+	// factor 3 (acks=-1, min.insync.replicas=2 on both clusters): three
+	// Strata brokers on ZooKeeper against three Kafka nodes in KRaft mode,
+	// and one Strata broker with replication factor 1 beside them.
+	"replication-latency": {
+		Name: "replication-latency", Partitions: 6, ReplicationFactor: 3, RecordSize: 1024, Acks: "all",
+		Linger: 0, Producers: 1, Consumers: 1, Rate: 2000,
+		Warmup: Duration(5 * time.Second), Duration: Duration(20 * time.Second),
 	},
 	// failover: 2,000 records/s open loop (round-robin keys, so each
 	// partition gets its share whatever happens) with acks=-1 and RF 3 on

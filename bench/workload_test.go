@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
-	if c.Acks != "all" || c.Partitions != 6 || len(c.Targets) != 2 || c.Topics != 1 || c.ConsumeMode != ConsumeAssign {
+	if c.Acks != "all" || c.Partitions != 6 || !slices.Equal(c.Targets, []string{TargetStrata, TargetKafka, TargetKfake}) || c.Topics != 1 || c.ConsumeMode != ConsumeAssign {
 		t.Fatalf("defaults %+v", c)
 	}
 	if err := (Config{Targets: []string{"nowhere"}}).withDefaults().Validate(); err == nil {

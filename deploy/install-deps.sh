@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs the outside programs tests and the local cluster need, when they
 # are missing: kcat, python3-confluent-kafka and zookeeper (Debian
-# packages; zookeeper runs on the machine's Java) and minio (built from
-# source with `go install`, about two minutes the first time). Usage: install-deps.sh NAME...
-# `install-deps.sh --path minio` prints where the MinIO binary is (or goes).
+# packages; zookeeper runs on the machine's Java), minio (built from
+# source with `go install`, about two minutes the first time) and kafka
+# (Apache Kafka's jars from Maven Central with mvn, about 45 MB, for the
+# benchmark's kafka targets). Usage: install-deps.sh NAME...
+# `install-deps.sh --path minio|kafka` prints where MinIO's binary or
+# Kafka's directory is (or goes).
 set -euo pipefail
 
 need_apt_update=1
@@ -49,10 +52,43 @@ minio_install() {
   rm -rf "$tmp"
 }
 
+# Apache Kafka: the version in bench/kafka/pom.xml (kafka.version, its one
+# place; the bench package embeds that file), fetched with Maven into
+# $STRATA_KAFKA, or ${XDG_CACHE_HOME:-$HOME/.cache}/strata/kafka-$version:
+# libs/ holds kafka_2.13 and its runtime dependencies.
+KAFKA_POM="$(cd "$(dirname "$0")/.." && pwd)/bench/kafka/pom.xml"
+kafka_version() { sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM"; }
+kafka_path() { echo "${STRATA_KAFKA:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/kafka-$(kafka_version)}"; }
+kafka_install() {
+  local version dir tmp
+  version="$(kafka_version)"
+  dir="$(kafka_path)"
+  [ -f "$dir/libs/kafka_2.13-$version.jar" ] && return 0
+  for tool in java mvn; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "install-deps: kafka needs $tool on PATH (Java 17 or later, and Maven)" >&2
+      exit 1
+    fi
+  done
+  mkdir -p "$(dirname "$dir")"
+  tmp="$(mktemp -d "$dir.install-XXXXXX")"
+  echo "install-deps: fetching Apache Kafka $version with Maven (kafka_2.13 and its runtime dependencies, about 45 MB)" >&2
+  if ! mvn -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >&2; then
+    rm -rf "$tmp"
+    echo "install-deps: mvn could not fetch org.apache.kafka:kafka_2.13:$version" >&2
+    exit 1
+  fi
+  # Another install may have finished first: keep its copy.
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+  [ -f "$dir/libs/kafka_2.13-$version.jar" ] || { echo "install-deps: $dir/libs lacks kafka_2.13-$version.jar" >&2; exit 1; }
+  echo "install-deps: Apache Kafka $version in $dir" >&2
+}
+
 if [ "${1:-}" = --path ]; then
   case "${2:-}" in
     minio) minio_path; exit 0 ;;
-    *) echo "install-deps: --path knows only minio" >&2; exit 2 ;;
+    kafka) kafka_path; exit 0 ;;
+    *) echo "install-deps: --path knows minio and kafka" >&2; exit 2 ;;
   esac
 fi
 
@@ -64,6 +100,7 @@ for dep in "$@"; do
     # internal/testenv runs QuorumPeerMain from this jar with the java on PATH.
     zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1 || apt_install zookeeper ;;
     minio) minio_install ;;
+    kafka) kafka_install ;;
     *) echo "install-deps: unknown dependency $dep" >&2; exit 2 ;;
   esac
 done
