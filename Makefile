@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-throughput clean cluster cluster-down
+.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-throughput clean cluster cluster-down chaos
 
 all: build
 
@@ -38,6 +38,17 @@ vet:
 
 test: test-deps vet
 	$(GO) test -count=1 -timeout $(TESTTIME) ./...
+
+# The long reliability campaigns of tiered storage (issue 15), about
+# eight minutes on two cores: 20 kill -9s and leadership moves under load
+# while segments are mid-upload, and a one-minute bucket outage
+# (internal/e2e/chaos_tier_test.go). `make test` runs short versions.
+# STRATA_CHAOS_KILLS, STRATA_CHAOS_OUTAGE_SECONDS and STRATA_CHAOS_SEED
+# are passed through.
+CHAOSTIME ?= 60m
+chaos:
+	GO=$(GO) ./deploy/install-deps.sh zookeeper minio
+	STRATA_CHAOS=1 $(GO) test -count=1 -timeout $(CHAOSTIME) -run '^TestChaos' -v ./internal/e2e/
 
 # Run each fuzz target for a short while (FUZZTIME each).
 FUZZTIME ?= 20s
