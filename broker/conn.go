@@ -29,7 +29,8 @@ import (
 // sees (and its answer follows) every earlier produce's outcome.
 //
 // A request must arrive, and each write of a response make progress,
-// within connections.max.idle.ms.
+// within connections.max.idle.ms; the memory of a request read and not yet
+// handled is reserved from queued.max.request.bytes (conn_limits.go).
 type clientConn struct {
 	s        *Server
 	conn     net.Conn
@@ -42,6 +43,7 @@ type clientConn struct {
 	// response is copied rather than sent with sendfile; nil: sendfile.
 	copyBufs *copyPool
 
+	mem memReservation // queued.max.request.bytes held by the request being read or handled
 	// writeTimeout bounds each write of a response (connections.max.idle.ms;
 	// 0: none), see armWrite.
 	writeTimeout time.Duration
@@ -198,11 +200,11 @@ func (cc *clientConn) serve() {
 }
 
 // readFrame reads one size-prefixed request. The body buffer grows as bytes
-// arrive, so a peer that announces a large size but sends little costs
-// little memory. The size must arrive within connections.max.idle.ms, and
-// so must the body after it: a client trickling a request loses the
-// connection.
-func (cc *clientConn) readFrame(max int32) ([]byte, error) {
+// arrive, each growth reserved from queued.max.request.bytes first, so a
+// peer that announces a large size but sends little costs little memory.
+// The size must arrive within connections.max.idle.ms, and so must the
+// body after it: a client trickling a request loses the connection.
+func (cc *clientConn) readFrame(maxSize int32) ([]byte, error) {
 	var size [4]byte
 	idle := cc.s.idleTimeout()
 	if idle > 0 {
@@ -212,24 +214,38 @@ func (cc *clientConn) readFrame(max int32) ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 8 || n > max {
-		return nil, fmt.Errorf("invalid request size %d (socket.request.max.bytes=%d)", n, max)
+	if n < 8 || n > maxSize {
+		return nil, fmt.Errorf("invalid request size %d (socket.request.max.bytes=%d)", n, maxSize)
 	}
+	var deadline time.Time
 	if idle > 0 {
-		cc.conn.SetReadDeadline(time.Now().Add(idle))
+		deadline = time.Now().Add(idle)
+		cc.conn.SetReadDeadline(deadline)
 	}
-	const chunk = 1 << 20
-	body := make([]byte, 0, min(int(n), chunk))
+	// The buffer starts at 64 KiB, then 1 MiB (most requests fit), then
+	// doubles.
+	mem := cc.s.requestMemory()
+	var body []byte
 	for len(body) < int(n) {
-		want := min(int(n)-len(body), chunk)
-		if cap(body)-len(body) < want {
-			nb := make([]byte, len(body), min(int(n), 2*cap(body)+want))
+		if len(body) == cap(body) {
+			next := 64 << 10
+			if cap(body) > 0 {
+				next = max(2*cap(body), 1<<20)
+			}
+			c := min(int(n), next)
+			if err := mem.grow(&cc.mem, int64(c-cap(body)), deadline, cc.s.ctx.Done()); err != nil {
+				return nil, err
+			}
+			nb := make([]byte, len(body), c)
 			copy(nb, body)
 			body = nb
 		}
-		m, err := io.ReadFull(cc.conn, body[len(body):len(body)+want])
+		m, err := cc.conn.Read(body[len(body):cap(body)])
 		body = body[:len(body)+m]
-		if err != nil {
+		if err != nil && len(body) < int(n) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
 			return nil, err
 		}
 	}
@@ -239,64 +255,93 @@ func (cc *clientConn) readFrame(max int32) ([]byte, error) {
 func (cc *clientConn) readLoop() error {
 	for {
 		body, err := cc.readFrame(cc.s.maxRequestBytes())
-		if err != nil {
+		more := err == nil
+		if more {
+			more, err = cc.serveFrame(body)
+		}
+		cc.mem.release() // the request is handled (Kafka releases its buffer then too)
+		if !more {
 			return err
-		}
-		r := kbin.Reader{Src: body}
-		key, version, corr := r.Int16(), r.Int16(), r.Int32()
-		clientID := r.NullableString()
-		if !r.Ok() {
-			return errors.New("malformed request header")
-		}
-		if clientID != nil {
-			cc.clientID = *clientID
-		}
-		entry, ok := apis[key]
-		if key == 18 && (!ok || version > entry.max || version < 0) {
-			// KIP-511: answer at v0 without parsing the body.
-			if !cc.respond(outResp{corr: corr, kresp: unsupportedApiVersions()}) {
-				return nil
-			}
-			continue
-		}
-		kreq := kmsg.RequestForKey(key)
-		if kreq == nil {
-			return fmt.Errorf("unknown api key %d", key)
-		}
-		if !ok || version < entry.min || version > entry.max {
-			if resp := unsupportedResponse(kreq, version); resp != nil {
-				if !cc.respond(outResp{corr: corr, kresp: resp}) {
-					return nil
-				}
-				continue
-			}
-			return fmt.Errorf("unsupported %s version %d", kmsg.NameForKey(key), version)
-		}
-		kreq.SetVersion(version)
-		if kreq.IsFlexible() {
-			kmsg.SkipTags(&r)
-			if !r.Ok() {
-				return errors.New("malformed request header tags")
-			}
-		}
-		if err := kreq.ReadFrom(r.Src); err != nil {
-			return fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(key), version, err)
-		}
-		if key != 0 && !cc.drain() { // only produces overtake queued responses
-			return nil
-		}
-		out, err := cc.handle(entry.fn, kreq)
-		if err != nil {
-			return err
-		}
-		if out.kresp == nil {
-			continue // acks=0
-		}
-		out.corr = corr
-		if !cc.respond(out) {
-			return nil
 		}
 	}
+}
+
+// serveFrame decodes and handles one request. more is false when the
+// connection must close: err says why, or is nil when it broke.
+func (cc *clientConn) serveFrame(body []byte) (more bool, err error) {
+	r := kbin.Reader{Src: body}
+	key, version, corr := r.Int16(), r.Int16(), r.Int32()
+	clientID := r.NullableString()
+	if !r.Ok() {
+		return false, errors.New("malformed request header")
+	}
+	if clientID != nil {
+		cc.clientID = *clientID
+	}
+	entry, ok := apis[key]
+	if key == 18 && (!ok || version > entry.max || version < 0) {
+		// KIP-511: answer at v0 without parsing the body.
+		return cc.respond(outResp{corr: corr, kresp: unsupportedApiVersions()}), nil
+	}
+	kreq := kmsg.RequestForKey(key)
+	if kreq == nil {
+		return false, fmt.Errorf("unknown api key %d", key)
+	}
+	if !ok || version < entry.min || version > entry.max {
+		if resp := unsupportedResponse(kreq, version); resp != nil {
+			return cc.respond(outResp{corr: corr, kresp: resp}), nil
+		}
+		return false, fmt.Errorf("unsupported %s version %d", kmsg.NameForKey(key), version)
+	}
+	kreq.SetVersion(version)
+	if kreq.IsFlexible() {
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return false, errors.New("malformed request header tags")
+		}
+	}
+	if err := cc.reserveDecode(key, version, len(body), r.Src); err != nil {
+		return false, err
+	}
+	if err := kreq.ReadFrom(r.Src); err != nil {
+		return false, fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(key), version, err)
+	}
+	if key != 0 && !cc.drain() { // only produces overtake queued responses
+		return false, nil
+	}
+	out, err := cc.handle(entry.fn, kreq)
+	if err != nil {
+		return false, err
+	}
+	if out.kresp == nil {
+		return true, nil // acks=0
+	}
+	out.corr = corr
+	return cc.respond(out), nil
+}
+
+// reserveDecode reserves from queued.max.request.bytes what decoding a
+// request body may take (decodeCharge), before kmsg allocates it. A
+// request whose frame and decoding would take more than the whole bound
+// is refused: the connection closes, as for a frame over
+// socket.request.max.bytes.
+func (cc *clientConn) reserveDecode(key, version int16, frame int, body []byte) error {
+	mem := cc.s.requestMemory()
+	if mem.max <= 0 {
+		return nil
+	}
+	charge := decodeCharge(key, version, body)
+	if int64(frame)+charge > mem.max {
+		err := fmt.Errorf("%s v%d request of %d bytes may take %d bytes once decoded, over queued.max.request.bytes=%d",
+			kmsg.NameForKey(key), version, frame, int64(frame)+charge, mem.max)
+		cc.s.limits.warn(cc.s.log, "refused a request too large for queued.max.request.bytes", "remote", cc.conn.RemoteAddr().String(), "err", err)
+		return err
+	}
+	var deadline time.Time
+	if idle := cc.s.idleTimeout(); idle > 0 {
+		deadline = time.Now().Add(idle)
+	}
+	return mem.grow(&cc.mem, charge, deadline, cc.s.ctx.Done())
 }
 
 // handle runs a handler, turning a panic into a closed connection rather

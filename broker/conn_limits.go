@@ -11,6 +11,10 @@ package broker
 //     accept. Strata has one listener, so connections of other brokers
 //     count as well (Kafka exempts its inter-broker listener from
 //     max.connections).
+//   - queued.max.request.bytes bounds the memory of requests read and not
+//     yet handled (conn_memory.go). Kafka counts each request's buffer; a
+//     decoded request can take far more than its frame, so Strata counts
+//     that too (decodeCharge).
 //   - connections.max.idle.ms bounds how long a request may take to arrive
 //     and how long a response may make no progress (conn.go): a client that
 //     trickles a request, or never reads its responses, loses the
@@ -19,6 +23,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -39,6 +44,10 @@ type connLimits struct {
 
 	refused    int // connections refused since the last log line
 	refusedLog time.Time
+	warned     time.Time // the last warn line
+
+	memOnce sync.Once
+	mem     *requestMemory
 }
 
 // connIP is the remote IP of a connection in canonical form ("" if it has
@@ -97,6 +106,20 @@ func (s *Server) admitConn(c net.Conn) bool {
 		s.log.Info("refusing connections over the limits", "refused", refused, "last", why)
 	}
 	return false
+}
+
+// warn logs at warning level at most once every 10 seconds: what hostile
+// clients cause must not flood the log.
+func (l *connLimits) warn(log *slog.Logger, msg string, args ...any) {
+	l.mu.Lock()
+	now := time.Since(l.warned) >= 10*time.Second
+	if now {
+		l.warned = time.Now()
+	}
+	l.mu.Unlock()
+	if now {
+		log.Warn(msg, args...)
+	}
 }
 
 // releaseConn gives back a connection counted by admitConn.

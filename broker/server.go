@@ -87,7 +87,7 @@ type Server struct {
 
 	connMu sync.Mutex
 	conns  map[*clientConn]struct{}
-	limits connLimits // max.connections, max.connections.per.ip (conn_limits.go)
+	limits connLimits // max.connections*, queued.max.request.bytes (conn_limits.go)
 
 	groups *groupsHost // group coordinator (groups.go)
 

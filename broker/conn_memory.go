@@ -1,0 +1,359 @@
+package broker
+
+// queued.max.request.bytes: the memory of requests read and not yet
+// handled, and what decoding a request may take (see conn_limits.go for
+// the other limits on clients).
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// requestMemory is queued.max.request.bytes: the bytes of requests read
+// and not yet handled. A connection reserves the bytes of a request's
+// body as they arrive (so that a client announcing a large request and
+// sending little holds little), then what decoding it may take
+// (decodeCharge), and gives all back when the handler returns (Kafka
+// releases a request's buffer then too; responses are not counted). A
+// reader that finds the memory taken stops reading its socket until some
+// is given back, which pushes back on the client.
+//
+// Partly read requests hold memory while they wait for more, so readers
+// could all wait on one another; when every holder is waiting, the one
+// that reserved first may exceed the bound, so it completes and is
+// handled. Used memory thus stays under max plus one request's charge,
+// and no request's charge exceeds max (reserveDecode refuses it).
+type requestMemory struct {
+	max int64 // <= 0: no bound
+
+	mu      sync.Mutex
+	used    int64
+	active  int // reservations holding memory and not waiting for more
+	seq     uint64
+	waiters map[*memReservation]struct{}
+	changed chan struct{} // closed (and replaced) when a waiter may proceed
+}
+
+// memReservation is the memory one request holds.
+type memReservation struct {
+	m       *requestMemory
+	n       int64
+	seq     uint64 // order of the first reservation
+	waiting bool
+}
+
+func newRequestMemory(max int64) *requestMemory {
+	return &requestMemory{max: max, waiters: map[*memReservation]struct{}{}, changed: make(chan struct{})}
+}
+
+// requestMemory returns the broker's queued.max.request.bytes pool.
+func (s *Server) requestMemory() *requestMemory {
+	s.limits.memOnce.Do(func() { s.limits.mem = newRequestMemory(s.cfg.QueuedMaxRequestBytes) })
+	return s.limits.mem
+}
+
+// errMemoryWait is a reservation that waited past its deadline.
+var errMemoryWait = errors.New("waited too long for queued.max.request.bytes")
+
+// setState changes r's bytes and state with m.mu held, keeping used and
+// active right, and wakes the waiters when one of them may now proceed.
+func (m *requestMemory) setState(r *memReservation, n int64, waiting bool) {
+	was := r.n > 0 && !r.waiting
+	freed := n < r.n
+	m.used += n - r.n
+	r.n, r.waiting = n, waiting
+	now := r.n > 0 && !r.waiting
+	switch {
+	case was && !now:
+		m.active--
+	case !was && now:
+		m.active++
+	}
+	if waiting {
+		m.waiters[r] = struct{}{}
+	} else {
+		delete(m.waiters, r)
+	}
+	if freed || m.active == 0 && len(m.waiters) > 0 {
+		m.wake()
+	}
+}
+
+func (m *requestMemory) wake() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// first reports whether r is the waiting holder that reserved first.
+func (m *requestMemory) first(r *memReservation) bool {
+	if r.n == 0 {
+		return false
+	}
+	for w := range m.waiters {
+		if w.n > 0 && w.seq < r.seq {
+			return false
+		}
+	}
+	return true
+}
+
+// grow adds delta bytes to r, waiting while the pool is full until
+// deadline (zero: none) or until done is closed.
+func (m *requestMemory) grow(r *memReservation, delta int64, deadline time.Time, done <-chan struct{}) error {
+	if m.max <= 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r.m = m
+	if r.seq == 0 {
+		m.seq++
+		r.seq = m.seq
+	}
+	m.setState(r, r.n, true) // a waiter while it looks
+	for {
+		if m.used+delta <= m.max || m.active == 0 && m.first(r) {
+			m.setState(r, r.n+delta, false)
+			return nil
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		var timeout <-chan time.Time
+		var t *time.Timer
+		if !deadline.IsZero() {
+			t = time.NewTimer(time.Until(deadline))
+			timeout = t.C
+		}
+		var err error
+		select {
+		case <-ch:
+		case <-timeout:
+			err = errMemoryWait
+		case <-done:
+			err = net.ErrClosed
+		}
+		if t != nil {
+			t.Stop()
+		}
+		m.mu.Lock()
+		if err != nil {
+			m.setState(r, r.n, false)
+			return err
+		}
+	}
+}
+
+// release gives back everything r holds.
+func (r *memReservation) release() {
+	m := r.m
+	if m == nil || r.n == 0 && !r.waiting {
+		return
+	}
+	m.mu.Lock()
+	m.setState(r, 0, false)
+	r.seq = 0 // the next request queues anew
+	m.mu.Unlock()
+}
+
+// inUse returns the bytes reserved (tests, metrics).
+func (m *requestMemory) inUse() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
+}
+
+// decodeFactor bounds the heap a request other than Produce takes once
+// decoded by kmsg, per byte of its frame. kmsg checks each claimed array
+// length against the bytes left times the element's smallest encoding
+// before it allocates, so no frame makes it allocate more than the frame
+// could hold; but an element of a few bytes decodes into a struct of tens
+// of bytes, and a tagged-field section of three bytes into a map of
+// hundreds. The worst frames found by TestDecodeAmplification take about
+// 108 bytes of heap per byte (Metadata v9: topics of an empty name and one
+// empty tag each).
+const decodeFactor = 160
+
+// decodeCharge is the memory a request body may take once decoded, beyond
+// the frame itself: for Produce, counted from its topics, partitions and
+// tagged fields (records stay in the frame); for other requests,
+// decodeFactor times the body.
+func decodeCharge(key, version int16, body []byte) int64 {
+	if key == 0 {
+		if n, ok := produceDecodeCost(body, version); ok {
+			return n
+		}
+	}
+	return decodeFactor * int64(len(body))
+}
+
+// Heap taken by decoded Produce parts (see produceDecodeCost).
+const (
+	produceTopicSize     = int64(unsafe.Sizeof(kmsg.ProduceRequestTopic{}))
+	producePartitionSize = int64(unsafe.Sizeof(kmsg.ProduceRequestTopicPartition{}))
+	tagSectionCost       = 512 // the map of a tagged-field section with entries
+	tagEntryCost         = 96  // and each entry
+	stringCost           = 16  // a string's allocation, beyond its bytes
+)
+
+// produceDecodeCost walks a Produce body (after the request header) as
+// kmsg decodes it and returns the heap decoding takes: the topic and
+// partition arrays, topic names and transactional id, and a map for each
+// tagged-field section that has entries. Records are slices of the frame.
+// ok is false for a body kmsg would not decode (the generic charge
+// applies).
+func produceDecodeCost(body []byte, version int16) (int64, bool) {
+	r := wireReader{b: body, flexible: version >= 9}
+	cost := int64(unsafe.Sizeof(kmsg.ProduceRequest{}))
+	if version >= 3 {
+		if n := r.stringLen(); n >= 0 {
+			r.skip(n)
+			cost += n + stringCost
+		}
+	}
+	r.skip(2 + 4) // acks, timeout
+	topics := r.arrayLen()
+	cost += allocCost(max(topics, 0) * produceTopicSize)
+	for range topics {
+		if r.bad {
+			break
+		}
+		if version <= 12 {
+			n := max(r.stringLen(), 0)
+			r.skip(n)
+			cost += n + stringCost
+		} else {
+			r.skip(16) // topic id
+		}
+		parts := r.arrayLen()
+		cost += allocCost(max(parts, 0) * producePartitionSize)
+		for range parts {
+			if r.bad {
+				break
+			}
+			r.skip(4)                    // partition
+			r.skip(max(r.bytesLen(), 0)) // records: slices of the frame
+			cost += r.tagsCost()
+		}
+		cost += r.tagsCost()
+	}
+	cost += r.tagsCost()
+	return cost, !r.bad
+}
+
+// allocCost is the heap an allocation of n bytes takes: Go rounds it up
+// to a size class, at most an eighth more.
+func allocCost(n int64) int64 {
+	if n == 0 {
+		return 0
+	}
+	return n + n/8 + 16
+}
+
+// wireReader walks Kafka's encoding without decoding it.
+type wireReader struct {
+	b        []byte
+	flexible bool
+	bad      bool
+}
+
+func (r *wireReader) skip(n int64) {
+	if n < 0 || int64(len(r.b)) < n {
+		r.bad, r.b = true, nil
+		return
+	}
+	r.b = r.b[n:]
+}
+
+func (r *wireReader) uvarint() int64 {
+	var x uint64
+	for i := 0; i < 5; i++ {
+		if len(r.b) == 0 {
+			break
+		}
+		c := r.b[0]
+		r.b = r.b[1:]
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int64(uint32(x))
+		}
+	}
+	r.bad, r.b = true, nil
+	return 0
+}
+
+func (r *wireReader) int16() int64 {
+	if len(r.b) < 2 {
+		r.bad, r.b = true, nil
+		return 0
+	}
+	n := int16(r.b[0])<<8 | int16(r.b[1])
+	r.b = r.b[2:]
+	return int64(n)
+}
+
+func (r *wireReader) int32() int64 {
+	if len(r.b) < 4 {
+		r.bad, r.b = true, nil
+		return 0
+	}
+	n := int32(r.b[0])<<24 | int32(r.b[1])<<16 | int32(r.b[2])<<8 | int32(r.b[3])
+	r.b = r.b[4:]
+	return int64(n)
+}
+
+// stringLen reads the length of a (nullable) string or bytes field: -1
+// for null.
+func (r *wireReader) stringLen() int64 {
+	if r.flexible {
+		return r.uvarint() - 1
+	}
+	return r.int16()
+}
+
+// bytesLen reads the length of a (nullable) bytes field: -1 for null.
+func (r *wireReader) bytesLen() int64 {
+	if r.flexible {
+		return r.uvarint() - 1
+	}
+	return r.int32()
+}
+
+// arrayLen reads an array length, failing where kmsg would (more elements
+// than bytes left).
+func (r *wireReader) arrayLen() int64 {
+	var n int64
+	if r.flexible {
+		n = r.uvarint() - 1
+	} else {
+		n = r.int32()
+	}
+	if n > int64(len(r.b)) {
+		r.bad, r.b = true, nil
+		return 0
+	}
+	return n
+}
+
+// tagsCost skips a tagged-field section (flexible versions) and returns
+// the heap kmsg takes to keep its entries.
+func (r *wireReader) tagsCost() int64 {
+	if !r.flexible || r.bad {
+		return 0
+	}
+	n := r.uvarint()
+	if n == 0 {
+		return 0
+	}
+	cost := int64(tagSectionCost)
+	for i := int64(0); i < n && !r.bad; i++ {
+		r.uvarint() // key
+		r.skip(r.uvarint())
+		cost += tagEntryCost
+	}
+	return cost
+}
