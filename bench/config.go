@@ -12,6 +12,9 @@ import (
 const (
 	TargetStrata = "strata"
 	TargetKfake  = "kfake"
+	// TargetKfakeProcess is kfake in a process of its own (not a default
+	// target): the in-process kfake without the process boundary's cost.
+	TargetKfakeProcess = "kfake-process"
 	// TargetCluster is three Strata brokers on ZooKeeper started by
 	// deploy/local/cluster.sh (min.insync.replicas=2).
 	TargetCluster = "cluster"
@@ -40,14 +43,14 @@ func DefaultTargets(w Workload) []string {
 // singleBroker reports whether target is a one-broker target the harness
 // starts; its topics get replication factor 1 whatever the workload says.
 func singleBroker(target string) bool {
-	return target == TargetStrata || target == TargetKfake || target == TargetKafka
+	return target == TargetStrata || target == TargetKfake || target == TargetKafka || target == TargetKfakeProcess
 }
 
 // harnessOwned reports whether the harness starts the target, and throws
 // it away whole afterwards (its topics need no deleting).
 func harnessOwned(target string) bool {
 	switch target {
-	case TargetStrata, TargetKfake, TargetCluster, TargetKafka, TargetKafkaCluster, TargetTier:
+	case TargetStrata, TargetKfake, TargetKfakeProcess, TargetCluster, TargetKafka, TargetKafkaCluster, TargetTier:
 		return true
 	}
 	return false
@@ -103,7 +106,7 @@ func (c Config) Validate() error {
 	}
 	for _, t := range c.Targets {
 		if !harnessOwned(t) && !strings.Contains(t, ":") {
-			return fmt.Errorf("target %q: want strata, kafka, kfake, cluster, kafka-cluster, strata-s3 or HOST:PORT", t)
+			return fmt.Errorf("target %q: want strata, kafka, kfake, kfake-process, cluster, kafka-cluster, strata-s3 or HOST:PORT", t)
 		}
 		if (c.Tier != nil) != (t == TargetTier) {
 			return fmt.Errorf("target %q: the tier workload runs on the %s target only, and that target runs only it", t, TargetTier)

@@ -149,8 +149,9 @@ func readBackProcess(ctx context.Context, seeds []string, end map[tp]int64) (*Re
 }
 
 // ChildMain runs the bench's helper processes, which the harness starts as
-// `strata bench --read-back-client FILE` and `strata bench --serve-floor
-// FILE`. handled is false for any other arguments.
+// `strata bench --read-back-client FILE`, `strata bench --serve-floor
+// FILE` and `strata bench --serve-kfake -`. handled is false for any other
+// arguments.
 func ChildMain(ctx context.Context, args []string, stdout io.Writer) (handled bool, err error) {
 	if len(args) != 2 {
 		return false, nil
@@ -158,6 +159,8 @@ func ChildMain(ctx context.Context, args []string, stdout io.Writer) (handled bo
 	switch args[0] {
 	case "--read-back-client":
 		return true, ReadBackClient(ctx, args[1], stdout)
+	case "--serve-kfake":
+		return true, ServeKfake(ctx, stdout)
 	case "--serve-floor":
 		err := ServeFloor(ctx, args[1], stdout)
 		if ctx.Err() != nil {

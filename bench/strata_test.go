@@ -84,3 +84,23 @@ func TestStrataProcessTarget(t *testing.T) {
 		t.Fatalf("broker resources %+v", b)
 	}
 }
+
+// TestKfakeProcessTarget runs kfake in a helper process of its own (this
+// test binary as `strata bench --serve-kfake -`), read as a broker process.
+func TestKfakeProcessTarget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Config{
+		Workload: Workload{Name: "proc", Records: 1000, RecordSize: 256, Partitions: 2, Consumers: 1, ReplicationFactor: 3,
+			SampleInterval: Duration(20 * time.Millisecond)},
+		Targets: []string{TargetKfakeProcess},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Results[0]
+	checkConsistent(t, res, rep.Workload)
+	if b := res.Broker; b == nil || b.PeakRSSBytes <= 0 || len(b.Samples) == 0 || res.ReplicationFactor != 1 {
+		t.Fatalf("broker resources %+v, replication factor %d", b, res.ReplicationFactor)
+	}
+}
