@@ -245,7 +245,17 @@ func TestReportWriter(t *testing.T) {
 	if err := s.WriteMarkdown(res, filepath.Join(filepath.Dir(res), "results")); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(res); !strings.Contains(string(b), "(results/latency-latency.png)") {
+	if b, _ := os.ReadFile(res); !strings.Contains(string(b), "(results/latency-latency.png)") || strings.Contains(string(b), "HISTORY.md") {
 		t.Errorf("RESULTS.md plot links:\n%s", b)
+	}
+	// A HISTORY.md beside it is linked.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(res), "HISTORY.md"), []byte("# History\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteMarkdown(res, filepath.Join(filepath.Dir(res), "results")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(res); !strings.Contains(string(b), "[HISTORY.md](HISTORY.md)") {
+		t.Errorf("RESULTS.md does not link HISTORY.md:\n%s", b)
 	}
 }

@@ -90,6 +90,9 @@ func (s *Suite) Markdown(plotDir string) string {
 		}
 		b.WriteString(goalLegend)
 	}
+	if s.history != "" {
+		fmt.Fprintf(&b, "\nEarlier measurements, and what was learnt from them: [%s](%s).\n", s.history, s.history)
+	}
 	b.WriteString(s.notes())
 	for _, rep := range s.Reports {
 		b.WriteString("\n")
@@ -556,12 +559,21 @@ func benchName(s string) string {
 	return strings.NewReplacer(" ", "_", "/", "_").Replace(s)
 }
 
+// historyFile, beside a results file (bench/HISTORY.md beside
+// bench/RESULTS.md), holds the earlier measurements.
+const historyFile = "HISTORY.md"
+
 // WriteMarkdown writes the markdown report to path with plot links
 // pointing into plotDir (where Write put the plots).
 func (s *Suite) WriteMarkdown(path, plotDir string) error {
 	rel, err := filepath.Rel(filepath.Dir(path), plotDir)
 	if err != nil {
 		rel = plotDir
+	}
+	// A history written by hand beside the file is linked from it.
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), historyFile)); err == nil {
+		s.history = historyFile
+		defer func() { s.history = "" }()
 	}
 	if err := os.WriteFile(path, []byte(s.Markdown(filepath.ToSlash(rel)+"/")), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -32,6 +32,8 @@ type Suite struct {
 	Command string       `json:"command,omitempty"`
 	Reports []*Report    `json:"reports"`
 	Goals   []GoalResult `json:"goals"`
+
+	history string // a file of earlier measurements to link, beside RESULTS.md
 }
 
 // RunSuite runs each workload and evaluates goals over the reports. It
