@@ -11,7 +11,9 @@
 // examples in bench/workloads) or from flags. A [Config] adds where to run
 // it: Strata started as a separate process by the harness, Apache Kafka
 // started by the harness (kafka: one node; kafka-cluster: three; see
-// below), franz-go's in-process kfake cluster, a local cluster of three
+// below), franz-go's in-process kfake cluster (or kfake-process: the same
+// in a helper process of its own, `strata bench --serve-kfake -`, read as a
+// broker process is; not a default target), a local cluster of three
 // Strata brokers on ZooKeeper started by deploy/local/cluster.sh (the
 // script `make cluster` and the end-to-end tests use;
 // min.insync.replicas=2, the brokers' default
