@@ -335,7 +335,7 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	ts.copyRequests.Add(float64(st.Copied))
 	switch {
 	case errors.Is(err, tier.ErrNotLeading):
-		s.log.Info("stopped copying to remote storage: leadership moved", "topic", p.topic, "partition", p.index, "leader_epoch", lead.Epoch)
+		s.log.Info("stopped copying to remote storage: fenced", "topic", p.topic, "partition", p.index, "leader_epoch", lead.Epoch, "reason", err)
 	case err != nil:
 		ts.copyErrors.Inc()
 		if s.ctx.Err() == nil {
