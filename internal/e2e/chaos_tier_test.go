@@ -292,8 +292,12 @@ func TestChaosTierBucketOutage(t *testing.T) {
 			c.logf("outage: the leaders' latest tiered offsets %v, local log starts %v", tiered, local)
 		}
 		for p := range int32(chaosPartitions) {
-			if tiered[p] != tieredRef[p] {
-				t.Errorf("outage: partition %d: latest tiered offset moved from %d to %d with the bucket down", p, tieredRef[p], tiered[p])
+			// Nothing is uploaded with the bucket down. A new leader may
+			// answer a lower latest tiered offset (its index had not yet
+			// learned the last upload before the bucket went); the check
+			// below keeps its local log from leaving a gap.
+			if tiered[p] > tieredRef[p] {
+				t.Errorf("outage: partition %d: latest tiered offset moved up from %d to %d with the bucket down", p, tieredRef[p], tiered[p])
 			}
 			if local[p] > tiered[p]+1 {
 				t.Errorf("outage: partition %d: the leader's local log starts at %d, past its latest tiered offset %d: local retention deleted what the bucket does not hold", p, local[p], tiered[p])
