@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kafkaPOM is bench/kafka/pom.xml: deploy/install-deps.sh kafka fetches
@@ -54,7 +54,7 @@ const (
 	kafkaClusterNodes = 3
 	// kafkaReadyTimeout bounds formatting and starting the nodes: a JVM
 	// takes 10 to 20 s to serve on a busy 2-CPU machine.
-	kafkaReadyTimeout = 3 * time.Minute
+	kafkaReadyTimeout = 2 * time.Minute
 	// kafkaStopTimeout bounds a node's exit after SIGTERM before SIGKILL.
 	kafkaStopTimeout = 20 * time.Second
 )
@@ -215,14 +215,11 @@ func startKafka(ctx context.Context, cfg Config, n int) (_ *kafkaTarget, err err
 		return nil, fmt.Errorf("kafka: client: %w", err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	deadline := time.Now().Add(kafkaReadyTimeout)
 	for {
 		progress(fmt.Sprintf("starting %d node(s), 1 GiB heap each", n))
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		md, merr := adm.BrokerMetadata(actx)
-		cancel()
-		if merr == nil && len(md.Brokers) == n && md.Controller >= 0 {
+		ok, seen := kafkaReady(ctx, cl, n)
+		if ok {
 			break
 		}
 		for _, nd := range k.nodes {
@@ -233,7 +230,7 @@ func startKafka(ctx context.Context, cfg Config, n int) (_ *kafkaTarget, err err
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kafka: %d node(s) not all registered after %s (last metadata error: %v): node 1: %s", n, kafkaReadyTimeout, merr, k.nodes[0].out.tail())
+			return nil, fmt.Errorf("kafka: %d node(s) not ready after %s (%s): node 1: %s", n, kafkaReadyTimeout, seen, k.nodes[0].out.tail())
 		}
 		if !sleepCtx(ctx, 250*time.Millisecond) {
 			return nil, fmt.Errorf("kafka start: %w", ctx.Err())
@@ -245,6 +242,33 @@ func startKafka(ctx context.Context, cfg Config, n int) (_ *kafkaTarget, err err
 	}
 	cfg.Logger.Info("kafka ready", "version", KafkaVersion, "nodes", n, "bootstrap", strings.Join(k.Seeds(), ","), "dir", dir, "startup", time.Since(began).Round(time.Millisecond))
 	return k, nil
+}
+
+// kafkaReady asks every node for the cluster's metadata, directly (not
+// through the client's metadata cache), and reports whether each one
+// lists n brokers and names a controller, and what each answered.
+func kafkaReady(ctx context.Context, cl *kgo.Client, n int) (ok bool, seen string) {
+	ok = true
+	var answers []string
+	for i, b := range cl.SeedBrokers() {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := b.Request(actx, req)
+		cancel()
+		addr := fmt.Sprintf("node %d", i+1) // the seeds are the nodes, in order
+		if err != nil {
+			ok = false
+			answers = append(answers, fmt.Sprintf("%s: %v", addr, err))
+			continue
+		}
+		md := resp.(*kmsg.MetadataResponse)
+		if len(md.Brokers) != n || md.ControllerID < 0 {
+			ok = false
+		}
+		answers = append(answers, fmt.Sprintf("%s: %d broker(s), controller %d", addr, len(md.Brokers), md.ControllerID))
+	}
+	return ok, strings.Join(answers, "; ")
 }
 
 // kafkaTargetName names the target of n nodes.
