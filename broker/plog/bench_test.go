@@ -9,6 +9,12 @@ import (
 )
 
 func benchAppend(b *testing.B, fsys vfs.FS, dir string, records, valueSize int) {
+	benchAppendTo(b, fsys, dir, testBatch{records: records, valueSize: valueSize, ts: 1_700_000_000_000}.bytes())
+}
+
+// benchAppendTo appends one prebuilt batch again and again to a log in
+// dir on fsys.
+func benchAppendTo(b *testing.B, fsys vfs.FS, dir string, batch []byte) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 64 << 20
 	l, err := Open(Options{FS: fsys, Dir: dir, Config: cfg, Logger: slog.New(slog.DiscardHandler)})
@@ -16,7 +22,6 @@ func benchAppend(b *testing.B, fsys vfs.FS, dir string, records, valueSize int) 
 		b.Fatal(err)
 	}
 	defer l.Close()
-	batch := testBatch{records: records, valueSize: valueSize, ts: 1_700_000_000_000}.bytes()
 	b.SetBytes(int64(len(batch)))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -1,7 +1,6 @@
 package plog
 
 import (
-	"log/slog"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,21 +12,7 @@ import (
 // in-memory log: the cost of validation (every record walked, compressed
 // records decompressed as a stream) beside the write.
 func benchAppendBatch(b *testing.B, batch []byte) {
-	cfg := DefaultConfig()
-	cfg.SegmentBytes = 64 << 20
-	l, err := Open(Options{FS: vfs.NewCrashableMem(), Dir: "t-0", Config: cfg, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	b.SetBytes(int64(len(batch)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := l.Append(batch, 0); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAppendTo(b, vfs.NewCrashableMem(), "t-0", batch)
 }
 
 func BenchmarkAppendMem100x100B(b *testing.B) {
