@@ -190,13 +190,9 @@ func (s *segment) load(limit int64, last bool, cfg *Config) error {
 	if s.size, err = s.log.Size(); err != nil {
 		return fmt.Errorf("size of segment %d: %w", s.base, err)
 	}
-	idxSize, err := s.idx.f.Size()
+	idxSize, tidxSize, err := s.indexSizes()
 	if err != nil {
-		return fmt.Errorf("size of index %d: %w", s.base, err)
-	}
-	tidxSize, err := s.tidx.f.Size()
-	if err != nil {
-		return fmt.Errorf("size of time index %d: %w", s.base, err)
+		return err
 	}
 	if !last {
 		// Kafka's cheap sanity check; lookups tolerate the rest.
@@ -309,6 +305,17 @@ func readBatchHeader(f vfs.File, pos int64) (batchHeader, error) {
 	return parseHeader(b[:]), nil
 }
 
+// indexSizes returns the sizes of the offset and time index files.
+func (s *segment) indexSizes() (idx, tidx int64, err error) {
+	if idx, err = s.idx.f.Size(); err != nil {
+		return 0, 0, fmt.Errorf("size of index %d: %w", s.base, err)
+	}
+	if tidx, err = s.tidx.f.Size(); err != nil {
+		return 0, 0, fmt.Errorf("size of time index %d: %w", s.base, err)
+	}
+	return idx, tidx, nil
+}
+
 // syncFiles syncs the log and appends the pending index entries to the
 // files and syncs them. Called under the flush mutex with the pending
 // bytes taken under the log mutex. Entries whose write fails are undone
@@ -318,13 +325,9 @@ func (s *segment) syncFiles(idxBytes, tidxBytes []byte) error {
 	if err := s.log.Sync(); err != nil {
 		return syncErr(fmt.Errorf("sync segment %d: %w", s.base, err))
 	}
-	idxSize, err := s.idx.f.Size()
+	idxSize, tidxSize, err := s.indexSizes()
 	if err != nil {
-		return fmt.Errorf("size of index %d: %w", s.base, err)
-	}
-	tidxSize, err := s.tidx.f.Size()
-	if err != nil {
-		return fmt.Errorf("size of time index %d: %w", s.base, err)
+		return err
 	}
 	undo := func(werr error) error {
 		terr := errors.Join(s.idx.f.Truncate(idxSize), s.tidx.f.Truncate(tidxSize))
