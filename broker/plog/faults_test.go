@@ -50,6 +50,25 @@ func (w *written) add(base int64, b []byte, acked bool) {
 	}
 }
 
+// appendTenFlushed appends ten one-record batches in leader epoch 1 (offsets
+// 0..9) as a follower does, notes them in w (when not nil) as written and
+// not acknowledged, and flushes the log.
+func appendTenFlushed(t *testing.T, l *Log, w *written) {
+	t.Helper()
+	for i := range 10 {
+		b := replicatedBatch(int64(i), 1, 1)
+		if _, err := l.AppendReplicated(b); err != nil {
+			t.Fatal(err)
+		}
+		if w != nil {
+			w.add(int64(i), b, false)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (w *written) ack(base int64, b []byte) {
 	h := parseHeader(b)
 	w.acked[base] = ackedBatch{crc: h.CRC, last: base + int64(h.LastOffsetDelta)}
@@ -262,14 +281,7 @@ type pendingAck struct {
 func TestTruncateIsDurable(t *testing.T) {
 	e := newMemEnv()
 	l := e.open(t)
-	for i := range 10 {
-		if _, err := l.AppendReplicated(replicatedBatch(int64(i), 1, 1)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	appendTenFlushed(t, l, nil)
 	if err := l.Truncate(5); err != nil {
 		t.Fatal(err)
 	}
@@ -290,14 +302,7 @@ func TestTruncateIsDurable(t *testing.T) {
 func TestRecoveryRebuildsEpochCache(t *testing.T) {
 	e := newMemEnv()
 	l := e.open(t)
-	for i := range 10 {
-		if _, err := l.AppendReplicated(replicatedBatch(int64(i), 1, 1)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	appendTenFlushed(t, l, nil)
 	l.abandon()
 	c := &EpochCache{fs: e.fs, dir: e.dir, entries: []EpochEntry{{1, 0}, {2, 5}}}
 	if err := c.persist(); err != nil {
@@ -338,16 +343,7 @@ func TestDivergentTailAfterPowerLoss(t *testing.T) {
 			e.cfg.SegmentBytes = 400
 			l := e.open(t)
 			w := newWritten()
-			for i := range 10 {
-				b := replicatedBatch(int64(i), 1, 1)
-				if _, err := l.AppendReplicated(b); err != nil {
-					t.Fatal(err)
-				}
-				w.add(int64(i), b, false)
-			}
-			if err := l.Flush(); err != nil {
-				t.Fatal(err)
-			}
+			appendTenFlushed(t, l, w)
 			for i := range 10 {
 				w.ack(int64(i), replicatedBatch(int64(i), 1, 1))
 			}
@@ -517,16 +513,7 @@ func TestDiskFullAtTruncation(t *testing.T) {
 	e := newMemEnv()
 	l := e.open(t)
 	w := newWritten()
-	for i := range 10 {
-		b := replicatedBatch(int64(i), 1, 1)
-		if _, err := l.AppendReplicated(b); err != nil {
-			t.Fatal(err)
-		}
-		w.add(int64(i), b, false)
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	appendTenFlushed(t, l, w)
 	e.mem.SetInjector(vfs.FailWith(vfs.OpWrite, checkpointName, vfs.ErrNoSpace))
 	if err := l.Truncate(5); err != nil {
 		t.Fatalf("truncate on a full disk: %v", err)
