@@ -49,23 +49,7 @@ func closedSoon(c net.Conn, d time.Duration) bool {
 // connection closes and the response's releases run.
 func TestWriteDeadlineReleasesResponse(t *testing.T) {
 	ts := startTestServer(t, map[string]string{"connections.max.idle.ms": "300"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server := <-accepted
-	defer server.Close()
+	_, server := tcpPair(t) // the client end never reads
 	cc := newClientConn(ts.Server, server)
 
 	resp := kmsg.NewPtrFetchResponse()

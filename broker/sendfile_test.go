@@ -24,12 +24,9 @@ type testRecords struct {
 	slice plog.FileSlice
 }
 
-// sendTestFetch sends a fetch response of version with one partition per
-// entry of recs through cc's writer, reads the frame back from the other end
-// of a loopback TCP connection and returns it decoded (nil if the writer
-// failed, which closes the connection). It checks the frame's size prefix
-// and correlation id and that every release ran.
-func sendTestFetch(t *testing.T, pool *copyPool, version int16, recs []testRecords) *kmsg.FetchResponse {
+// tcpPair returns the two ends of a loopback TCP connection, closed at
+// the end of the test.
+func tcpPair(t *testing.T) (client, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,12 +38,27 @@ func sendTestFetch(t *testing.T, pool *copyPool, version int16, recs []testRecor
 		c, _ := ln.Accept()
 		accepted <- c
 	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
+	client, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	server := <-accepted
+	t.Cleanup(func() { client.Close() })
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}
+
+// sendTestFetch sends a fetch response of version with one partition per
+// entry of recs through cc's writer, reads the frame back from the other end
+// of a loopback TCP connection and returns it decoded (nil if the writer
+// failed, which closes the connection). It checks the frame's size prefix
+// and correlation id and that every release ran.
+func sendTestFetch(t *testing.T, pool *copyPool, version int16, recs []testRecords) *kmsg.FetchResponse {
+	t.Helper()
+	client, server := tcpPair(t)
 	cc := &clientConn{conn: server, log: slog.New(slog.NewTextHandler(io.Discard, nil)), copyBufs: pool}
 	cc.marker.init()
 
