@@ -185,18 +185,18 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 	for _, m := range segs {
 		switch m.State {
 		case index.CopySegmentStarted:
-			got, err := readManifest(ctx, u.Store, ManifestKey(&m))
-			if err == nil && got.SegmentID == m.SegmentID && got.State == index.CopySegmentFinished {
+			finished, present, err := u.uploadState(ctx, &m)
+			if err != nil {
+				return err // the bucket is unreachable: try again next pass
+			}
+			if finished {
 				if _, err := u.update(&m, index.CopySegmentFinished); err != nil {
 					return err
 				}
 				st.Finished++
 				continue
 			}
-			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errBadManifest) {
-				return err // the bucket is unreachable: try again next pass
-			}
-			if err == nil && u.mayStillFinish(&m) {
+			if present && u.mayStillFinish(&m) {
 				st.Unsettled++
 				continue
 			}
@@ -212,6 +212,22 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 		}
 	}
 	return nil
+}
+
+// uploadState reads the manifest of an upload the index holds in
+// COPY_SEGMENT_STARTED: finished when the bucket's manifest says the
+// upload finished (after the index was written), present when a manifest
+// of it is there at all. A missing or unreadable manifest is no error; a
+// bucket that does not answer is.
+func (u *Uploader) uploadState(ctx context.Context, m *index.SegmentMetadata) (finished, present bool, err error) {
+	got, err := readManifest(ctx, u.Store, ManifestKey(m))
+	switch {
+	case errors.Is(err, ErrNotFound) || errors.Is(err, errBadManifest):
+		return false, false, nil
+	case err != nil:
+		return false, false, err
+	}
+	return got.SegmentID == m.SegmentID && got.State == index.CopySegmentFinished, true, nil
 }
 
 // mayStillFinish reports whether an unfinished upload, whose STARTED
@@ -240,12 +256,12 @@ func (u *Uploader) SettleOwn(ctx context.Context, tp index.TopicIDPartition) (in
 		if m.State != index.CopySegmentStarted || m.BrokerID != u.BrokerID {
 			continue
 		}
-		got, err := readManifest(ctx, u.Store, ManifestKey(&m))
-		switch {
-		case err == nil && got.SegmentID == m.SegmentID && got.State == index.CopySegmentFinished:
-			continue // it finished: the leader adopts it
-		case err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errBadManifest):
+		finished, _, err := u.uploadState(ctx, &m)
+		if err != nil {
 			return n, err
+		}
+		if finished {
+			continue // the leader adopts it
 		}
 		if err := u.deleteSegment(ctx, m); err != nil {
 			return n, err
