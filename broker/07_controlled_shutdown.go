@@ -110,10 +110,8 @@ func (s *Server) askControlledShutdown() (int, error) {
 		return len(remaining), err
 	}
 	var addr string
-	for _, b := range md.Brokers {
-		if b.ID == md.ControllerID {
-			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-		}
+	if b, ok := md.Broker(md.ControllerID); ok {
+		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
 	if addr == "" {
 		return -1, fmt.Errorf("controller %d is not known", md.ControllerID)

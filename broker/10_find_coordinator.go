@@ -72,11 +72,9 @@ func (s *Server) findGroupCoordinator(c *kmsg.FindCoordinatorResponseCoordinator
 	}
 	p := group.PartitionFor(c.Key, int32(len(t.Partitions)))
 	leader := t.Partitions[p].Leader
-	for _, b := range s.ctrl.Metadata().Brokers {
-		if b.ID == leader {
-			c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
-			return ""
-		}
+	if b, ok := s.ctrl.Metadata().Broker(leader); ok {
+		c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
+		return ""
 	}
 	c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	return "the coordinator's partition has no live leader"

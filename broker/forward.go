@@ -68,12 +68,7 @@ func (s *Server) remoteController() (controller.Broker, bool) {
 	if md.ControllerID < 0 || md.ControllerID == s.self.ID {
 		return controller.Broker{}, false
 	}
-	for _, b := range md.Brokers {
-		if b.ID == md.ControllerID {
-			return b, true
-		}
-	}
-	return controller.Broker{}, false
+	return md.Broker(md.ControllerID)
 }
 
 // forwarded wraps the handler of a request that only the controller can

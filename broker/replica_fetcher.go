@@ -216,10 +216,8 @@ func (f *fetcher) run(ctx context.Context) {
 
 func (f *fetcher) dial(ctx context.Context) (*replicaConn, error) {
 	var addr string
-	for _, b := range f.s.ctrl.Metadata().Brokers {
-		if b.ID == f.leader {
-			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-		}
+	if b, ok := f.s.ctrl.Metadata().Broker(f.leader); ok {
+		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
 	if addr == "" {
 		return nil, fmt.Errorf("leader %d is not registered", f.leader)

@@ -395,12 +395,8 @@ func (s *Server) copyLeadership(p *partition) (tier.Leadership, context.Context,
 
 // brokerAlive reports whether broker id is registered in the cluster.
 func (s *Server) brokerAlive(id int32) bool {
-	for _, b := range s.ctrl.Metadata().Brokers {
-		if b.ID == id {
-			return true
-		}
-	}
-	return false
+	_, ok := s.ctrl.Metadata().Broker(id)
+	return ok
 }
 
 // tierGrace is how long an upload or an orphaned object is given before

@@ -56,6 +56,16 @@ type Metadata struct {
 	NextProducerID int64
 }
 
+// Broker returns the registered broker id, if it is registered.
+func (m *Metadata) Broker(id int32) (Broker, bool) {
+	for _, b := range m.Brokers {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return Broker{}, false
+}
+
 // CreateTopicRequest asks for a new topic.
 type CreateTopicRequest struct {
 	Name              string
