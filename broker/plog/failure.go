@@ -19,6 +19,21 @@ package plog
 //     reopened, and Open recovers it from the last good recovery point.
 //     The failure handler (OnFailure) is told once, so that the broker can
 //     take the whole log directory offline.
+//   - A read of a segment file that fails with an I/O error (EIO, or
+//     anything but the end of the file or a file closed because its
+//     segment was deleted) fails the log too, as Kafka takes a directory
+//     offline for any IOException: the disk can no longer be trusted to
+//     give back what was written. Reads inside the log (Read, the
+//     timestamp searches) and reads of the files of the FileSlices it
+//     hands out are watched (watchedFile). A read that ends early is not
+//     a failure: a segment truncated or deleted under a reader ends
+//     early, and such a read answers as before (errBadBatch inside the
+//     log, io.EOF to a FileSlice's reader); nor is an offset out of range.
+//   - Rewriting the files beside the segments (the recovery-point
+//     checkpoint, the leader-epoch checkpoint, a producer snapshot) fails
+//     the log when it fails with anything but a full disk before its
+//     fsync, as Kafka takes the directory offline when a checkpoint
+//     cannot be written.
 //
 // Both errors wrap kerr.KafkaStorageError, which is what Kafka answers for
 // a partition in an offline log directory and what its clients retry.
@@ -26,6 +41,8 @@ package plog
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,6 +68,35 @@ func isNoSpace(err error) bool {
 // noSpace wraps a full-disk error for the caller: retriable.
 func noSpace(err error) error {
 	return fmt.Errorf("%w: %w: %w", kerr.KafkaStorageError, ErrNoSpace, err)
+}
+
+// isReadFailure tells whether err, from reading a segment file, is a
+// disk failure: an I/O error, not the end of the file (a read past a
+// truncation or of a deleted segment), a closed file (a segment deleted
+// after file.delete.delay.ms), a torn batch, or an offset out of range.
+func isReadFailure(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, fs.ErrClosed),
+		errors.Is(err, errBadBatch),
+		errors.Is(err, ErrOffsetOutOfRange),
+		errors.Is(err, ErrClosed),
+		errors.Is(err, ErrFailed):
+		return false
+	}
+	return true
+}
+
+// readFailed fails the log when err is a disk failure (isReadFailure)
+// and returns the error for the caller: the failed log's error then,
+// which wraps KAFKA_STORAGE_ERROR, else err as it is. l.mu not held.
+func (l *Log) readFailed(err error) error {
+	if !isReadFailure(err) {
+		return err
+	}
+	return l.fail(fmt.Errorf("read: %w", err))
 }
 
 // syncErr tags an fsync failure.

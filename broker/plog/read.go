@@ -4,9 +4,67 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"syscall"
 
 	"strata/internal/vfs"
 )
+
+// watchedFile is the file of a FileSlice handed out by the log: a read
+// of it that fails with an I/O error fails the log (failure.go), so that
+// a disk that fails under a fetch response takes its directory offline
+// as one that fails under an append does. It keeps the file's descriptor
+// for sendfile (watchedFdFile); an error of sendfile itself cannot be told
+// from one of the socket and is not watched.
+type watchedFile struct {
+	vfs.File
+	l *Log
+}
+
+func (f *watchedFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	if isReadFailure(err) {
+		f.l.readFailed(err)
+	}
+	return n, err
+}
+
+func (f *watchedFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	if isReadFailure(err) {
+		f.l.readFailed(err)
+	}
+	return n, err
+}
+
+// watchedFdFile is a watchedFile whose file has a descriptor.
+type watchedFdFile struct {
+	*watchedFile
+	fd vfs.FdFile
+}
+
+func (f watchedFdFile) SyscallConn() (syscall.RawConn, error) { return f.fd.SyscallConn() }
+
+// watchedLocked returns s's file wrapped for FileSlices, the same
+// wrapper every time. l.mu held.
+func (l *Log) watchedLocked(s *segment) vfs.File {
+	if s.watched != nil {
+		return s.watched
+	}
+	w := &watchedFile{File: s.log, l: l}
+	s.watched = w
+	if fd, ok := s.log.(vfs.FdFile); ok {
+		s.watched = watchedFdFile{watchedFile: w, fd: fd}
+	}
+	return s.watched
+}
+
+// viewLocked is s.snapshot for a read whose FileSlice is handed out:
+// out is the watched file. l.mu held.
+func (l *Log) viewLocked(s *segment) segView {
+	v := s.snapshot()
+	v.out = l.watchedLocked(s)
+	return v
+}
 
 // segView is what a reader needs of a segment, taken under the log mutex
 // and used without it: the file, its readable size and an index snapshot.
@@ -20,6 +78,8 @@ type segView struct {
 	// sealed: next is the following segment's base, which lies past the
 	// last batch when the cleaner removed the segment's tail.
 	sealed bool
+	// out is the file FileSlices name (viewLocked): f, watched.
+	out vfs.File
 }
 
 func (s *segment) snapshot() segView {
@@ -87,7 +147,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 	for i+1 < len(l.segs) && offset >= l.segs[i].next {
 		i++
 	}
-	v := l.segs[i].snapshot()
+	v := l.viewLocked(l.segs[i])
 	l.mu.Unlock()
 
 	var (
@@ -97,7 +157,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 	for {
 		h, pos, found, err := v.findBatch(v.idx.lookup(offset), offset)
 		if err != nil {
-			return empty, err
+			return empty, l.readFailed(err)
 		}
 		if found {
 			first, start = h, pos
@@ -111,7 +171,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 			l.mu.Unlock()
 			return empty, nil
 		}
-		v = l.segs[j].snapshot()
+		v = l.viewLocked(l.segs[j])
 		l.mu.Unlock()
 	}
 	if first.lastOffset() >= maxOffset {
@@ -127,7 +187,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 			}
 			limit = start + first.size()
 		}
-		return FileSlice{File: v.f, Pos: start, Len: limit - start, LastOffset: -1}, nil
+		return FileSlice{File: v.out, Pos: start, Len: limit - start, LastOffset: -1}, nil
 	}
 	if maxOffset >= v.next && v.sealed {
 		// The last batch's offset: scan from the last index entry.
@@ -136,7 +196,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 			lastOff = sc.h.lastOffset()
 		}
 		if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
-			return empty, fmt.Errorf("segment %d: %w", v.base, sc.err)
+			return empty, l.readFailed(fmt.Errorf("segment %d: %w", v.base, sc.err))
 		}
 	}
 	if maxOffset < v.next {
@@ -151,7 +211,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 			end, lastOff = sc.pos, sc.h.lastOffset()
 		}
 		if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
-			return empty, fmt.Errorf("segment %d: %w", v.base, sc.err)
+			return empty, l.readFailed(fmt.Errorf("segment %d: %w", v.base, sc.err))
 		}
 	}
 	if limit := start + int64(max(maxBytes, 0)); end > limit {
@@ -164,7 +224,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 			cut, cutLast = sc.pos, sc.h.lastOffset()
 		}
 		if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
-			return empty, fmt.Errorf("segment %d: %w", v.base, sc.err)
+			return empty, l.readFailed(fmt.Errorf("segment %d: %w", v.base, sc.err))
 		}
 		if cut == start {
 			if !minOne {
@@ -174,7 +234,7 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 		}
 		end, lastOff = cut, cutLast
 	}
-	return FileSlice{File: v.f, Pos: start, Len: end - start, LastOffset: lastOff}, nil
+	return FileSlice{File: v.out, Pos: start, Len: end - start, LastOffset: lastOff}, nil
 }
 
 // OffsetForTimestamp returns the first record at or after the log start
@@ -197,13 +257,22 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, int64, int32, bool) {
 		v := l.segs[i].snapshot()
 		logStart := l.logStart
 		l.mu.Unlock()
-		if off, rts, epoch, ok := v.offsetForTimestamp(ts, logStart); ok {
+		off, rts, epoch, ok, err := v.offsetForTimestamp(ts, logStart)
+		if err != nil {
+			// A failed read fails the log (the next request on the
+			// partition answers KAFKA_STORAGE_ERROR); this one finds
+			// nothing rather than answering past the unread batches.
+			l.readFailed(err)
+			return -1, -1, -1, false
+		}
+		if ok {
 			return off, rts, epoch, true
 		}
 	}
 }
 
-func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, bool) {
+// offsetForTimestamp searches the segment; err is a failed read.
+func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, bool, error) {
 	from := v.idx.lookup(logStart)
 	if o, ok := v.tidx.lookupBefore(ts); ok {
 		from = max(from, v.idx.lookup(o))
@@ -217,16 +286,19 @@ func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, b
 			}
 			b, err := readBatch(v.f, sc.at)
 			if err != nil {
-				return -1, -1, -1, false
+				return -1, -1, -1, false, fmt.Errorf("segment %d: %w", v.base, err)
 			}
 			off, rts := recordForTimestamp(b, &h, ts, logStart)
-			return off, rts, h.LeaderEpoch, true
+			return off, rts, h.LeaderEpoch, true, nil
 		}
 		if errors.Is(sc.err, errBadBatch) && from != 0 {
 			from = 0
 			continue
 		}
-		return -1, -1, -1, false
+		if sc.err != nil && !errors.Is(sc.err, errBadBatch) {
+			return -1, -1, -1, false, fmt.Errorf("segment %d: %w", v.base, sc.err)
+		}
+		return -1, -1, -1, false, nil
 	}
 }
 
@@ -277,10 +349,12 @@ func (l *Log) MaxTimestamp() (int64, int64, int32) {
 
 	h, pos, found, err := v.findBatch(v.idx.lookup(at), at)
 	if err != nil || !found {
+		l.readFailed(err) // an I/O error fails the log; nil or a torn batch does nothing
 		return at, maxTs, -1
 	}
 	b, err := readBatch(v.f, pos)
 	if err != nil {
+		l.readFailed(err)
 		return at, maxTs, h.LeaderEpoch
 	}
 	off := int64(-1)

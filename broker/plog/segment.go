@@ -44,6 +44,10 @@ type segment struct {
 	// flushed: sealed and its index files written and synced; lookups go to
 	// the files.
 	flushed bool
+
+	// watched is log wrapped for the FileSlices of reads (read.go), made
+	// once so that every slice of the segment names the same file.
+	watched vfs.File
 }
 
 func openSegmentFiles(fsys vfs.FS, dir string, base int64, create bool) (*segment, error) {

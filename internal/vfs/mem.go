@@ -498,7 +498,9 @@ type memFile struct {
 	closed atomic.Bool
 }
 
-var errClosed = errors.New("file already closed")
+// errClosed is the error of an operation on a closed file: fs.ErrClosed,
+// as the operating system's files answer.
+var errClosed = fs.ErrClosed
 
 func (f *memFile) pathErr(op string, err error) error {
 	return &fs.PathError{Op: op, Path: f.name, Err: err}
