@@ -109,7 +109,7 @@ func writeFileAtomic(l *Log, name string, data []byte) error {
 	}
 	_, werr := f.Write(data)
 	if werr == nil {
-		werr = f.Sync()
+		werr = syncErr(f.Sync())
 	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
@@ -121,7 +121,7 @@ func writeFileAtomic(l *Log, name string, data []byte) error {
 		return fmt.Errorf("rename %s: %w", name, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("sync dir for %s: %w", name, err)
+		return fmt.Errorf("sync dir for %s: %w", name, syncErr(err))
 	}
 	return nil
 }

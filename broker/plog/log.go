@@ -372,7 +372,14 @@ func (l *Log) rollLocked(base, nowMs int64) error {
 	old.seal()
 	l.segs = append(l.segs, ns)
 	if err := l.producers.WriteSnapshot(l.fs, l.dir, base); err != nil {
-		l.logger.Warn("producer snapshot at roll", "dir", l.dir, "offset", base, "err", err)
+		// Missing, it only costs recovery work (the producer state is
+		// rebuilt from an older snapshot); on a full disk the log goes
+		// on, on any other error it fails (failure.go), as Kafka's roll
+		// takes the directory offline.
+		if !isNoSpace(err) {
+			return l.failLocked(fmt.Errorf("roll to %d: %w", base, err))
+		}
+		l.logger.Warn("producer snapshot at roll: disk full", "dir", l.dir, "offset", base, "err", err)
 	}
 	l.logger.Debug("rolled segment", "dir", l.dir, "base", base, "sealed", old.base, "size", old.size)
 	l.bg.Add(1)
@@ -653,7 +660,10 @@ func (l *Log) Close() error {
 			errs = append(errs, err)
 		}
 		if err := l.producers.WriteSnapshot(l.fs, l.dir, leo); err != nil {
-			l.logger.Warn("producer snapshot at close", "dir", l.dir, "offset", leo, "err", err)
+			// Not a clean shutdown then: the next open recovers from
+			// the recovery point instead of trusting a snapshot at the
+			// log end.
+			errs = append(errs, fmt.Errorf("producer snapshot at close: %w", err))
 		}
 	}
 	l.mu.Lock()

@@ -220,7 +220,7 @@ func replaceFileDurably(fsys vfs.FS, dir, name string, data []byte) (err error) 
 	}
 	if err := f.Sync(); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
+		return fmt.Errorf("sync %s: %w", tmp, syncErr(err))
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
@@ -230,7 +230,7 @@ func replaceFileDurably(fsys vfs.FS, dir, name string, data []byte) (err error) 
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		// The rename happened; the file must stay. Report only.
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+		return fmt.Errorf("sync dir %s: %w", dir, syncErr(err))
 	}
 	return nil
 }

@@ -127,20 +127,37 @@ func (l *Log) deleteOldestLocked(n int, logStart int64) error {
 	dead := append([]*segment(nil), l.segs[:n]...)
 	l.segs = append([]*segment(nil), l.segs[n:]...)
 	l.logStart = logStart
+	// A file that cannot be rewritten or renamed for any reason but a
+	// full disk fails the log (failure.go); on a full disk the stale
+	// epoch checkpoint is rebuilt by recovery and the stale log start
+	// only keeps deleted offsets' segments out of reach until retried.
 	var firstErr error
+	fail := func(err error) {
+		if !isNoSpace(err) {
+			err = l.failLocked(err)
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	if err := l.epochs.TruncateFromStart(logStart); err != nil {
-		firstErr = fmt.Errorf("truncate epoch cache from %d: %w", logStart, err)
+		fail(fmt.Errorf("truncate epoch cache from %d: %w", logStart, err))
 	}
 	for _, s := range dead {
-		if err := l.scheduleDeleteLocked(s); err != nil && firstErr == nil {
-			firstErr = err
+		if err := l.scheduleDeleteLocked(s); err != nil {
+			fail(err)
 		}
 	}
 	cp := l.checkpointLocked(false)
 	oldest := l.segs[0].base
 	l.mu.Unlock()
-	if err := l.writeCheckpoint(cp); err != nil && firstErr == nil {
-		firstErr = err
+	if err := l.writeCheckpoint(cp); err != nil {
+		if !isNoSpace(err) {
+			err = l.fail(err)
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
 	}
 	if err := DeleteSnapshotsBefore(l.fs, l.dir, oldest); err != nil {
 		l.logger.Debug("delete producer snapshots", "dir", l.dir, "before", oldest, "err", err)
