@@ -74,7 +74,7 @@
 //	startOffset    int64: the segment's base offset
 //	endOffset      int64: its last offset, inclusive
 //	maxTimestamp   int64: ms; -1 when the segment has no timestamps
-//	eventTimestamp int64: ms, when the state was set
+//	eventTimestamp int64: ms, when the state was set (in COPY_SEGMENT_STARTED, the upload's latest heartbeat)
 //	brokerId       int32: the broker that set it
 //	segmentSize    int64: bytes of the .log object
 //	topic          int16 length, then that many bytes: the topic's name at upload (informational)

@@ -127,7 +127,7 @@ type SegmentMetadata struct {
 	StartOffset    int64        // the segment's base offset (first offset)
 	EndOffset      int64        // its last offset, inclusive
 	MaxTimestamp   int64        // largest batch max timestamp, ms; -1 if none
-	EventTimestamp int64        // when this state was set, ms
+	EventTimestamp int64        // when this state was set, ms (a STARTED manifest: its latest heartbeat)
 	BrokerID       int32        // broker that set this state
 	SegmentSize    int64        // bytes of the .log object
 	LeaderEpochs   []EpochEntry // epochs → start offsets, ascending; first starts at StartOffset

@@ -140,20 +140,33 @@
 // under the partition's leader epoch (Leadership); the broker cancels its
 // context as soon as it no longer leads at that epoch, which stops the
 // uploads under way, and the pass checks its leadership again before each
-// segment and before each FINISHED state. An upload also writes its
-// FINISHED state only within half the settle grace of its start
-// (Uploader.SettleGrace: remote.log.reconciliation.grace.ms, at least ten
-// task intervals), so that a leader frozen for longer cannot finish an
-// upload that its successor may have deleted. Each segment records the
-// epoch it was uploaded under (index.SegmentMetadata.UploadEpoch). A
-// fenced upload is abandoned at once: its objects, manifest and entry are
-// deleted by the broker that wrote them. The pass's cleanup step (above)
-// deletes an unfinished upload only when it is this broker's own, when
-// its broker is no longer registered (PeerAlive), or when it is older
-// than the settle grace; an upload of another live broker that may still
-// finish is left to it, and while any is, the pass uploads nothing (its
-// objects must be there should it finish; when it does, the pass adopts
-// it). A broker deletes its own unfinished uploads in the partitions it
+// segment, before each heartbeat and before each FINISHED state.
+//
+// While its objects go up, an upload heartbeats: every Uploader.Heartbeat
+// (an eighth of the settle grace, Uploader.SettleGrace:
+// remote.log.reconciliation.grace.ms, at least ten task intervals) it
+// rewrites its manifest, still COPY_SEGMENT_STARTED, with the current
+// time as its event timestamp, for as long as its broker leads at the
+// upload's epoch. An upload writes its FINISHED state only within half
+// the settle grace of its latest heartbeat (its lease: the first
+// manifest, then each heartbeat that landed before the lease ran out),
+// so that a leader frozen for longer cannot finish an upload that its
+// successor may have deleted, while a slow upload of a live leader (a
+// backlog of many partitions behind one throttle) goes on for as long as
+// it takes. Each segment records the epoch it was uploaded under
+// (index.SegmentMetadata.UploadEpoch). A fenced upload is abandoned at
+// once: its objects, manifest and entry are deleted by the broker that
+// wrote them. The pass's cleanup step (above) deletes an unfinished
+// upload only when it is this broker's own, when its broker is no longer
+// registered (PeerAlive), or when the event timestamp of its manifest in
+// the bucket (its latest heartbeat; not the index's, learned perhaps long
+// before) is older than the settle grace; an upload of another live
+// broker that may still finish is left to it, and while any is, the pass
+// uploads nothing (its objects must be there should it finish; when it
+// does, the pass adopts it). A grace after the newest manifest the new
+// leader reads, the uploader's lease has been over for at least half the
+// grace: the margin for a FINISHED write already in flight and for clock
+// skew between brokers. A broker deletes its own unfinished uploads in the partitions it
 // no longer leads (SettleOwn, each pass). So a FINISHED manifest never
 // names an object that a cleanup deleted. When two leaders uploaded
 // segments starting at one offset anyway, every index keeps the same one
@@ -392,9 +405,10 @@
 // manifest rewritten in DELETE_SEGMENT_STARTED, the other objects, then
 // the manifest, so that a rebuild never serves it; one without a manifest
 // is deleted only if a HEAD still finds none. Ages are the store's
-// modification times against the broker's clock: the grace period must
-// exceed the longest upload (throttled uploads of large segments
-// included) plus clock skew. One call deletes at most
+// modification times against the broker's clock; an upload under way
+// rewrites its manifest every Uploader.Heartbeat, which keeps its stem
+// young however long its objects take, so the grace period must exceed
+// a few heartbeats plus clock skew. One call deletes at most
 // Reconciler.MaxSegments segments (default 1000); the next goes on.
 // Finding deleted topics lists the whole store.
 //

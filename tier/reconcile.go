@@ -25,7 +25,9 @@ type Reconciler struct {
 	Index    *index.Index
 	BrokerID int32
 	// Grace is how old the newest object of a segment (or of a deleted
-	// topic) must be before it is deleted: well beyond the longest upload.
+	// topic) must be before it is deleted: well beyond the uploader's
+	// heartbeat (an upload under way rewrites its manifest every
+	// Uploader.Heartbeat) plus clock skew.
 	Grace time.Duration
 	// MaxSegments bounds the segments deleted by one call (default 1000);
 	// the rest wait for the next.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"strata/broker/plog"
@@ -36,11 +37,17 @@ type Uploader struct {
 	// PeerAlive tells whether another broker is registered, and so may
 	// still finish an upload it started (nil: every broker may).
 	PeerAlive func(brokerID int32) bool
-	// SettleGrace is how long an upload may take: an unfinished upload of
-	// another live broker younger than this is left to it, and an upload
-	// writes its COPY_SEGMENT_FINISHED state only within half of it from
-	// its start (0: DefaultSettleGrace).
+	// SettleGrace is how long an upload may go without a heartbeat: an
+	// unfinished upload of another live broker whose manifest was written
+	// less than this ago is left to it, and an upload writes its
+	// COPY_SEGMENT_FINISHED state only within half of it from its last
+	// heartbeat (0: DefaultSettleGrace).
 	SettleGrace time.Duration
+	// Heartbeat is how often an upload under way rewrites its
+	// COPY_SEGMENT_STARTED manifest with a fresh time while its broker
+	// leads (0: SettleGrace/8, so that a heartbeat may fail a few times
+	// before the upload's half grace runs out).
+	Heartbeat time.Duration
 }
 
 // DefaultSettleGrace is SettleGrace's default.
@@ -49,7 +56,9 @@ const DefaultSettleGrace = time.Hour
 // Leadership is what a copy pass runs under: this broker leads the
 // partition at Epoch for as long as Leading says so (nil: always). The
 // caller cancels the pass's context when leadership moves; Leading is
-// checked again before each segment and before each FINISHED state.
+// checked again before each segment, before each heartbeat of an upload
+// and before each FINISHED state, from the uploads' goroutines too (it
+// must be safe for concurrent use).
 type Leadership struct {
 	Epoch   int32
 	Leading func() bool
@@ -68,15 +77,22 @@ func (u *Uploader) grace() time.Duration {
 	return DefaultSettleGrace
 }
 
+func (u *Uploader) heartbeat() time.Duration {
+	if u.Heartbeat > 0 {
+		return u.Heartbeat
+	}
+	return max(u.grace()/8, time.Millisecond)
+}
+
 // CopyStats describes one CopyPartition pass.
 type CopyStats struct {
 	Copied    int   // segments now COPY_SEGMENT_FINISHED
 	Bytes     int64 // bytes of their objects
 	Finished  int   // COPY_SEGMENT_STARTED entries found whole and finished
 	Abandoned int   // unfinished uploads (or deletions) cleaned up
-	// Unsettled counts uploads of other live brokers, younger than the
-	// settle grace, that may still finish: nothing is uploaded while any
-	// is left.
+	// Unsettled counts uploads of other live brokers, heartbeating within
+	// the settle grace, that may still finish: nothing is uploaded while
+	// any is left.
 	Unsettled int
 }
 
@@ -173,10 +189,11 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 // cleanup settles every entry of the partition that is not
 // COPY_SEGMENT_FINISHED: a COPY_SEGMENT_STARTED upload whose manifest is
 // in the bucket in COPY_SEGMENT_FINISHED (the crash came after it) is
-// finished; an upload of another broker that is alive, younger than the
-// settle grace, is left to it (st.Unsettled: it may still finish, and its
-// objects must then be there); any other is deleted from the bucket and
-// the index, as are deletions left in DELETE_SEGMENT_STARTED.
+// finished; an upload of another broker that is alive and whose manifest
+// heartbeat is younger than the settle grace is left to it (st.Unsettled:
+// it may still finish, and its objects must then be there); any other is
+// deleted from the bucket and the index, as are deletions left in
+// DELETE_SEGMENT_STARTED.
 func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *CopyStats) error {
 	segs, err := u.Index.Segments(tp)
 	if err != nil {
@@ -185,7 +202,7 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 	for _, m := range segs {
 		switch m.State {
 		case index.CopySegmentStarted:
-			finished, present, err := u.uploadState(ctx, &m)
+			finished, beat, err := u.uploadState(ctx, &m)
 			if err != nil {
 				return err // the bucket is unreachable: try again next pass
 			}
@@ -196,7 +213,7 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 				st.Finished++
 				continue
 			}
-			if present && u.mayStillFinish(&m) {
+			if beat > 0 && u.mayStillFinish(&m, beat) {
 				st.Unsettled++
 				continue
 			}
@@ -216,29 +233,33 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 
 // uploadState reads the manifest of an upload the index holds in
 // COPY_SEGMENT_STARTED: finished when the bucket's manifest says the
-// upload finished (after the index was written), present when a manifest
-// of it is there at all. A missing or unreadable manifest is no error; a
-// bucket that does not answer is.
-func (u *Uploader) uploadState(ctx context.Context, m *index.SegmentMetadata) (finished, present bool, err error) {
+// upload finished (after the index was written); beat is the time (ms)
+// the manifest was last written with, its latest heartbeat, or 0 when no
+// manifest of it is there. A missing or unreadable manifest is no error;
+// a bucket that does not answer is.
+func (u *Uploader) uploadState(ctx context.Context, m *index.SegmentMetadata) (finished bool, beat int64, err error) {
 	got, err := readManifest(ctx, u.Store, ManifestKey(m))
 	switch {
 	case errors.Is(err, ErrNotFound) || errors.Is(err, errBadManifest):
-		return false, false, nil
+		return false, 0, nil
 	case err != nil:
-		return false, false, err
+		return false, 0, err
 	}
-	return got.SegmentID == m.SegmentID && got.State == index.CopySegmentFinished, true, nil
+	return got.SegmentID == m.SegmentID && got.State == index.CopySegmentFinished, max(got.EventTimestamp, 1), nil
 }
 
 // mayStillFinish reports whether an unfinished upload, whose STARTED
-// manifest is in the bucket, belongs to another broker that may still
-// finish it: one that is alive, within the settle grace of the upload's
-// start. (This broker's own uploads are never under way outside a pass.)
-func (u *Uploader) mayStillFinish(m *index.SegmentMetadata) bool {
+// manifest is in the bucket with the heartbeat time beat, belongs to
+// another broker that may still finish it: one that is alive, whose last
+// heartbeat is within the settle grace. (This broker's own uploads are
+// never under way outside a pass.) The time is the bucket's, not the
+// index's: the index learned the upload when it refreshed, perhaps many
+// heartbeats ago.
+func (u *Uploader) mayStillFinish(m *index.SegmentMetadata, beat int64) bool {
 	if m.BrokerID == u.BrokerID || (u.PeerAlive != nil && !u.PeerAlive(m.BrokerID)) {
 		return false
 	}
-	return u.now()-m.EventTimestamp < u.grace().Milliseconds()
+	return u.now()-max(beat, m.EventTimestamp) < u.grace().Milliseconds()
 }
 
 // SettleOwn deletes the unfinished uploads this broker left in a partition
@@ -319,14 +340,22 @@ func (u *Uploader) putManifest(ctx context.Context, m *index.SegmentMetadata) er
 type segUpload struct {
 	u      *Uploader
 	seg    *plog.SealedSegment
-	m      index.SegmentMetadata
+	m      index.SegmentMetadata // read-only while the heartbeat runs
 	topic  string
 	total  int64
 	lead   Leadership
-	start  int64 // ms, the STARTED state's time
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   []error
+
+	// lease is the time (ms) of the upload's latest STARTED manifest in
+	// the bucket that counts: the first, then each heartbeat that landed
+	// within half the grace of the one before. Written by the heartbeat
+	// goroutine; read by fenced once it has stopped.
+	lease    atomic.Int64
+	beatStop chan struct{}
+	beatDone chan struct{}
+	stopOnce sync.Once
 }
 
 // startCopy starts uploading one segment: index entry
@@ -391,7 +420,7 @@ func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, top
 		{index.ObjectIndexes, io.MultiReader(readers...), packSize},
 	}
 	start := u.now()
-	su := &segUpload{u: u, seg: seg, topic: topic, lead: lead, start: start, m: index.SegmentMetadata{
+	su := &segUpload{u: u, seg: seg, topic: topic, lead: lead, m: index.SegmentMetadata{
 		Partition:      tp,
 		SegmentID:      index.NewUUID(),
 		Topic:          topic,
@@ -420,10 +449,13 @@ func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, top
 	if err := u.putManifest(ctx, m); err != nil {
 		return nil, err
 	}
+	su.lease.Store(start)
 	// The objects go up side by side: on S3 a small object costs a round
 	// trip as a large one does, so in series they would add up.
 	putCtx, cancel := context.WithCancel(ctx)
 	su.cancel = cancel
+	su.beatStop, su.beatDone = make(chan struct{}), make(chan struct{})
+	go su.heartbeat(putCtx)
 	su.errs = make([]error, len(objs))
 	for i, o := range objs {
 		su.wg.Add(1)
@@ -439,18 +471,83 @@ func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, top
 	return su, nil
 }
 
-// abort stops the objects' uploads and releases the segment; the entry
-// stays COPY_SEGMENT_STARTED for the next pass to clean up.
+// abort stops the objects' uploads and the heartbeat and releases the
+// segment; the entry stays COPY_SEGMENT_STARTED for the next pass to
+// clean up.
 func (su *segUpload) abort() {
 	su.cancel()
 	su.wg.Wait()
+	su.stopHeartbeat()
 	su.seg.Close()
+}
+
+// heartbeat rewrites the upload's STARTED manifest with the current time
+// every Uploader.Heartbeat while the broker leads at the upload's epoch,
+// so that a new leader (and the upload's own deadline) ages the upload by
+// its latest sign of life rather than by its start: a slow upload of a
+// leader is never given up, and one whose broker froze, died or lost
+// leadership stops heartbeating and is settled after the grace.
+//
+// The lease it keeps holds this invariant: while the upload may still
+// write its FINISHED state (now - lease < grace/2), the bucket holds a
+// manifest of it written at lease or later. A heartbeat is therefore
+// written only while the lease runs, and extends it only if it landed
+// before the lease ran out; one that landed later (the broker froze
+// mid-request) ends the lease, since a new leader may have deleted the
+// upload meanwhile. A new leader deletes an upload only once its newest
+// manifest is a whole grace old, so by then the upload's lease has run
+// out by at least half the grace, the margin left for a FINISHED write
+// already in flight (and clock skew).
+//
+// It runs until stopHeartbeat, ctx's end, or the lease's end; it uses
+// ctx, the upload's, so that no heartbeat lands after abort.
+func (su *segUpload) heartbeat(ctx context.Context) {
+	defer close(su.beatDone)
+	u := su.u
+	half := u.grace().Milliseconds() / 2
+	t := time.NewTicker(u.heartbeat())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-su.beatStop:
+			return
+		case <-t.C:
+		}
+		lease := su.lease.Load()
+		now := u.now()
+		if !su.lead.leading() || now-lease >= half {
+			return // no longer ours to keep alive; finish finds it fenced
+		}
+		m := su.m
+		m.EventTimestamp = now
+		if err := u.putManifest(ctx, &m); err != nil {
+			if ctx.Err() == nil {
+				u.logger().Debug("upload heartbeat failed; retrying", "partition", m.Partition.String(), "segment_id", m.SegmentID.String(), "err", err)
+			}
+			continue // the lease may still allow another try
+		}
+		if u.now()-lease >= half {
+			return // landed too late to count
+		}
+		su.lease.Store(now)
+	}
+}
+
+// stopHeartbeat stops the heartbeat and waits until it has ended, with
+// any manifest PUT of it returned, so that no STARTED manifest lands
+// after the FINISHED one or after the upload's deletion.
+func (su *segUpload) stopHeartbeat() {
+	su.stopOnce.Do(func() { close(su.beatStop) })
+	<-su.beatDone
 }
 
 // abandon deletes the objects, manifest and index entry of an upload
 // that will not finish (best effort: what stays is settled by a later
 // pass, SettleOwn or the leader after the grace). Its context is not the
-// pass's, which is cancelled when leadership moves.
+// pass's, which is cancelled when leadership moves. The heartbeat must
+// have stopped.
 func (su *segUpload) abandon() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -461,14 +558,15 @@ func (su *segUpload) abandon() {
 
 // fenced reports why the upload may no longer write its FINISHED state:
 // the broker no longer leads at the upload's epoch, or half the settle
-// grace has passed since the upload started (after the grace a new leader
-// may delete its objects).
+// grace has passed since its last heartbeat that counts (a grace after
+// the newest manifest a new leader may delete its objects). The heartbeat
+// must have stopped.
 func (su *segUpload) fenced(ctx context.Context) error {
 	switch {
 	case ctx.Err() != nil || !su.lead.leading():
 		return fmt.Errorf("%w: segment %d of %s (epoch %d)", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.m.UploadEpoch)
-	case su.u.now()-su.start >= su.u.grace().Milliseconds()/2:
-		return fmt.Errorf("%w: segment %d of %s took more than half the settle grace %v", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.u.grace())
+	case su.u.now()-su.lease.Load() >= su.u.grace().Milliseconds()/2:
+		return fmt.Errorf("%w: segment %d of %s: no heartbeat of its manifest within half the settle grace %v (the broker was frozen, or the bucket did not take it)", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.u.grace())
 	}
 	return nil
 }
@@ -479,6 +577,7 @@ func (su *segUpload) fenced(ctx context.Context) error {
 // bytes uploaded.
 func (su *segUpload) finish(ctx context.Context) (int64, error) {
 	su.wg.Wait()
+	su.stopHeartbeat()
 	su.cancel()
 	su.seg.Close()
 	if err := su.fenced(ctx); err != nil {
