@@ -46,7 +46,7 @@ type Uploader struct {
 	// Heartbeat is how often an upload under way rewrites its
 	// COPY_SEGMENT_STARTED manifest with a fresh time while its broker
 	// leads (0: SettleGrace/8, so that a heartbeat may fail a few times
-	// before the upload's half grace runs out).
+	// before the upload's half grace runs out; at most SettleGrace/4).
 	Heartbeat time.Duration
 }
 
@@ -78,10 +78,11 @@ func (u *Uploader) grace() time.Duration {
 }
 
 func (u *Uploader) heartbeat() time.Duration {
+	d := u.grace() / 8
 	if u.Heartbeat > 0 {
-		return u.Heartbeat
+		d = min(u.Heartbeat, u.grace()/4) // a try or two within the half grace
 	}
-	return max(u.grace()/8, time.Millisecond)
+	return max(d, time.Millisecond)
 }
 
 // CopyStats describes one CopyPartition pass.
