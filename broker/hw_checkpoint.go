@@ -23,6 +23,15 @@ package broker
 // The entries read are kept until the first rewrite of the file (when
 // Kafka's file would lose the entries of partitions not hosted any more),
 // and each is used at most once.
+//
+// A rewrite that fails takes the log directory offline (logdir.go), as
+// Kafka's does when replication-offset-checkpoint cannot be written,
+// except on a full disk before the fsync: the old file stays whole, a
+// stale high watermark only makes consumers wait after a restart, and the
+// next interval tries again (a full disk is not a failure in Strata, see
+// logdir.go). An offline directory's checkpoint is not rewritten: its
+// disk is not trusted any more, as Kafka checkpoints online directories
+// only.
 
 import (
 	"bytes"
@@ -36,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"strata/broker/plog"
@@ -143,11 +153,27 @@ func readHWCheckpoint(fsys vfs.FS, dir string) (map[tp]int64, error) {
 	return parseHWCheckpoint(b)
 }
 
-// writeHWCheckpoint replaces dir's checkpoint crash-safely: a temporary
-// file, fsync, rename over the old one, fsync of the directory.
+// errLogDirFileSync tags a failed fsync of a file written with
+// writeLogDirFile or of its directory: never a mere full disk.
+var errLogDirFileSync = errors.New("fsync failed")
+
+// logDirFileDiskFull tells whether a failed writeLogDirFile is a full
+// disk before any fsync: the old file is whole and the log directory
+// stays online.
+func logDirFileDiskFull(err error) bool {
+	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, errLogDirFileSync)
+}
+
+// writeHWCheckpoint replaces dir's checkpoint crash-safely.
 func writeHWCheckpoint(fsys vfs.FS, dir string, b []byte) error {
-	name := filepath.Join(dir, hwCheckpointName)
-	tmp := name + ".tmp"
+	return writeLogDirFile(fsys, dir, hwCheckpointName, b)
+}
+
+// writeLogDirFile replaces dir/name crash-safely: a temporary file,
+// fsync, rename over the old one, fsync of the directory.
+func writeLogDirFile(fsys vfs.FS, dir, name string, b []byte) error {
+	path := filepath.Join(dir, name)
+	tmp := path + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Base(tmp), err)
@@ -158,16 +184,16 @@ func writeHWCheckpoint(fsys vfs.FS, dir string, b []byte) error {
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("sync %s: %w", filepath.Base(tmp), err)
+		return fmt.Errorf("sync %s: %w: %w", filepath.Base(tmp), errLogDirFileSync, err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", filepath.Base(tmp), err)
 	}
-	if err := fsys.Rename(tmp, name); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s: %w", filepath.Base(tmp), err)
 	}
 	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync log dir: %w", err)
+		return fmt.Errorf("sync %s: %w: %w", dir, errLogDirFileSync, err)
 	}
 	return nil
 }
@@ -183,6 +209,7 @@ type hwCheckpoints struct {
 // loadHWCheckpoint reads the checkpoint before the first reconcile. A
 // corrupt or unreadable file is logged and ignored.
 func (s *Server) loadHWCheckpoint() {
+	s.registerLogDirMetrics() // logdir.go: once, as the log directory is first read
 	hws, err := readHWCheckpoint(s.fs, s.cfg.DataDir)
 	if err != nil {
 		s.log.Warn("ignoring the high-watermark checkpoint; high watermarks start from the log start", "file", hwCheckpointName, "err", err)
@@ -212,8 +239,12 @@ func (s *Server) initialHW(k tp, l *plog.Log, replicas int) int64 {
 	return min(max(hw, start), end)
 }
 
-// checkpointHWs writes every hosted partition's high watermark.
+// checkpointHWs writes every hosted partition's high watermark, unless
+// the log directory is offline.
 func (s *Server) checkpointHWs() error {
+	if s.logDirErr() != nil {
+		return nil
+	}
 	hws := map[tp]int64{}
 	for _, p := range s.allPartitions() {
 		hws[tp{p.topic, p.index}] = p.hw.Load()
@@ -269,8 +300,8 @@ func (s *Server) startHWCheckpoints() {
 			case <-s.ctx.Done():
 				return
 			case <-t.C:
-				if err := s.checkpointHWs(); err != nil {
-					s.log.Warn("high-watermark checkpoint", "err", err)
+				if err := s.checkpointHWs(); err != nil && !s.logDirWriteFailed(err) {
+					s.log.Warn("high-watermark checkpoint not rewritten: disk full", "err", err)
 				}
 			}
 		}

@@ -34,15 +34,32 @@ package broker
 // DescribeLogDirs); restarting it, once the disk is fixed, recovers every
 // log from its last good recovery point and registers the broker again.
 //
+// What takes the directory offline: any I/O error of a partition log
+// (plog/failure.go: a failed fsync, write, truncation or segment read, a
+// producer snapshot or checkpoint that cannot be written), and a file
+// the broker writes in it that cannot be written (the high-watermark
+// checkpoint, hw_checkpoint.go; partition.metadata,
+// writePartitionMetadata).
+//
 // A full disk is not a failure: the append is refused with a retriable
 // KAFKA_STORAGE_ERROR (plog.ErrNoSpace) and succeeds again when space
-// returns.
+// returns; a checkpoint that does not fit stays as it was until the next
+// rewrite.
+//
+// Operators see an offline directory in the logs, in DescribeLogDirs, in
+// /healthz (HealthHandler: 503 naming the directory) and in Kafka's
+// LogManager gauges, kafka.log:type=LogManager,name=OfflineLogDirectoryCount
+// and name=LogDirectoryOffline,logDirectory=DIR, with Prometheus names
+// (registerLogDirMetrics).
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -53,6 +70,79 @@ import (
 type logDirState struct {
 	mu    sync.Mutex
 	cause error // why it went offline; nil while online
+
+	metricsOnce sync.Once
+}
+
+// OfflineLogDirs returns the broker's log directories that are offline,
+// none while every one is online. Strata has one (log.dirs).
+func (s *Server) OfflineLogDirs() []string {
+	if s.logDirErr() == nil {
+		return nil
+	}
+	return []string{s.cfg.DataDir}
+}
+
+// HealthHandler answers /healthz: 200 "ok" while every log directory is
+// online; else 503 with one line naming the offline ones, so that a
+// supervisor or load balancer stops sending clients to a broker whose
+// partitions all answer KAFKA_STORAGE_ERROR (Kafka would have halted).
+func (s *Server) HealthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if off := s.OfflineLogDirs(); len(off) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "offline log directories: %s\n", strings.Join(off, ","))
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
+// registerLogDirMetrics registers Kafka's LogManager gauges of the log
+// directory, once: OfflineLogDirectoryCount, and LogDirectoryOffline (1
+// when offline) with the directory as label.
+func (s *Server) registerLogDirMetrics() {
+	s.ldir.metricsOnce.Do(func() {
+		offline := func() float64 { return float64(len(s.OfflineLogDirs())) }
+		s.Registry().MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "kafka_log_logmanager_offlinelogdirectorycount",
+				Help: "Log directories offline after an I/O error (Kafka's LogManager OfflineLogDirectoryCount).",
+			}, offline),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "kafka_log_logmanager_logdirectoryoffline",
+				Help:        "1 when the log directory is offline after an I/O error, else 0 (Kafka's LogManager LogDirectoryOffline).",
+				ConstLabels: prometheus.Labels{"logdirectory": s.cfg.DataDir},
+			}, offline),
+		)
+	})
+}
+
+// logDirWriteFailed takes the log directory offline after a failed write
+// of a file the broker keeps in it (writeLogDirFile), unless the disk
+// was merely full before any fsync; it tells whether it did.
+func (s *Server) logDirWriteFailed(err error) bool {
+	if err == nil || logDirFileDiskFull(err) {
+		return false
+	}
+	s.logDirFailed(err)
+	return true
+}
+
+// writePartitionMetadata writes a partition directory's partition.metadata
+// (Kafka's PartitionMetadataFile) crash-safely through the broker's
+// filesystem. An I/O error takes the log directory offline, as Kafka's
+// does, and is returned wrapping KAFKA_STORAGE_ERROR; on a full disk only
+// the error is returned.
+func (s *Server) writePartitionMetadata(dir string, b []byte) error {
+	err := writeLogDirFile(s.fs, dir, partitionMetadataFile, b)
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("%w: write %s: %w", kerr.KafkaStorageError, partitionMetadataFile, err)
+	s.logDirWriteFailed(err)
+	return err
 }
 
 // logDirErr returns why the log directory is offline, or nil.

@@ -201,13 +201,14 @@ func runServe(args []string) int {
 	return 0
 }
 
-// serveMetrics serves /metrics and /healthz on ln, and Go's profiler under
+// serveMetrics serves /metrics and /healthz (200 "ok", or 503 while a log
+// directory is offline) on ln, and Go's profiler under
 // /debug/pprof/ when pprofOn (--pprof): profiles show the broker's
 // internals and cost CPU, so they are served only when asked for.
 func serveMetrics(ln net.Listener, srv *broker.Server, pprofOn bool) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(srv.Registry(), promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/healthz", srv.HealthHandler()) // 503 naming offline log directories
 	if pprofOn {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
