@@ -8,9 +8,24 @@ package broker
 //     over max.connections it is closed at once too (Kafka stops accepting
 //     until a connection closes, which stalls every client behind the
 //     listen backlog). Both are dynamic cluster-wide configs, read at each
-//     accept. Strata has one listener, so connections of other brokers
-//     count as well (Kafka exempts its inter-broker listener from
-//     max.connections).
+//     accept. Kafka never refuses a connection to its inter-broker
+//     listener for max.connections (it still counts toward the total, and
+//     max.connections.per.ip applies to every listener). Strata has one
+//     listener, so it tells a peer broker by its address (peerBroker): a
+//     connection from an address of another broker registered in the
+//     cluster metadata (its advertised host, resolved) is admitted over
+//     max.connections, counted as any other, and still bound by
+//     max.connections.per.ip (give broker hosts an override, as with
+//     Kafka). An address of this machine is never taken for a peer: on a
+//     host shared by several brokers (a local cluster) a client cannot be
+//     told from a broker by address, and such connections are limited as
+//     before. The rule is decided at accept, before any request: the
+//     first request's client id (the replica fetcher's
+//     "strata-replica-<id>") would name the peer, but it arrives after
+//     the limit must already have been applied, and a client id is
+//     whatever the client says; so anything running on another broker's
+//     host is exempt too, as anything that reaches Kafka's inter-broker
+//     listener is.
 //   - queued.max.request.bytes bounds the memory of requests read and not
 //     yet handled (conn_memory.go). Kafka counts each request's buffer; a
 //     decoded request can take far more than its frame, so Strata counts
@@ -25,10 +40,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"strata/broker/config"
+	"strata/controller"
 )
 
 // connLimits counts open connections, in total and per remote IP.
@@ -41,6 +59,16 @@ type connLimits struct {
 	// value ovRaw; host names are resolved when the value changes.
 	ovRaw string
 	ov    map[string]int64
+
+	// The addresses of the other registered brokers (peerBroker), for
+	// the hosts peersKey; resolved when the hosts change, and again
+	// after peersRetry when a host did not resolve.
+	peersKey   string
+	peers      map[string]bool
+	peersRetry time.Time // zero: every host resolved
+	// local are this machine's interface addresses (never a peer's).
+	localOnce sync.Once
+	local     map[string]bool
 
 	refused    int // connections refused since the last log line
 	refusedLog time.Time
@@ -64,7 +92,8 @@ func connIP(c net.Conn) string {
 // max.connections. Every admitted connection is given back with
 // releaseConn.
 func (s *Server) admitConn(c net.Conn) bool {
-	r := s.resolver(s.ctrl.Metadata())
+	md := s.ctrl.Metadata()
+	r := s.resolver(md)
 	maxTotal := r.Int("max.connections")
 	ip := connIP(c)
 	perIP := r.Int("max.connections.per.ip")
@@ -79,7 +108,7 @@ func (s *Server) admitConn(c net.Conn) bool {
 	switch {
 	case ip != "" && int64(l.perIP[ip]) >= perIP:
 		why = fmt.Sprintf("%s has %d connections (max.connections.per.ip)", ip, l.perIP[ip])
-	case int64(l.total) >= maxTotal:
+	case int64(l.total) >= maxTotal && !l.peerBroker(md, s.cfg.ID, ip):
 		why = fmt.Sprintf("the broker has %d connections (max.connections)", l.total)
 	}
 	if why == "" {
@@ -164,4 +193,55 @@ func (l *connLimits) override(raw, ip string) (int64, bool) {
 	}
 	n, ok := l.ov[ip]
 	return n, ok
+}
+
+// peerBroker tells whether ip is an address of another broker registered
+// in md and not an address of this machine (see the file comment).
+// Broker host names are resolved when the set of hosts changes. Called
+// with l.mu held, only for a connection over max.connections.
+func (l *connLimits) peerBroker(md *controller.Metadata, self int32, ip string) bool {
+	if ip == "" || md == nil {
+		return false
+	}
+	l.localOnce.Do(func() {
+		l.local = map[string]bool{}
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				l.local[n.IP.String()] = true
+			}
+		}
+	})
+	if l.local[ip] {
+		return false
+	}
+	var hosts []string
+	for _, b := range md.Brokers {
+		if b.ID != self {
+			hosts = append(hosts, b.Host)
+		}
+	}
+	slices.Sort(hosts)
+	key := strings.Join(hosts, ",")
+	if key != l.peersKey || l.peers == nil || !l.peersRetry.IsZero() && time.Now().After(l.peersRetry) {
+		l.peersKey, l.peers, l.peersRetry = key, map[string]bool{}, time.Time{}
+		for _, h := range hosts {
+			if a := net.ParseIP(h); a != nil {
+				l.peers[a.String()] = true
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			addrs, err := net.DefaultResolver.LookupHost(ctx, h)
+			cancel()
+			if err != nil {
+				l.peersRetry = time.Now().Add(10 * time.Second)
+			}
+			for _, a := range addrs {
+				if p := net.ParseIP(a); p != nil {
+					l.peers[p.String()] = true
+				}
+			}
+		}
+	}
+	return l.peers[ip]
 }
