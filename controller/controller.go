@@ -30,6 +30,11 @@ type Partition struct {
 	// ISR (Kafka's partition epoch, the ZooKeeper state's zkVersion). The
 	// leader names it in AlterPartition so that stale changes are refused.
 	PartitionEpoch int32 `json:",omitempty"`
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (reassign.go): Replicas holds both the original
+	// and the target replicas until the reassignment completes.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
 }
 
 // Topic is a topic's metadata. Configs holds only topic-level overrides.
@@ -150,6 +155,15 @@ type Controller interface {
 	// ErrUnknownTopic. Only the active controller serves it
 	// (ErrNotController).
 	ElectLeaders(ctx context.Context, typ ElectionType, parts []TopicPartition) (map[TopicPartition]error, error)
+	// AlterPartitionReassignments starts, replaces or (a nil target)
+	// cancels the reassignment of each partition named (Kafka's
+	// AlterPartitionReassignments, see reassign.go) and returns each
+	// outcome: nil once started, ErrUnknownTopic,
+	// ErrInvalidReplicaAssignment or ErrNoReassignmentInProgress. The
+	// reassignments in progress show in Metadata as the partitions'
+	// AddingReplicas and RemovingReplicas, on the active controller. Only
+	// the active controller serves it (ErrNotController).
+	AlterPartitionReassignments(ctx context.Context, reqs map[TopicPartition][]int32) (map[TopicPartition]error, error)
 	Close() error
 }
 

@@ -335,3 +335,17 @@ func (e *Embedded) ElectLeaders(ctx context.Context, typ ElectionType, parts []T
 	}
 	return out, nil
 }
+
+// AlterPartitionReassignments: on a single node the only possible target
+// is the broker itself, which every partition already has.
+func (e *Embedded) AlterPartitionReassignments(ctx context.Context, reqs map[TopicPartition][]int32) (map[TopicPartition]error, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	self := func(id int32) bool { return id == e.self.ID }
+	var out map[TopicPartition]error
+	err := e.update(func(md *Metadata) error {
+		out = reassignIn(md, reqs, self, self)
+		return nil
+	})
+	return out, err
+}

@@ -279,6 +279,9 @@ func (m *Memory) AlterPartition(ctx context.Context, req AlterPartitionRequest) 
 	}
 	np := cur
 	np.Replicas, np.ISR = slices.Clone(cur.Replicas), slices.Clone(req.ISR)
+	if done, ok := ReassignProgress(np, alive); ok {
+		np = done // the last target replica joined the ISR
+	}
 	np.PartitionEpoch++
 	m.update(func(md *Metadata) {
 		nt := *t
@@ -353,5 +356,18 @@ func (m *Memory) ElectLeaders(ctx context.Context, typ ElectionType, parts []Top
 			md.Topics[tp.Topic] = &nt
 		}
 	})
+	return out, nil
+}
+
+// AlterPartitionReassignments starts or cancels reassignments (see
+// reassign.go); one completes when its last target replica joins the ISR
+// (AlterPartition).
+func (m *Memory) AlterPartitionReassignments(ctx context.Context, reqs map[TopicPartition][]int32) (map[TopicPartition]error, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	alive := func(id int32) bool { _, ok := m.alive[id]; return ok }
+	registered := func(id int32) bool { _, ok := m.known[id]; return ok }
+	var out map[TopicPartition]error
+	m.update(func(md *Metadata) { out = reassignIn(md, reqs, registered, alive) })
 	return out, nil
 }

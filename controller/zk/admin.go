@@ -227,7 +227,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, count in
 	if err != nil {
 		return fmt.Errorf("create partitions of %s: %w", name, err)
 	}
-	id, assign, err := decodeTopic(data)
+	id, assign, ra, err := decodeTopicFull(data)
 	if err != nil {
 		return fmt.Errorf("create partitions of %s: %w", name, err)
 	}
@@ -237,7 +237,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, count in
 	assign = append(assign, added...)
 	live := c.eligible(md)
 	acl := zk.WorldACL(zk.PermAll)
-	ops := []any{&zk.SetDataRequest{Path: c.p(topicPath(name)), Data: encodeTopic(id, assign), Version: st.Version}}
+	ops := []any{&zk.SetDataRequest{Path: c.p(topicPath(name)), Data: encodeTopicFull(id, assign, ra), Version: st.Version}}
 	for i, r := range added {
 		p := have + int32(i)
 		s := initialState(r, live)

@@ -141,7 +141,7 @@ func (c *Controller) reconcile(v *view) error {
 			}
 		}
 	}
-	return nil
+	return c.reconcileReassignments(v)
 }
 
 // createIfMissingOps returns create ops for those paths that do not exist.

@@ -390,7 +390,7 @@ func (c *Controller) buildTopic(name string) (*controller.Topic, []stateInfo, er
 	if err != nil || !e.exists {
 		return nil, nil, err
 	}
-	id, assign, err := decodeTopic(e.data)
+	id, assign, ra, err := decodeTopicFull(e.data)
 	if err != nil {
 		c.log.Warn("skipping topic with bad znode", "topic", name, "err", err)
 		return nil, nil, nil
@@ -398,7 +398,8 @@ func (c *Controller) buildTopic(name string) (*controller.Topic, []stateInfo, er
 	t := &controller.Topic{Name: name, ID: id, Configs: map[string]string{}}
 	states := make([]stateInfo, len(assign))
 	for p, replicas := range assign {
-		part := controller.Partition{Index: int32(p), Leader: -1, Replicas: replicas, ISR: []int32{}}
+		part := controller.Partition{Index: int32(p), Leader: -1, Replicas: replicas, ISR: []int32{},
+			AddingReplicas: ra.adding[int32(p)], RemovingReplicas: ra.removing[int32(p)]}
 		e, err := c.get(statePath(name, int32(p)))
 		if err != nil {
 			return nil, nil, err

@@ -143,7 +143,17 @@ type topicZNode struct {
 	RemovingReplicas map[string][]int32 `json:"removing_replicas"`
 }
 
+// reassigning is a topic's reassignments in progress: the adding and
+// removing replicas of each partition being reassigned.
+type reassigning struct {
+	adding, removing map[int32][]int32
+}
+
 func encodeTopic(id [16]byte, assignment [][]int32) []byte {
+	return encodeTopicFull(id, assignment, reassigning{})
+}
+
+func encodeTopicFull(id [16]byte, assignment [][]int32, r reassigning) []byte {
 	z := topicZNode{
 		Version:          3,
 		TopicID:          base64.RawURLEncoding.EncodeToString(id[:]),
@@ -151,8 +161,14 @@ func encodeTopic(id [16]byte, assignment [][]int32) []byte {
 		AddingReplicas:   map[string][]int32{},
 		RemovingReplicas: map[string][]int32{},
 	}
-	for p, r := range assignment {
-		z.Partitions[strconv.Itoa(p)] = r
+	for p, rs := range assignment {
+		z.Partitions[strconv.Itoa(p)] = rs
+		if a := r.adding[int32(p)]; len(a) > 0 {
+			z.AddingReplicas[strconv.Itoa(p)] = a
+		}
+		if a := r.removing[int32(p)]; len(a) > 0 {
+			z.RemovingReplicas[strconv.Itoa(p)] = a
+		}
 	}
 	out, _ := json.Marshal(z)
 	return out
@@ -161,27 +177,51 @@ func encodeTopic(id [16]byte, assignment [][]int32) []byte {
 // decodeTopic returns the topic id and the replicas of each partition, by
 // index. Partitions must be numbered 0..n-1.
 func decodeTopic(data []byte) ([16]byte, [][]int32, error) {
+	id, assign, _, err := decodeTopicFull(data)
+	return id, assign, err
+}
+
+// decodeTopicFull is decodeTopic with the reassignments in progress.
+// Adding and removing replicas of unknown partitions, or that are not
+// among the partition's replicas, are ignored.
+func decodeTopicFull(data []byte) ([16]byte, [][]int32, reassigning, error) {
 	var z topicZNode
 	var id [16]byte
+	r := reassigning{adding: map[int32][]int32{}, removing: map[int32][]int32{}}
 	if err := json.Unmarshal(data, &z); err != nil {
-		return id, nil, fmt.Errorf("topic znode: %w", err)
+		return id, nil, r, fmt.Errorf("topic znode: %w", err)
 	}
 	if z.TopicID != "" {
 		b, err := base64.RawURLEncoding.DecodeString(z.TopicID)
 		if err != nil || len(b) != 16 {
-			return id, nil, fmt.Errorf("topic znode: bad topic_id %q", z.TopicID)
+			return id, nil, r, fmt.Errorf("topic znode: bad topic_id %q", z.TopicID)
 		}
 		copy(id[:], b)
 	}
 	assign := make([][]int32, len(z.Partitions))
-	for k, r := range z.Partitions {
+	for k, rs := range z.Partitions {
 		p, err := strconv.Atoi(k)
 		if err != nil || p < 0 || p >= len(assign) {
-			return id, nil, fmt.Errorf("topic znode: partition %q out of 0..%d", k, len(assign)-1)
+			return id, nil, r, fmt.Errorf("topic znode: partition %q out of 0..%d", k, len(assign)-1)
 		}
-		assign[p] = slices.Clone(r)
+		assign[p] = slices.Clone(rs)
 	}
-	return id, assign, nil
+	for _, side := range []struct {
+		in  map[string][]int32
+		out map[int32][]int32
+	}{{z.AddingReplicas, r.adding}, {z.RemovingReplicas, r.removing}} {
+		for k, rs := range side.in {
+			p, err := strconv.Atoi(k)
+			if err != nil || p < 0 || p >= len(assign) || len(rs) == 0 {
+				continue
+			}
+			if slices.ContainsFunc(rs, func(id int32) bool { return !slices.Contains(assign[p], id) }) {
+				continue
+			}
+			side.out[int32(p)] = slices.Clone(rs)
+		}
+	}
+	return id, assign, r, nil
 }
 
 // partitionState is /brokers/topics/<t>/partitions/<p>/state, version 1.
