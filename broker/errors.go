@@ -34,6 +34,10 @@ func errCode(err error) int16 {
 		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, controller.ErrNotController):
 		return kerr.NotController.Code
+	case errors.Is(err, controller.ErrNoReassignmentInProgress):
+		return kerr.NoReassignmentInProgress.Code
+	case errors.Is(err, controller.ErrInvalidReplicaAssignment):
+		return kerr.InvalidReplicaAssignment.Code
 	}
 	return kerr.UnknownServerError.Code
 }
