@@ -61,6 +61,7 @@ type fetchResult struct {
 
 	preferred  int32 // KIP-392 preferred read replica; -1 none
 	asFollower bool  // a consumer fetch served by this follower
+	throttled  bool  // a replica fetch under the leader's replication throttle
 }
 
 func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (outResp, error) {
@@ -169,6 +170,10 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	}
 	deadline := time.Now().Add(wait)
 
+	var lt *leaderThrottle
+	if follower {
+		lt = s.leaderThrottleFor(md, replicaID)
+	}
 	var (
 		results []fetchResult
 		wakeCh  chan struct{}
@@ -177,7 +182,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		results = results[:0]
 		total := int64(0)
 		for _, t := range targets {
-			r := s.fetchOne(md, t, follower, consumer, req.IsolationLevel, maxBytes-int32(min(total, int64(maxBytes))), total == 0)
+			r := s.fetchOne(md, t, follower, lt, consumer, req.IsolationLevel, maxBytes-int32(min(total, int64(maxBytes))), total == 0)
 			total += r.slice.Len
 			results = append(results, r)
 		}
@@ -269,16 +274,23 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			}
 		}
 		rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null records field
+		sent := s.metrics.bytesOut
+		if follower {
+			sent = s.metrics.replicationBytesOut
+		}
 		if r.records.Len > 0 {
 			m := cc.marker.next()
 			rp.RecordBatches = m[:]
 			out.slices = append(out.slices, spliceRef{marker: m, mem: r.records.Parts, memLen: r.records.Len})
-			s.metrics.bytesOut.Add(float64(r.records.Len))
+			sent.Add(float64(r.records.Len))
 		} else if r.slice.Len > 0 {
 			m := cc.marker.next()
 			rp.RecordBatches = m[:]
 			out.slices = append(out.slices, spliceRef{marker: m, slice: r.slice})
-			s.metrics.bytesOut.Add(float64(r.slice.Len))
+			sent.Add(float64(r.slice.Len))
+			if r.throttled {
+				lt.sent(r.slice.Len)
+			}
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
 	}
@@ -315,7 +327,7 @@ type consumerFetch struct {
 
 // fetchOne evaluates one partition: errors, watermarks and the slice of
 // whole batches to send.
-func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, consumer consumerFetch, isolation int8, budget int32, first bool) fetchResult {
+func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, lt *leaderThrottle, consumer consumerFetch, isolation int8, budget int32, first bool) fetchResult {
 	r := fetchResult{t: t, hw: -1, lso: -1, start: -1, preferred: -1}
 	topic := md.Topics[t.key.topic]
 	switch {
@@ -357,6 +369,12 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	upTo := hw
 	if follower {
 		upTo = p.log.LogEndOffset()
+		if lt.applies(topic, t.key.part) {
+			r.throttled = true
+			if lt.hold() {
+				return r // over leader.replication.throttled.rate: no records for now
+			}
+		}
 	}
 	if t.fetchOffset == upTo || budget <= 0 && !first {
 		return r

@@ -12,6 +12,10 @@ type metrics struct {
 	bytesOut      prometheus.Counter
 	messagesIn    prometheus.Counter
 	produceErrors prometheus.Counter
+	// Bytes that crossed between brokers: fetched from leaders as a
+	// follower, and sent to followers as a leader (not in bytesIn/Out).
+	replicationBytesIn  prometheus.Counter
+	replicationBytesOut prometheus.Counter
 
 	// KIP-392 (no Kafka equivalent): partitions of consumer fetches
 	// served as a follower, and answered with a preferred read replica.
@@ -40,6 +44,12 @@ func newMetrics() *metrics {
 		produceErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_brokertopicmetrics_failedproducerequests_total", Help: "Produce partition appends that failed.",
 		}),
+		replicationBytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_replicationbytesin_total", Help: "Record bytes this broker fetched from leaders and appended as a follower.",
+		}),
+		replicationBytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_replicationbytesout_total", Help: "Record bytes this broker sent to followers in replica fetch responses.",
+		}),
 		fetchFromFollower: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_server_fetch_from_follower_partitions_total", Help: "Partitions of consumer Fetch responses served by this broker as a follower (KIP-392).",
 		}),
@@ -48,6 +58,7 @@ func newMetrics() *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.connections, m.bytesIn, m.bytesOut, m.messagesIn, m.produceErrors,
+		m.replicationBytesIn, m.replicationBytesOut,
 		m.fetchFromFollower, m.preferredReadReplica,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

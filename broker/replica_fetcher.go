@@ -41,9 +41,13 @@ type followPart struct {
 	truncated bool  // the divergent tail has been truncated for epoch
 	// fromTier: the leader answered OFFSET_MOVED_TO_TIERED_STORAGE; the
 	// log is rebuilt from the leader's local tail first (tier_follower.go).
-	fromTier  bool
-	tierRetry time.Time // a failed rebuild is retried from then on
-	logStart  int64     // the leader's log start offset, once followed (followLogStart)
+	fromTier bool
+	// lastTiered: the rebuild starts at the leader's last tiered offset
+	// rather than its local log start (an empty replica, tier_follower.go);
+	// tailChecked: that choice was made for this epoch.
+	lastTiered, tailChecked bool
+	tierRetry               time.Time // a failed rebuild is retried from then on
+	logStart                int64     // the leader's log start offset, once followed (followLogStart)
 }
 
 // fetcher replicates from one leader broker.
@@ -267,6 +271,7 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 	if len(untruncated) > 0 {
 		return f.truncate(rc, parts, untruncated)
 	}
+	f.markEmptyTiered(parts)
 	// Partitions to rebuild from the leader's local tail first; they stay
 	// out of the fetch until rebuilt, the others go on meanwhile.
 	now := time.Now()
@@ -282,9 +287,11 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 		}
 		parts = f.snapshot()
 	}
+	rate, throttled := f.s.followerThrottled(f.s.ctrl.Metadata())
+	hold := rate > 0 && f.s.followerThrottle.exceeded(rate, now)
 	for k, fp := range parts {
-		if fp.fromTier || !fp.truncated {
-			delete(parts, k)
+		if fp.fromTier || !fp.truncated || hold && throttled(k.topic, k.part) {
+			delete(parts, k) // over follower.replication.throttled.rate: not fetched for now
 		}
 	}
 	if len(parts) == 0 {
@@ -339,6 +346,9 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 			}
 			switch rp.ErrorCode {
 			case 0:
+				if rate > 0 && throttled(k.topic, k.part) {
+					f.s.followerThrottle.record(rate, int64(len(rp.RecordBatches)), time.Now())
+				}
 				if err := f.apply(fp, rp); err != nil {
 					f.s.log.Warn("replicate", "topic", k.topic, "partition", k.part, "err", err)
 					backoff = true
@@ -365,6 +375,7 @@ func (f *fetcher) apply(fp *followPart, rp kmsg.FetchResponseTopicPartition) err
 		if _, err := p.log.AppendReplicated(recs); err != nil {
 			return fmt.Errorf("append replicated: %w", err)
 		}
+		f.s.metrics.replicationBytesIn.Add(float64(len(recs)))
 		p.wake()
 	}
 	p.setHW(min(rp.HighWatermark, p.log.LogEndOffset()))

@@ -183,6 +183,40 @@ func (f *fetcher) retryLater(k tp, want followPart) {
 	f.mu.Unlock()
 }
 
+// markEmptyTiered marks the followed partitions of tiered topics whose
+// local log is empty (a replica new to the partition, or whose disk was
+// wiped) to start at the leader's last tiered offset, when
+// follower.fetch.last.tiered.offset.enable is on: they copy from the
+// leader only what the bucket does not hold yet (KIP-1023), not the
+// leader's whole local log. parts is updated too.
+func (f *fetcher) markEmptyTiered(parts map[tp]followPart) {
+	s := f.s
+	if s.tier == nil || !s.cfg.FollowerFetchLastTieredOffsetEnable {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, want := range parts {
+		if want.tailChecked || want.fromTier || !want.truncated {
+			continue
+		}
+		fp := f.current(k, want)
+		if fp == nil {
+			continue
+		}
+		p := fp.p
+		if _, known := s.tierSettings(p); !known {
+			continue // the topic's settings are not applied yet: next round
+		}
+		fp.tailChecked = true
+		if _, tiered := s.tieredLocal(p); !tiered || p.log.LogEndOffset() != 0 {
+			continue
+		}
+		fp.fromTier, fp.lastTiered = true, true
+		parts[k] = *fp
+	}
+}
+
 // buildFromTier rebuilds the state of followed partitions whose leader
 // answered OFFSET_MOVED_TO_TIERED_STORAGE (see the file comment). A
 // partition it could not rebuild stays marked and is retried after
@@ -206,6 +240,9 @@ func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[
 		rp.Partition = k.part
 		rp.CurrentLeaderEpoch = parts[k].epoch
 		rp.Timestamp = -4 // EARLIEST_LOCAL (KIP-1005)
+		if parts[k].lastTiered {
+			rp.Timestamp = -5 // LATEST_TIERED
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	kresp, err := rc.roundTrip(req, 10*time.Second)
@@ -220,13 +257,21 @@ func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[
 			if !ok {
 				continue
 			}
-			if rp.ErrorCode != 0 || rp.Offset < 0 {
+			start := rp.Offset
+			if want.lastTiered && rp.ErrorCode == 0 {
+				if start < 0 {
+					f.fetchFromStart(k, want) // nothing tiered yet: copy it all
+					continue
+				}
+				start++ // the first offset not in the bucket
+			}
+			if rp.ErrorCode != 0 || start < 0 {
 				s.log.Debug("earliest local offset from leader", "topic", k.topic, "partition", k.part, "leader", f.leader,
-					"err", kerr.ErrorForCode(rp.ErrorCode))
+					"last_tiered", want.lastTiered, "err", kerr.ErrorForCode(rp.ErrorCode))
 				f.retryLater(k, want)
 				continue
 			}
-			if err := f.buildOne(ctx, k, want, rp.Offset); err != nil {
+			if err := f.buildOne(ctx, k, want, start); err != nil {
 				if s.tier != nil {
 					s.tier.follow.buildFailures.Inc()
 				}
@@ -239,14 +284,26 @@ func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[
 	return nil
 }
 
-// buildOne rebuilds one partition given the leader's local log start.
+// fetchFromStart gives up the start at the last tiered offset: the
+// partition is fetched from its log end as any other.
+func (f *fetcher) fetchFromStart(k tp, want followPart) {
+	f.mu.Lock()
+	if fp := f.current(k, want); fp != nil {
+		fp.fromTier, fp.lastTiered = false, false
+	}
+	f.mu.Unlock()
+}
+
+// buildOne rebuilds one partition from the remote segment that ends just
+// below leaderLocalStart: the leader's local log start, or its last
+// tiered offset + 1.
 func (f *fetcher) buildOne(ctx context.Context, k tp, want followPart, leaderLocalStart int64) error {
 	s := f.s
 	p := want.p
 	done := func() {
 		f.mu.Lock()
 		if fp := f.current(k, want); fp != nil {
-			fp.fromTier = false
+			fp.fromTier, fp.lastTiered = false, false
 		}
 		f.mu.Unlock()
 	}
@@ -281,7 +338,7 @@ func (f *fetcher) buildOne(ctx context.Context, k tp, want followPart, leaderLoc
 		return nil // no longer followed in this epoch
 	}
 	if r.Offset <= p.log.LogEndOffset() {
-		fp.fromTier = false
+		fp.fromTier, fp.lastTiered = false, false
 		return nil
 	}
 	from := p.log.LogEndOffset()
@@ -292,7 +349,7 @@ func (f *fetcher) buildOne(ctx context.Context, k tp, want followPart, leaderLoc
 	// high watermark when it was uploaded.
 	p.hw.Store(r.Offset)
 	p.wake()
-	fp.fromTier, fp.truncated = false, true
+	fp.fromTier, fp.lastTiered, fp.truncated = false, false, true
 	s.log.Info("rebuilt follower log from remote storage", "topic", k.topic, "partition", k.part, "leader", f.leader,
 		"from", from, "to", r.Offset, "leader_local_start", leaderLocalStart, "segment", m.SegmentID.String(),
 		"latest_epoch", p.log.LatestEpoch())

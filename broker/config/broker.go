@@ -123,6 +123,7 @@ type Broker struct {
 	LogFlushSchedulerIntervalMs int64
 
 	RemoteLogStorageSystemEnable          bool
+	FollowerFetchLastTieredOffsetEnable   bool
 	RemoteLogManagerTaskIntervalMs        int64
 	RemoteLogManagerCopierThreadPoolSize  int
 	RemoteLogManagerCopyMaxBytesPerSecond int64
@@ -275,6 +276,7 @@ func Load(props map[string]string) (*Broker, error) {
 	b.LogFlushSchedulerIntervalMs = g.int("log.flush.scheduler.interval.ms")
 
 	b.RemoteLogStorageSystemEnable = g.bool("remote.log.storage.system.enable")
+	b.FollowerFetchLastTieredOffsetEnable = g.bool("follower.fetch.last.tiered.offset.enable")
 	b.RemoteLogManagerTaskIntervalMs = g.int("remote.log.manager.task.interval.ms")
 	b.RemoteLogManagerCopierThreadPoolSize = int(g.int("remote.log.manager.copier.thread.pool.size"))
 	b.RemoteLogManagerCopyMaxBytesPerSecond = g.int("remote.log.manager.copy.max.bytes.per.second")

@@ -159,6 +159,12 @@ var brokerTable = newTable([]*Def{
 	// Tiered storage.
 	{Name: "remote.log.storage.system.enable", Type: Boolean, Default: str("false"),
 		Doc: "Whether tiered storage is enabled on the broker (topics opt in with remote.storage.enable)."},
+	{Name: "leader.replication.throttled.rate", Type: Long, Default: str(maxLong), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The bytes per second a leader sends to out-of-sync replicas of the partitions in leader.replication.throttled.replicas."},
+	{Name: "follower.replication.throttled.rate", Type: Long, Default: str(maxLong), Check: atLeast(0), Dynamic: ClusterWide,
+		Doc: "The bytes per second an out-of-sync follower fetches of the partitions in follower.replication.throttled.replicas."},
+	{Name: "follower.fetch.last.tiered.offset.enable", Type: Boolean, Default: str("true"),
+		Doc: "Whether a replica with an empty log of a tiered partition (a new or moved replica) starts at the leader's last tiered offset, copying only what is not yet in remote storage (KIP-1023; Kafka's default is false)."},
 	{Name: "log.local.retention.ms", Type: Long, Default: str("-2"), Check: atLeast(-2), Dynamic: ClusterWide,
 		Doc: "The time to keep local log segments of tiered topics; -2 uses log.retention.ms."},
 	{Name: "log.local.retention.bytes", Type: Long, Default: str("-2"), Check: atLeast(-2), Dynamic: ClusterWide,
