@@ -73,6 +73,9 @@ type Server struct {
 
 	sessions *fetchSessions
 	copyBufs *copyPool // fetch responses' copy buffers (sendfile.go)
+
+	// Replication throttles (replication_throttle.go).
+	leaderThrottle, followerThrottle replThrottle
 	// maxFetchWait caps a fetch's long poll (0 = the request's MaxWait);
 	// tests set it.
 	maxFetchWait time.Duration
@@ -526,9 +529,9 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Base(dir), err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, partitionMetadataFile)); err != nil {
-		if err := controller.WriteFileAtomic(filepath.Join(dir, partitionMetadataFile), []byte("version: 0\n"+idLine+"\n")); err != nil {
-			return nil, fmt.Errorf("write %s: %w", partitionMetadataFile, err)
+	if _, err := s.fs.Stat(filepath.Join(dir, partitionMetadataFile)); err != nil {
+		if err := s.writePartitionMetadata(dir, []byte("version: 0\n"+idLine+"\n")); err != nil {
+			return nil, err // the log directory is offline (logdir.go)
 		}
 	}
 	l, err := plog.Open(plog.Options{FS: s.fs, Dir: dir, Config: lc, Logger: s.log.With("topic", t.Name, "partition", pm.Index)})
