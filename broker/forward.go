@@ -5,7 +5,8 @@ package broker
 // In a ZooKeeper cluster only the active controller changes metadata. A
 // broker that is not the controller forwards the admin requests that
 // change it (CreateTopics, DeleteTopics, AlterConfigs,
-// IncrementalAlterConfigs, CreatePartitions, ElectLeaders) to the active
+// IncrementalAlterConfigs, CreatePartitions, ElectLeaders,
+// AlterPartitionReassignments, ListPartitionReassignments) to the active
 // controller and answers with the controller's response, so that any
 // broker can be a tool's bootstrap and clients that send admin requests to
 // whatever broker they reach (librdkafka, kafka-go, kafkajs) succeed. It

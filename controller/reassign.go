@@ -107,13 +107,11 @@ func ReassignStart(p Partition, target []int32) (np Partition, changed bool) {
 		slices.Equal(np.RemovingReplicas, p.RemovingReplicas) {
 		return p, false
 	}
-	if !np.Reassigning() && len(p.AddingReplicas) > 0 {
-		// Back to the original replicas: drop the adding ones as a
-		// cancellation does.
-		np.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !slices.Contains(np.Replicas, id) })
-		if !slices.Contains(np.Replicas, p.Leader) {
-			np.Leader = firstEligible(np.Replicas, np.ISR, nil)
-		}
+	// Replicas added by a reassignment this one replaces leave the ISR
+	// (and, once told, their brokers), as a cancellation's do.
+	np.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !slices.Contains(np.Replicas, id) })
+	if !slices.Contains(np.Replicas, p.Leader) {
+		np.Leader = firstEligible(np.Replicas, np.ISR, nil)
 	}
 	np.LeaderEpoch = p.LeaderEpoch + 1
 	return np, true
