@@ -125,11 +125,20 @@ func (p *partition) applyLeader(self int32, pm controller.Partition, now time.Ti
 			}
 			r.followers[id] = f
 		}
-	} else if pm.PartitionEpoch > r.partitionEpoch {
+	} else if pm.PartitionEpoch > r.partitionEpoch ||
+		pm.PartitionEpoch == r.partitionEpoch && !slices.Equal(pm.Replicas, r.replicas) {
+		// A newer ISR, or the replica set changed without it: the
+		// controller writes the replicas (topic znode) and the state apart,
+		// so a view may show the new leader epoch before the new replicas.
 		r.partitionEpoch, r.replicas, r.isr, r.pending = pm.PartitionEpoch, slices.Clone(pm.Replicas), slices.Clone(pm.ISR), nil
 		for _, id := range pm.Replicas {
 			if _, ok := r.followers[id]; !ok && id != self {
 				r.followers[id] = &followerState{leo: -1, lastFetchLeaderLEO: -1}
+			}
+		}
+		for id := range r.followers {
+			if !slices.Contains(pm.Replicas, id) {
+				delete(r.followers, id)
 			}
 		}
 	}
