@@ -20,7 +20,7 @@ func handleAlterConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		sr.ErrorCode, sr.ErrorMessage = s.alterResource(md, rr.ResourceType, rr.ResourceName, req.ValidateOnly,
+		sr.ErrorCode, sr.ErrorMessage = s.alterResource(md, cc, rr.ResourceType, rr.ResourceName, req.ValidateOnly,
 			func(cur map[string]string) (map[string]string, error) {
 				m, err := config.AlterTopicConfigs(r, rr.Configs)
 				if err == nil {

@@ -19,7 +19,7 @@ func handleIncrementalAlterConfigs(s *Server, cc *clientConn, kreq kmsg.Request)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		sr.ErrorCode, sr.ErrorMessage = s.alterResource(md, rr.ResourceType, rr.ResourceName, req.ValidateOnly,
+		sr.ErrorCode, sr.ErrorMessage = s.alterResource(md, cc, rr.ResourceType, rr.ResourceName, req.ValidateOnly,
 			func(cur map[string]string) (map[string]string, error) {
 				m, err := config.IncrementalAlterTopicConfigs(r, cur, rr.Configs)
 				if err == nil {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,7 +14,7 @@ import (
 // resource. topic and broker compute the resource's new overrides from its
 // current ones; the result is stored unless validateOnly. It returns the
 // resource's error code and message.
-func (s *Server) alterResource(md *controller.Metadata, rtype kmsg.ConfigResourceType, name string, validateOnly bool,
+func (s *Server) alterResource(md *controller.Metadata, cc *clientConn, rtype kmsg.ConfigResourceType, name string, validateOnly bool,
 	topic func(current map[string]string) (map[string]string, error),
 	broker func(perBroker bool, current map[string]string) (map[string]string, error),
 ) (int16, *string) {
@@ -29,8 +30,14 @@ func (s *Server) alterResource(md *controller.Metadata, rtype kmsg.ConfigResourc
 			err = s.ctrl.SetTopicConfigs(context.Background(), name, m)
 		}
 	case kmsg.ConfigResourceTypeBroker:
-		if name != "" && name != s.brokerIDString() {
-			return kerr.InvalidRequest.Code, kmsg.StringPtr("unexpected broker id " + name + ", expected " + s.brokerIDString() + " or empty")
+		// A broker's own configs are altered on it, as Kafka's tools do;
+		// forwarded here by another broker, they are that broker's.
+		self := s.brokerIDString()
+		if from, ok := strings.CutPrefix(cc.clientID, forwardClientPrefix); ok {
+			self = from
+		}
+		if name != "" && name != self {
+			return kerr.InvalidRequest.Code, kmsg.StringPtr("unexpected broker id " + name + ", expected " + self + " or empty")
 		}
 		var m map[string]string
 		if m, err = broker(name != "", md.BrokerConfigs[name]); err == nil && !validateOnly {
