@@ -357,6 +357,10 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = kerr.NotLeaderForPartition.Code
 		return r
 	}
+	if leader && p.restoring.Load() {
+		r.code = kerr.LeaderNotAvailable.Code // its log end is not known yet (tier_restore.go)
+		return r
+	}
 	hw := p.hw.Load()
 	r.hw, r.lso, r.start = hw, hw, p.log.LogStartOffset()
 	r.asFollower = !leader
@@ -380,6 +384,9 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		return r
 	}
 	limit := int(min(t.maxBytes, budget))
+	if r.throttled {
+		limit = lt.limit(limit)
+	}
 	sl, err := p.log.ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
 	if err != nil {
 		r.code = errCode(err)

@@ -65,6 +65,14 @@ func (q *replThrottle) exceeded(rate int64, now time.Time) bool {
 	return q.tokens < 0
 }
 
+// available is how many bytes may go now without exceeding the rate.
+func (q *replThrottle) available(rate int64, now time.Time) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refill(rate, now)
+	return max(int64(q.tokens), 0)
+}
+
 // record counts n bytes that went.
 func (q *replThrottle) record(rate int64, n int64, now time.Time) {
 	q.mu.Lock()
@@ -127,6 +135,13 @@ func (lt *leaderThrottle) applies(t *controller.Topic, part int32) bool {
 // hold tells whether a throttled partition gets no records now.
 func (lt *leaderThrottle) hold() bool {
 	return lt.s.leaderThrottle.exceeded(lt.rate, time.Now())
+}
+
+// limit bounds the bytes of a throttled partition's answer to what the
+// rate allows now (at least one batch goes: the read returns whole
+// batches).
+func (lt *leaderThrottle) limit(n int) int {
+	return int(min(int64(n), max(lt.s.leaderThrottle.available(lt.rate, time.Now()), 1)))
 }
 
 // sent counts bytes of throttled partitions sent.
