@@ -113,6 +113,13 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		setErr(sp, kerr.NotLeaderForPartition.Code, "")
 		return
 	}
+	if p.restoring.Load() {
+		setErr(sp, kerr.LeaderNotAvailable.Code, "the leader is taking the partition's log end from remote storage")
+		return
+	}
+	if s.drainProduce(sp, setErr) { // drain.go
+		return
+	}
 	if code, msg := checkProduceRecords(records); code != 0 {
 		setErr(sp, code, msg)
 		s.metrics.produceErrors.Inc()

@@ -60,6 +60,8 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case p == nil || (leaderOnly && !s.isLeader(p)):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			case p.restoring.Load():
+				sp.ErrorCode = kerr.LeaderNotAvailable.Code // tier_restore.go
 			default:
 				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); code != 0 {
 					sp.ErrorCode = code

@@ -20,6 +20,9 @@ type partition struct {
 	leaderEpoch atomic.Int32
 	minISR      atomic.Int32 // min.insync.replicas of the topic
 	hw          atomic.Int64 // high watermark: consumers read below it
+	// restoring: this broker leads a tiered partition with an empty log,
+	// and has yet to take its log end from the bucket (tier_restore.go).
+	restoring atomic.Bool
 
 	mu      sync.Mutex // guards waiters
 	waiters map[chan struct{}]struct{}

@@ -76,6 +76,11 @@ type Server struct {
 
 	// Replication throttles (replication_throttle.go).
 	leaderThrottle, followerThrottle replThrottle
+
+	// startedMs is when this broker started; draining is true while a
+	// drain asked after that is in force (drain.go).
+	startedMs int64
+	draining  atomic.Bool
 	// maxFetchWait caps a fetch's long poll (0 = the request's MaxWait);
 	// tests set it.
 	maxFetchWait time.Duration
@@ -126,6 +131,7 @@ func New(opts Options) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts:       opts,
+		startedMs:  time.Now().UnixMilli(),
 		cfg:        opts.Config,
 		log:        opts.Logger,
 		fs:         opts.FS,
@@ -445,6 +451,7 @@ func (s *Server) partition(topic string, part int32) *partition {
 // idempotent and serialised by pmu.
 func (s *Server) reconcile(md *controller.Metadata) error {
 	defer s.syncGroups(md) // after pmu is released
+	s.updateDraining(md)
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	want := map[tp]struct{}{}
@@ -550,9 +557,11 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 func (s *Server) applyRole(p *partition, pm controller.Partition) {
 	if pm.Leader == s.cfg.ID {
 		s.unfollow(tp{p.topic, p.index})
+		s.markRestore(p) // tier_restore.go
 		p.applyLeader(s.cfg.ID, pm, time.Now())
 		return
 	}
+	p.restoring.Store(false)
 	p.applyFollower(s.cfg.ID, pm)
 	s.follow(p, pm.Leader, pm.LeaderEpoch)
 }

@@ -99,6 +99,8 @@ type tierState struct {
 	// passMu is held by a tier pass from start to end (tests pause the
 	// passes with it).
 	passMu sync.Mutex
+	// wake starts a pass before the interval is up (kickTier).
+	wake chan struct{}
 
 	mu       sync.Mutex
 	settings map[*partition]tierTopic
@@ -157,6 +159,7 @@ func (s *Server) openTier() error {
 			PeerAlive:   s.brokerAlive,
 			SettleGrace: s.tierGrace(interval)},
 		interval: interval,
+		wake:     make(chan struct{}, 1),
 		settings: map[*partition]tierTopic{},
 		ready:    !need,
 		copyBytes: prometheus.NewCounter(prometheus.CounterOpts{
@@ -257,8 +260,17 @@ func (s *Server) tierLoop() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
+		case <-s.tier.wake:
 		}
 		s.tierPass()
+	}
+}
+
+// kickTier starts a tier pass soon.
+func (s *Server) kickTier() {
+	select {
+	case s.tier.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -323,10 +335,19 @@ func (s *Server) tierPass() {
 func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	ts := s.tier
 	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
+	if p.restoring.Load() {
+		if mayCopy {
+			s.restoreLeader(p) // tier_restore.go
+		} else {
+			s.kickTierLater() // the refresh failed, or leadership is moving
+		}
+		return 0, 0
+	}
 	s.expireRemote(p)
 	if _, ok := s.tiered(p); !ok || !mayCopy {
 		return 0, 0
 	}
+	s.rollForUpload(p) // drain.go
 	hw := p.hw.Load()
 	lead, ctx, stop := s.copyLeadership(p)
 	st, err := ts.uploader.CopyPartition(ctx, tierPartition(p), p.topic, p.log, hw, lead)

@@ -38,6 +38,7 @@ type Log struct {
 	logStart      int64
 	recoveryPoint int64 // everything below is fsynced
 	lastFlushMs   int64
+	lastWriteMs   int64 // when records were last written (RollIdle)
 	producers     *ProducerState
 	epochs        *EpochCache
 	closed        bool
@@ -300,6 +301,7 @@ func (l *Log) writeLocked(cfg *Config, records []byte) error {
 		p += h.size()
 	}
 	s.size += int64(len(records))
+	l.lastWriteMs = l.nowMs()
 	return nil
 }
 
@@ -417,6 +419,26 @@ func (l *Log) MaybeRoll() error {
 		return nil
 	}
 	return l.rollLocked(l.leo(), nowMs)
+}
+
+// RollIdle rolls the active segment when it holds records and none was
+// written for idleMs or longer (or idleMs is 0: at once), so that a
+// tiered partition that went quiet gets its last records uploaded. It
+// reports whether it rolled.
+func (l *Log) RollIdle(idleMs int64) (bool, error) {
+	nowMs := l.nowMs()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed != nil {
+		return false, nil // a failed log does no background work
+	}
+	if err := l.usableLocked(); err != nil {
+		return false, err
+	}
+	if l.active().empty() || nowMs-max(l.lastWriteMs, l.active().createdMs) < idleMs {
+		return false, nil
+	}
+	return true, l.rollLocked(l.leo(), nowMs)
 }
 
 // MaybeFlush flushes when flush.ms has passed since the last flush and

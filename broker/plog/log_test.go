@@ -662,3 +662,29 @@ func TestReadForFetchPartialBatch(t *testing.T) {
 		}
 	})
 }
+
+func TestRollIdle(t *testing.T) {
+	e := newMemEnv()
+	l := e.open(t)
+	if rolled, err := l.RollIdle(0); err != nil || rolled {
+		t.Fatalf("empty active segment rolled: %v %v", rolled, err)
+	}
+	appendN(t, l, e, 2, 1, 10)
+	e.clock.Add(500 * time.Millisecond)
+	appendN(t, l, e, 1, 1, 10)
+	e.clock.Add(800 * time.Millisecond)
+	if rolled, err := l.RollIdle(1000); err != nil || rolled {
+		t.Fatalf("rolled 800 ms after the last write with a 1 s bound: %v %v", rolled, err)
+	}
+	e.clock.Add(300 * time.Millisecond)
+	if rolled, err := l.RollIdle(1000); err != nil || !rolled {
+		t.Fatalf("not rolled 1.1 s after the last write: %v %v", rolled, err)
+	}
+	if segs := l.Segments(); len(segs) != 2 || segs[1].BaseOffset != 3 || segs[1].Size != 0 {
+		t.Fatalf("RollIdle: %+v", segs)
+	}
+	if rolled, err := l.RollIdle(0); err != nil || rolled {
+		t.Fatalf("the new empty segment rolled: %v %v", rolled, err)
+	}
+	checkContiguous(t, readAll(t, l, 0), 0, 3)
+}
