@@ -124,6 +124,7 @@ type Broker struct {
 
 	RemoteLogStorageSystemEnable          bool
 	FollowerFetchLastTieredOffsetEnable   bool
+	RemoteLogManagerSegmentIdleRollMs     int64
 	RemoteLogManagerTaskIntervalMs        int64
 	RemoteLogManagerCopierThreadPoolSize  int
 	RemoteLogManagerCopyMaxBytesPerSecond int64
@@ -277,6 +278,7 @@ func Load(props map[string]string) (*Broker, error) {
 
 	b.RemoteLogStorageSystemEnable = g.bool("remote.log.storage.system.enable")
 	b.FollowerFetchLastTieredOffsetEnable = g.bool("follower.fetch.last.tiered.offset.enable")
+	b.RemoteLogManagerSegmentIdleRollMs = g.int("remote.log.manager.segment.idle.roll.ms")
 	b.RemoteLogManagerTaskIntervalMs = g.int("remote.log.manager.task.interval.ms")
 	b.RemoteLogManagerCopierThreadPoolSize = int(g.int("remote.log.manager.copier.thread.pool.size"))
 	b.RemoteLogManagerCopyMaxBytesPerSecond = g.int("remote.log.manager.copy.max.bytes.per.second")
