@@ -155,14 +155,21 @@ func moveValue(i, size int) []byte {
 // checks every acknowledged record at its offset, and no value twice.
 func verifyAcked(t *testing.T, ctx context.Context, seeds []string, topic string, a *ackLog) {
 	t.Helper()
+	verifyPartition(t, ctx, seeds, topic, 0, a)
+}
+
+// verifyPartition is verifyAcked for partition part.
+func verifyPartition(t *testing.T, ctx context.Context, seeds []string, topic string, part int32, a *ackLog) {
+	t.Helper()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var end int64
 	for o := range a.acked {
 		end = max(end, o+1)
 	}
-	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(200*time.Millisecond))
 	seen := map[string]int64{}
 	next := int64(0)
 	for next < end {
