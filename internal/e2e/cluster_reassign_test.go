@@ -25,12 +25,14 @@ import (
 // reassignCluster is a ZooKeeper cluster with tiering on MinIO, for the
 // reassignment tests: brokers 1-3 start at once, more with add.
 type reassignCluster struct {
-	t     *testing.T
-	ctx   context.Context
-	sets  []string
-	args  []string
-	bs    map[int32]*testenv.Broker
-	seeds []string
+	t      *testing.T
+	zk     *testenv.ZooKeeper
+	chroot string
+	ctx    context.Context
+	sets   []string
+	args   []string
+	bs     map[int32]*testenv.Broker
+	seeds  []string
 }
 
 func startReassignCluster(t *testing.T, ctx context.Context, chroot string) *reassignCluster {
@@ -39,7 +41,7 @@ func startReassignCluster(t *testing.T, ctx context.Context, chroot string) *rea
 	bucket := m.NewBucket(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey())
 	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey())
-	c := &reassignCluster{t: t, ctx: ctx, bs: map[int32]*testenv.Broker{},
+	c := &reassignCluster{t: t, ctx: ctx, bs: map[int32]*testenv.Broker{}, zk: zk, chroot: "/" + chroot,
 		sets: []string{
 			"min.insync.replicas=2", "replica.lag.time.max.ms=3000", "zookeeper.session.timeout.ms=3000",
 			"remote.log.manager.task.interval.ms=200", "log.retention.check.interval.ms=200",
