@@ -229,8 +229,9 @@ func (s *Server) Start() error {
 	go s.housekeeping()
 	go s.cleanerLoop()
 	if s.tier != nil {
-		s.wg.Add(1)
+		s.wg.Add(2)
 		go s.tierLoop()
+		go s.snapshotLoop() // metadata_snapshot.go
 	}
 	s.waitReady()          // partitions open as the controller says
 	s.startHWCheckpoints() // after they opened with their checkpointed HW

@@ -28,6 +28,9 @@ commands:
   describe TOPIC...                    partitions, leaders and offsets
   configs TOPIC                        every topic config with its value and source
   alter TOPIC k=v|k=...                set (k=v) or delete (k=) topic configs
+  cluster drain [--timeout D]          refuse writes and upload everything to the bucket (scale to zero)
+  cluster resume                       accept writes again after a drain
+  restore --zookeeper Z --tier URL     bring a cluster back from its bucket alone
 `
 
 // runAdmin is a small admin client over kadm, for operators without
@@ -43,11 +46,22 @@ func runAdmin(args []string) int {
 		fs.Usage()
 		return 2
 	}
+	if fs.Arg(0) == "restore" { // scale.go
+		return runRestore(*bootstrap, fs.Args()[1:])
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...))
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer cl.Close()
+	if fs.Arg(0) == "cluster" && fs.NArg() > 1 { // scale.go
+		switch fs.Arg(1) {
+		case "drain":
+			return clusterDrain(cl, fs.Args()[2:])
+		case "resume":
+			return clusterResume(cl)
+		}
+	}
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,0 +1,347 @@
+package main
+
+// strata admin cluster drain / resume, and strata admin restore: scaling
+// a cluster to zero and bringing it back from the bucket
+// (broker/drain.go, broker/tier_restore.go, tier/snapshot.go).
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker"
+	"strata/controller/zk"
+	tierpkg "strata/tier"
+)
+
+const drainUsage = `usage: strata admin [--bootstrap HOST:PORT] cluster drain [--timeout D]
+       strata admin [--bootstrap HOST:PORT] cluster resume
+
+drain refuses writes on every broker and has each one roll and upload
+the active segment of every tiered partition it leads; it returns once
+every tiered partition's last tiered offset is its log end, when nothing
+exists only on a broker's disk and the brokers may all stop. Records of
+topics without remote.storage.enable stay on the brokers' disks: drain
+names them. resume accepts writes again (so does any broker started
+after the drain).
+`
+
+// clusterDrain runs strata admin cluster drain.
+func clusterDrain(cl *kgo.Client, args []string) int {
+	fs := flag.NewFlagSet("cluster drain", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for the uploads")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, drainUsage) }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	if err := alterDefaultBrokerConfig(ctx, adm, kadm.AlterConfig{Name: broker.DrainConfig, Value: &now}); err != nil {
+		return fail("cluster drain: %v", err)
+	}
+	tiered, untiered, err := tieredTopics(ctx, adm)
+	if err != nil {
+		return fail("cluster drain: %v", err)
+	}
+	for _, t := range untiered {
+		fmt.Fprintf(os.Stderr, "warning: topic %s is not tiered (remote.storage.enable=false): its records stay only on the brokers' disks\n", t)
+	}
+	fmt.Fprintf(os.Stderr, "draining: writes refused; uploading the active segments of %d tiered topics\n", len(tiered))
+	began := time.Now()
+	for {
+		left, total, err := drainLeft(ctx, cl, tiered)
+		switch {
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "  %v (retrying)\n", err)
+		case left == 0:
+			fmt.Printf("drained: all %d partitions of tiered topics are in the bucket (%v); the brokers may stop\n", total, time.Since(began).Round(time.Millisecond))
+			return 0
+		default:
+			fmt.Fprintf(os.Stderr, "  %d of %d partitions still uploading\n", left, total)
+		}
+		select {
+		case <-ctx.Done():
+			return fail("cluster drain: not drained within %v: %d partitions still uploading", *timeout, left)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// clusterResume runs strata admin cluster resume.
+func clusterResume(cl *kgo.Client) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := alterDefaultBrokerConfig(ctx, kadm.NewClient(cl), kadm.AlterConfig{Name: broker.DrainConfig, Op: kadm.DeleteConfig}); err != nil {
+		return fail("cluster resume: %v", err)
+	}
+	fmt.Println("resumed: writes accepted")
+	return 0
+}
+
+// alterDefaultBrokerConfig changes one cluster-wide dynamic broker config.
+func alterDefaultBrokerConfig(ctx context.Context, adm *kadm.Client, c kadm.AlterConfig) error {
+	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{c})
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %s", c.Name, errName(r.Err))
+		}
+	}
+	return nil
+}
+
+// tieredTopics splits the user topics by remote.storage.enable.
+func tieredTopics(ctx context.Context, adm *kadm.Client) (tiered, untiered []string, err error) {
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := slices.DeleteFunc(td.Names(), func(n string) bool { return strings.HasPrefix(n, "__") })
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return nil, nil, fmt.Errorf("describe configs of %s: %s", rc.Name, errName(rc.Err))
+		}
+		on := false
+		for _, c := range rc.Configs {
+			if c.Key == "remote.storage.enable" && c.Value != nil && *c.Value == "true" {
+				on = true
+			}
+		}
+		if on {
+			tiered = append(tiered, rc.Name)
+		} else {
+			untiered = append(untiered, rc.Name)
+		}
+	}
+	slices.Sort(tiered)
+	slices.Sort(untiered)
+	return tiered, untiered, nil
+}
+
+// drainLeft counts the partitions of topics whose records are not all in
+// the bucket: the last tiered offset (ListOffsets -5) is short of the log
+// end (-1), and the log is not empty (earliest -2 below the end).
+func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, total int, err error) {
+	if len(topics) == 0 {
+		return 0, 0, nil
+	}
+	adm := kadm.NewClient(cl)
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return 0, 0, err
+	}
+	got := map[int64]map[string]map[int32]int64{}
+	for _, ts := range []int64{-1, -2, -5} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = 9
+		for _, t := range topics {
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = t
+			for p := range md.Topics[t].Partitions {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p, -1, ts
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		shards := cl.RequestSharded(ctx, req)
+		got[ts] = map[string]map[int32]int64{}
+		for _, sh := range shards {
+			if sh.Err != nil {
+				return 0, 0, sh.Err
+			}
+			for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						return 0, 0, fmt.Errorf("%s-%d: %s", t.Topic, p.Partition, errName(err))
+					}
+					if got[ts][t.Topic] == nil {
+						got[ts][t.Topic] = map[int32]int64{}
+					}
+					got[ts][t.Topic][p.Partition] = p.Offset
+				}
+			}
+		}
+	}
+	for _, t := range topics {
+		for p := range md.Topics[t].Partitions {
+			total++
+			end, start, tiered := got[-1][t][p], got[-2][t][p], got[-5][t][p]
+			if end > start && tiered < end-1 {
+				left++
+			}
+		}
+	}
+	return left, total, nil
+}
+
+const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT --tier URL [--s3-endpoint URL] [--s3-region R]
+
+Brings a cluster back from its bucket alone: the topics (with their ids,
+partitions and configs), dynamic broker configs and producer id block
+from the metadata snapshot the controller keeps in the bucket are written
+into ZooKeeper (a fresh one: start the brokers, on empty disks, first),
+the brokers take each partition's log end from the bucket, and the
+consumer groups' committed offsets are committed again through
+--bootstrap once every partition serves.
+`
+
+// runRestore runs strata admin restore.
+func runRestore(bootstrap string, args []string) int {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	zkConnect := fs.String("zookeeper", "", "ZooKeeper connect string, HOST:PORT[/chroot]")
+	tierURL := fs.String("tier", "", "the tier the cluster used, s3://bucket/prefix or file:///dir")
+	s3Endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
+	s3Region := fs.String("s3-region", "", "S3 region for an s3:// tier")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for every partition to serve")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, restoreUsage) }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *zkConnect == "" || *tierURL == "" {
+		fs.Usage()
+		return 2
+	}
+	tc := tierpkg.Config{URL: *tierURL, S3Endpoint: *s3Endpoint, S3Region: *s3Region}
+	if err := tc.Validate(); err != nil {
+		return fail("restore: %v", err)
+	}
+	store, err := tierpkg.Open(tc)
+	if err != nil {
+		return fail("restore: --tier: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	snap, err := tierpkg.ReadClusterSnapshot(ctx, store)
+	if errors.Is(err, tierpkg.ErrNotFound) {
+		return fail("restore: %s holds no cluster metadata snapshot", *tierURL)
+	}
+	if err != nil {
+		return fail("restore: %v", err)
+	}
+	req := zk.RestoreRequest{NextProducerID: snap.NextProducerID, BrokerConfigs: map[string]map[string]string{}}
+	for b, cfg := range snap.BrokerConfigs {
+		c := map[string]string{}
+		for k, v := range cfg {
+			if k != broker.DrainConfig { // the restored cluster accepts writes
+				c[k] = v
+			}
+		}
+		req.BrokerConfigs[b] = c
+	}
+	for _, t := range snap.Topics {
+		id, err := base64.RawURLEncoding.DecodeString(t.TopicID)
+		if err != nil || len(id) != 16 {
+			return fail("restore: topic %s: bad topic id %q in the snapshot", t.Name, t.TopicID)
+		}
+		rt := zk.RestoreTopic{Name: t.Name, Replicas: t.Replicas, Configs: t.Configs}
+		copy(rt.ID[:], id)
+		req.Topics = append(req.Topics, rt)
+	}
+	began := time.Now()
+	res, err := zk.Restore(ctx, *zkConnect, req)
+	if err != nil {
+		return fail("restore: %v", err)
+	}
+	fmt.Printf("restored %d topics from the snapshot of %s (%d already there", len(res.Created), time.UnixMilli(snap.WrittenMs).UTC().Format(time.RFC3339), len(res.Existing))
+	if len(res.Remapped) > 0 {
+		fmt.Printf("; replicas moved to registered brokers: %s", strings.Join(res.Remapped, ", "))
+	}
+	fmt.Println(")")
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		return fail("restore: %v", err)
+	}
+	defer cl.Close()
+	var names []string
+	for _, t := range snap.Topics {
+		names = append(names, t.Name)
+	}
+	for {
+		err := allServe(ctx, cl, names)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fail("restore: not every partition serves within %v: %v", *timeout, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	fmt.Printf("every partition serves (%v after the restore began)\n", time.Since(began).Round(time.Millisecond))
+	groups, err := tierpkg.ReadGroupOffsets(ctx, store)
+	if err != nil {
+		return fail("restore: group offsets: %v", err)
+	}
+	adm := kadm.NewClient(cl)
+	n := 0
+	for _, g := range groups {
+		for group, topics := range g.Groups {
+			var offs kadm.Offsets
+			for t, parts := range topics {
+				for p, o := range parts {
+					offs.Add(kadm.Offset{Topic: t, Partition: p, At: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
+				}
+			}
+			rs, err := adm.CommitOffsets(ctx, group, offs)
+			if err == nil {
+				err = rs.Error()
+			}
+			if err != nil {
+				return fail("restore: commit offsets of group %s: %s", group, errName(err))
+			}
+			n++
+		}
+	}
+	fmt.Printf("committed the offsets of %d consumer groups\n", n)
+	return 0
+}
+
+// allServe tells whether every partition of topics answers ListOffsets
+// at its leader.
+func allServe(ctx context.Context, cl *kgo.Client, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if _, ok := ends[t]; !ok {
+			return fmt.Errorf("topic %s not known yet", t)
+		}
+	}
+	var bad error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil && bad == nil {
+			bad = fmt.Errorf("%s-%d: %s", o.Topic, o.Partition, errName(o.Err))
+		}
+	})
+	return bad
+}
