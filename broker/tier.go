@@ -77,6 +77,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -101,6 +102,9 @@ type tierState struct {
 	passMu sync.Mutex
 	// wake starts a pass before the interval is up (kickTier).
 	wake chan struct{}
+	// warnings rate-limits the per-partition warnings of a failing
+	// bucket.
+	warnings bucketWarnings
 
 	mu       sync.Mutex
 	settings map[*partition]tierTopic
@@ -360,7 +364,7 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	case err != nil:
 		ts.copyErrors.Inc()
 		if s.ctx.Err() == nil {
-			s.log.Warn("copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+			s.tier.warnings.warn(s.log, "copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	case st.Unsettled > 0:
 		s.log.Info("waiting for another broker's unfinished uploads before copying", "topic", p.topic, "partition", p.index, "uploads", st.Unsettled)
@@ -434,4 +438,50 @@ func (s *Server) closeTier() error {
 	}
 	s.tier.read.reader.Close()
 	return s.tier.idx.Close()
+}
+
+// bucketWarnings rate-limits warnings that every partition repeats when
+// the bucket is down: the first of a kind in a minute is logged, the
+// others of that minute at debug, and the next one logged says how many
+// there were.
+type bucketWarnings struct {
+	mu    sync.Mutex
+	kinds map[string]*bucketWarning
+}
+
+type bucketWarning struct {
+	logged     time.Time
+	suppressed int
+}
+
+const bucketWarnEvery = time.Minute
+
+// warn logs msg as a warning, at most once a minute per msg.
+func (w *bucketWarnings) warn(log *slog.Logger, msg string, args ...any) {
+	now := time.Now()
+	w.mu.Lock()
+	if w.kinds == nil {
+		w.kinds = map[string]*bucketWarning{}
+	}
+	k := w.kinds[msg]
+	if k == nil {
+		k = &bucketWarning{}
+		w.kinds[msg] = k
+	}
+	loud := now.Sub(k.logged) >= bucketWarnEvery
+	suppressed := k.suppressed
+	if loud {
+		k.logged, k.suppressed = now, 0
+	} else {
+		k.suppressed++
+	}
+	w.mu.Unlock()
+	if !loud {
+		log.Debug(msg, args...)
+		return
+	}
+	if suppressed > 0 {
+		args = append(args, "similar_warnings_in_the_last_minute", suppressed)
+	}
+	log.Warn(msg, args...)
 }

@@ -124,7 +124,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 	st, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
 	if err != nil {
 		if s.ctx.Err() == nil {
-			s.log.Warn("refresh remote index from the bucket; retrying next pass", "topic", p.topic, "partition", p.index, "leader", leader, "err", err)
+			s.tier.warnings.warn(s.log, "refresh remote index from the bucket; retrying next pass", "topic", p.topic, "partition", p.index, "leader", leader, "err", err)
 		}
 		return false
 	}
@@ -139,7 +139,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 		// leadership lost with the bucket down) go now, so that the
 		// leader need not wait out the settle grace for them.
 		if n, err := ts.uploader.SettleOwn(ctx, tierPartition(p)); err != nil {
-			s.log.Warn("delete own unfinished uploads; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+			s.tier.warnings.warn(s.log, "delete own unfinished uploads; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
 		} else if n > 0 {
 			s.log.Info("deleted own unfinished uploads", "topic", p.topic, "partition", p.index, "uploads", n)
 		}

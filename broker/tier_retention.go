@@ -103,7 +103,7 @@ func (s *Server) expireRemote(p *partition) {
 	r.deleteRequests.Add(float64(st.Attempts))
 	r.deleteErrors.Add(float64(st.Failed))
 	if err != nil && s.ctx.Err() == nil {
-		s.log.Warn("remote retention; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+		s.tier.warnings.warn(s.log, "remote retention; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
 	}
 	if st.Deleted > 0 || st.Resumed > 0 {
 		s.log.Info("remote retention deleted segments", "topic", p.topic, "partition", p.index,
