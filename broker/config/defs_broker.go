@@ -192,7 +192,7 @@ var brokerTable = newTable([]*Def{
 	{Name: "remote.log.reconciliation.interval.ms", Type: Long, Default: str("3600000"), Check: reconcileInterval,
 		Doc: "How often the broker deletes orphaned objects from the tier (unfinished uploads nobody will finish, objects of deleted topics), in milliseconds; -1 disables."},
 	{Name: "remote.log.reconciliation.grace.ms", Type: Long, Default: str("3600000"), Check: atLeast(0),
-		Doc: "How old an orphaned object must be before reconciliation deletes it, in milliseconds; at least 10 remote.log.manager.task.interval.ms are used. Must exceed the longest upload of a segment."},
+		Doc: "How old an orphaned object must be before reconciliation deletes it, in milliseconds; at least 10 remote.log.manager.task.interval.ms are used. An upload in progress heartbeats its manifest, so this need only exceed a few heartbeats (an eighth of it each) and the clocks' skew, not the longest upload."},
 
 	// Groups, offsets, transactions and producers.
 	{Name: "offsets.topic.num.partitions", Type: Int, Default: str("50"), Check: atLeast(1),

@@ -88,9 +88,9 @@ type chaosTier struct {
 	copyRate int
 	// graceMs is remote.log.reconciliation.grace.ms: the settle grace is
 	// max(graceMs, 10 × chaosTaskMs), and an upload may write its
-	// COPY_SEGMENT_FINISHED state only within half of it, so half of it
-	// must exceed the longest upload (two segments of each partition a
-	// broker leads at once, at copyRate).
+	// COPY_SEGMENT_FINISHED state only within half of it after its
+	// latest heartbeat (one every eighth of the grace); the campaigns keep
+	// their uploads shorter than half of it anyway, as before heartbeats.
 	graceMs int
 }
 
