@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-throughput clean cluster cluster-down chaos
+.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-throughput clean cluster cluster-down chaos compat
 
 all: build
 
@@ -38,6 +38,14 @@ vet:
 
 test: test-deps vet
 	$(GO) test -count=1 -timeout $(TESTTIME) ./...
+
+# The client matrix (compat/): Kafka's Java client and tools, franz-go,
+# sarama, kafka-go, kcat, python3-confluent-kafka and kafkajs against a
+# real broker; rewrites docs/compatibility.md. `make test` runs the same
+# suite and only checks that file.
+compat:
+	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper compat-java compat-kafkajs
+	STRATA_COMPAT_WRITE=1 $(GO) test -count=1 -timeout 10m -run '^TestCompat$$' -v ./compat/
 
 # The long reliability campaigns of tiered storage (issue 15), about
 # eight minutes on two cores: 20 kill -9s and leadership moves under load

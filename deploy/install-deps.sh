@@ -4,9 +4,12 @@
 # packages; zookeeper runs on the machine's Java), minio (built from
 # source with `go install`, about two minutes the first time) and kafka
 # (Apache Kafka's jars from Maven Central with mvn, about 45 MB, for the
-# benchmark's kafka targets). Usage: install-deps.sh NAME...
-# `install-deps.sh --path minio|kafka` prints where MinIO's binary or
-# Kafka's directory is (or goes).
+# benchmark's kafka targets), and for the client matrix (compat/):
+# compat-java (compat/java built with Maven: Kafka's Java client and
+# tools) and compat-kafkajs (compat/node's kafkajs and codecs from npm).
+# Usage: install-deps.sh NAME...
+# `install-deps.sh --path minio|kafka|compat-java|compat-kafkajs` prints
+# where MinIO's binary or the directory of the others is (or goes).
 set -euo pipefail
 
 need_apt_update=1
@@ -84,11 +87,71 @@ kafka_install() {
   echo "install-deps: Apache Kafka $version in $dir" >&2
 }
 
+# The client matrix's Java program (compat/java: a pom with kafka-clients
+# and kafka-tools, the version of bench/kafka/pom.xml), built with Maven
+# once per hash of its sources into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-java-HASH: classes/ and
+# libs/ (the runtime dependencies).
+COMPAT_DIR="$(cd "$(dirname "$0")/.." && pwd)/compat"
+compat_hash() { (cd "$COMPAT_DIR/$1" && find . -type f ! -path './target/*' ! -name .gitignore | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16); }
+compat_java_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-java-$(compat_hash java)"; }
+compat_java_install() {
+  local dir tmp
+  dir="$(compat_java_path)"
+  [ -f "$dir/classes/strata/compat/Main.class" ] && return 0
+  for tool in java mvn; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "install-deps: compat-java needs $tool on PATH (Java 17 or later, and Maven)" >&2
+      exit 1
+    fi
+  done
+  mkdir -p "$(dirname "$dir")"
+  tmp="$(mktemp -d "$dir.install-XXXXXX")"
+  echo "install-deps: building compat/java with Maven (kafka-clients, kafka-tools)" >&2
+  if ! mvn -B -q -Dstyle.color=never -f "$COMPAT_DIR/java/pom.xml" package dependency:copy-dependencies \
+      -DincludeScope=runtime -Dcompat.out="$tmp/build" -DoutputDirectory="$tmp/libs" >&2; then
+    rm -rf "$tmp"
+    echo "install-deps: mvn could not build compat/java" >&2
+    exit 1
+  fi
+  mv "$tmp/build/classes" "$tmp/classes"
+  rm -rf "$tmp/build"
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+}
+
+# kafkajs and its codecs for the client matrix (compat/node/package.json,
+# exact versions), installed with npm once per hash of that file into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-kafkajs-HASH.
+compat_kafkajs_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-kafkajs-$(compat_hash node)"; }
+compat_kafkajs_install() {
+  local dir tmp
+  dir="$(compat_kafkajs_path)"
+  [ -f "$dir/node_modules/kafkajs/package.json" ] && return 0
+  for tool in node npm; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "install-deps: compat-kafkajs needs $tool on PATH (Debian packages nodejs and npm)" >&2
+      exit 1
+    fi
+  done
+  mkdir -p "$(dirname "$dir")"
+  tmp="$(mktemp -d "$dir.install-XXXXXX")"
+  cp "$COMPAT_DIR/node/package.json" "$tmp/"
+  echo "install-deps: installing kafkajs and its codecs with npm" >&2
+  if ! (cd "$tmp" && npm install --no-audit --no-fund --loglevel=error >&2); then
+    rm -rf "$tmp"
+    echo "install-deps: npm install of compat/node/package.json failed" >&2
+    exit 1
+  fi
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+}
+
 if [ "${1:-}" = --path ]; then
   case "${2:-}" in
     minio) minio_path; exit 0 ;;
     kafka) kafka_path; exit 0 ;;
-    *) echo "install-deps: --path knows minio and kafka" >&2; exit 2 ;;
+    compat-java) compat_java_path; exit 0 ;;
+    compat-kafkajs) compat_kafkajs_path; exit 0 ;;
+    *) echo "install-deps: --path knows minio, kafka, compat-java and compat-kafkajs" >&2; exit 2 ;;
   esac
 fi
 
@@ -101,6 +164,8 @@ for dep in "$@"; do
     zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1 || apt_install zookeeper ;;
     minio) minio_install ;;
     kafka) kafka_install ;;
+    compat-java) compat_java_install ;;
+    compat-kafkajs) compat_kafkajs_install ;;
     *) echo "install-deps: unknown dependency $dep" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,27 @@
+// Package compat is the client matrix: a suite that drives a real Strata
+// broker with the clients people use against Kafka (Apache Kafka's Java
+// client and command-line tools, franz-go, IBM/sarama, segmentio/kafka-go,
+// librdkafka through kcat and python3-confluent-kafka, and kafkajs) and
+// records, for each client and feature, whether it works.
+//
+// The test (compat_test.go) starts one broker for most checks and a
+// two-broker cluster on ZooKeeper for the leader-change check, runs every
+// client's checks, and compares the outcome with what this package
+// declares:
+//
+//   - [clients] lists each client and the features it lacks (with why),
+//     so that no feature is silently untested;
+//   - [expectedFailures] lists the features that fail today because of the
+//     broker, with the reason; a listed failure that starts passing fails
+//     the test, so the list stays true.
+//
+// It renders docs/compatibility.md from the outcome: `make compat` (which
+// sets STRATA_COMPAT_WRITE=1) rewrites it, and `go test ./compat/` (so
+// `make test`) fails when the file differs from what the run found.
+//
+// External clients run as subprocesses that print one line per check,
+// "RESULT client|feature|PASS|FAIL|UNSUPPORTED|detail" (see
+// java/src/main/java/strata/compat/Main.java, scripts/); for the leader
+// change a client prints "MOVE topic" and waits for a line on its stdin,
+// which the harness writes once it has moved that partition's leader.
+package compat

@@ -1,0 +1,280 @@
+package compat
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Feature is one row of the matrix.
+type Feature struct {
+	Key, Title string
+}
+
+// features are the rows, in the order of the document.
+var features = []Feature{
+	{"produce-gzip", "produce, gzip"},
+	{"produce-snappy", "produce, snappy"},
+	{"produce-lz4", "produce, lz4"},
+	{"produce-zstd", "produce, zstd"},
+	{"produce-idempotent", "idempotent produce"},
+	{"consume-partition", "consume assigned partitions"},
+	{"group-default", "group, default assignor"},
+	{"group-cooperative", "group, cooperative assignor"},
+	{"group-kip848", "group, KIP-848 consumer protocol"},
+	{"offsets", "commit and fetch offsets"},
+	{"admin", "admin: create/delete topics, describe configs"},
+	{"leader-change", "metadata after a leader change"},
+	{"transactions", "transactions"},
+}
+
+// toolFeature is the one feature of a command-line tool.
+const toolFeature = "tool"
+
+// Client is one column of the matrix (or, for a tool, one row of the
+// tools table).
+type Client struct {
+	Key   string // as the drivers report it
+	Title string
+	Tool  bool   // a Kafka command-line tool: one feature, toolFeature
+	Run   string // for a tool: what the check runs
+	// NA lists the features the client lacks, with why; they are not run.
+	NA map[string]string
+	// TxnError is a part of the error the client reports at once when a
+	// transactional producer starts (Strata has no transactions yet).
+	TxnError string
+}
+
+const (
+	noKIP848     = "the client has no KIP-848 consumer"
+	librdkafkaV2 = "Debian's librdkafka 2.0.2 predates its KIP-848 consumer (2.10)"
+)
+
+// clients are the columns, in the order of the document, and the tools.
+var clients = []Client{
+	{Key: "java", Title: "Java kafka-clients",
+		TxnError: "TransactionalIdAuthorizationException"},
+	{Key: "franz-go", Title: "franz-go",
+		TxnError: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"},
+	{Key: "sarama", Title: "IBM/sarama",
+		NA:       map[string]string{"group-kip848": noKIP848},
+		TxnError: "Transactional ID authorization failed"},
+	{Key: "kafka-go", Title: "segmentio/kafka-go",
+		NA: map[string]string{
+			"produce-idempotent": "kafka-go's Writer has no idempotent mode",
+			"group-cooperative":  "kafka-go has no cooperative rebalance protocol (only eager Range and RoundRobin)",
+			"group-kip848":       noKIP848,
+			"transactions":       "kafka-go has no transactional producer",
+		}},
+	{Key: "kcat", Title: "kcat (librdkafka)",
+		NA: map[string]string{
+			"group-kip848": librdkafkaV2,
+			"offsets":      "kcat has no command that commits or fetches offsets on demand; see python3-confluent-kafka, the same librdkafka",
+			"admin":        "kcat has no admin commands (only -L, metadata, used by the leader-change check)",
+		},
+		TxnError: "transactions are not supported by Strata yet"},
+	{Key: "confluent-kafka-python", Title: "python3-confluent-kafka (librdkafka)",
+		NA:       map[string]string{"group-kip848": librdkafkaV2},
+		TxnError: "transactions are not supported by Strata yet"},
+	{Key: "kafkajs", Title: "kafkajs",
+		NA: map[string]string{
+			"consume-partition": "kafkajs consumes only in groups (no assign)",
+			"group-cooperative": "kafkajs has no cooperative rebalance protocol",
+			"group-kip848":      noKIP848,
+		},
+		TxnError: "coordinator"},
+
+	{Key: "kafka-topics", Title: "kafka-topics", Tool: true,
+		Run: "`--create` with a config, `--list`, `--alter --partitions`, `--describe`, `--delete`"},
+	{Key: "kafka-configs", Title: "kafka-configs", Tool: true,
+		Run: "`--alter --add-config` and `--delete-config` on a topic, `--describe` of a topic and of a broker with `--all`"},
+	{Key: "kafka-consumer-groups", Title: "kafka-consumer-groups", Tool: true,
+		Run: "`--list`, `--describe` (offsets and lag, `--members`), `--reset-offsets --to-earliest --execute`, `--delete`"},
+	{Key: "kafka-leader-election", Title: "kafka-leader-election", Tool: true,
+		Run: "`--election-type preferred` for one partition of a two-broker cluster"},
+	{Key: "kafka-reassign-partitions", Title: "kafka-reassign-partitions", Tool: true,
+		Run: "`--execute` then `--verify` of moving a partition to the other broker"},
+}
+
+// cell names one client's feature.
+type cell struct{ client, feature string }
+
+// expectedFailures are the features that fail today, with the reason. The
+// test fails when one of them passes, so that this list stays true; fix
+// the broker, then remove the entry.
+var expectedFailures = map[cell]string{
+	// None today. An entry reads:
+	// {"client", "feature"}: "what fails, the request and version, what the broker answers and what Kafka would",
+}
+
+// Status is the outcome of one check.
+type Status string
+
+const (
+	Pass        Status = "PASS"
+	Fail        Status = "FAIL"
+	Unsupported Status = "UNSUPPORTED" // transactions: refused at once, as wanted
+)
+
+// Outcome is what a check found.
+type Outcome struct {
+	Status Status
+	Detail string
+}
+
+// Matrix holds every outcome and each client's version.
+type Matrix struct {
+	Versions map[string]string // client key -> version
+	Outcomes map[cell]Outcome
+}
+
+// Problems compares the matrix with what this package declares and
+// returns what is wrong: a feature not run, a not-applicable one that ran,
+// an unexpected failure, an expected failure that passed.
+func (m *Matrix) Problems() []string {
+	var out []string
+	for _, c := range clients {
+		fs := []string{toolFeature}
+		if !c.Tool {
+			fs = fs[:0]
+			for _, f := range features {
+				fs = append(fs, f.Key)
+			}
+		}
+		if m.Versions[c.Key] == "" && !c.Tool {
+			out = append(out, fmt.Sprintf("%s: no version reported", c.Key))
+		}
+		for _, f := range fs {
+			o, ran := m.Outcomes[cell{c.Key, f}]
+			reason, na := c.NA[f]
+			why, expected := expectedFailures[cell{c.Key, f}]
+			switch {
+			case na && ran:
+				out = append(out, fmt.Sprintf("%s %s: declared not applicable (%s) but ran: %s %s", c.Key, f, reason, o.Status, o.Detail))
+			case na:
+			case !ran:
+				out = append(out, fmt.Sprintf("%s %s: not run (every feature runs or is declared not applicable)", c.Key, f))
+			case o.Status == Unsupported && f != "transactions":
+				out = append(out, fmt.Sprintf("%s %s: reported unsupported: %s", c.Key, f, o.Detail))
+			case o.Status == Fail && !expected:
+				out = append(out, fmt.Sprintf("%s %s: FAIL: %s", c.Key, f, o.Detail))
+			case o.Status != Fail && expected:
+				out = append(out, fmt.Sprintf("%s %s: expected to fail (%s) but %s: %s; remove it from expectedFailures", c.Key, f, why, o.Status, o.Detail))
+			}
+		}
+	}
+	for k, o := range m.Outcomes {
+		if clientByKey(k.client) == nil {
+			out = append(out, fmt.Sprintf("unknown client %q reported %s %s", k.client, k.feature, o.Status))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func clientByKey(key string) *Client {
+	for i := range clients {
+		if clients[i].Key == key {
+			return &clients[i]
+		}
+	}
+	return nil
+}
+
+// Render writes docs/compatibility.md. It uses only what is declared here
+// and the pass/fail outcomes, so that it is the same from run to run.
+func (m *Matrix) Render() string {
+	var b strings.Builder
+	var notes []string
+	note := func(s string) string {
+		for i, n := range notes {
+			if n == s {
+				return fmt.Sprintf("[%d]", i+1)
+			}
+		}
+		notes = append(notes, s)
+		return fmt.Sprintf("[%d]", len(notes))
+	}
+	cellText := func(c Client, f string) string {
+		if reason, ok := c.NA[f]; ok {
+			return "n/a " + note(reason)
+		}
+		o, ok := m.Outcomes[cell{c.Key, f}]
+		switch {
+		case !ok:
+			return "untested"
+		case o.Status == Pass:
+			return "pass"
+		case o.Status == Unsupported:
+			return "not supported " + note("Strata has no transactions yet: a transactional producer fails at once (within 5 s) with "+c.TxnError+", and does not hang")
+		default:
+			if why, ok := expectedFailures[cell{c.Key, f}]; ok {
+				return "**FAIL** " + note(why)
+			}
+			return "**FAIL**"
+		}
+	}
+
+	b.WriteString("# Client compatibility\n\n")
+	b.WriteString("Generated by `make compat` from the suite in `compat/`; do not edit by hand.\n")
+	b.WriteString("`make test` runs the same suite and fails when this file is not what it finds.\n")
+	b.WriteString("Each check drives a real Strata broker (one broker; two brokers on ZooKeeper\n")
+	b.WriteString("for the leader change) and reads back what it wrote.\n\n")
+
+	b.WriteString("## Clients\n\n| client | version |\n|---|---|\n")
+	for _, c := range clients {
+		if !c.Tool {
+			fmt.Fprintf(&b, "| %s | %s |\n", c.Title, m.Versions[c.Key])
+		}
+	}
+	b.WriteString("\n## Features\n\n| feature |")
+	for _, c := range clients {
+		if !c.Tool {
+			fmt.Fprintf(&b, " %s |", c.Title)
+		}
+	}
+	b.WriteString("\n|---|")
+	for _, c := range clients {
+		if !c.Tool {
+			b.WriteString("---|")
+		}
+	}
+	b.WriteString("\n")
+	for _, f := range features {
+		fmt.Fprintf(&b, "| %s |", f.Title)
+		for _, c := range clients {
+			if !c.Tool {
+				fmt.Fprintf(&b, " %s |", cellText(c, f.Key))
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\n## Kafka's command-line tools\n\nRun as Java classes of `org.apache.kafka:kafka-tools` %s, in one JVM with the Java client.\n\n", m.Versions["java"])
+	b.WriteString("| tool | what is run | result |\n|---|---|---|\n")
+	for _, c := range clients {
+		if c.Tool {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Title, c.Run, cellText(c, toolFeature))
+		}
+	}
+	b.WriteString("\n## Notes\n\n")
+	for i, n := range notes {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, n)
+	}
+	b.WriteString("\n## What each feature checks\n\n")
+	for _, line := range featureDocs {
+		b.WriteString("- " + line + "\n")
+	}
+	return b.String()
+}
+
+// featureDocs say what the checks do, for the document.
+var featureDocs = []string{
+	"**produce, codec**: a producer with that compression codec writes 50 records (acks=all) and the same client reads them back in order.",
+	"**idempotent produce**: the same with the client's idempotent producer.",
+	"**consume assigned partitions**: records are read from partitions the client assigns itself, without a group.",
+	"**group**: one member subscribes to a three-partition topic, is assigned all of it, reads every record and commits; the committed offsets are checked. The default assignor is the client's own default; cooperative is cooperative-sticky; KIP-848 uses `group.protocol=consumer` (ConsumerGroupHeartbeat).",
+	"**commit and fetch offsets**: an offset (with metadata where the client has it) is committed and fetched back.",
+	"**admin**: a topic is created (with a config where the client can), its configs described, then deleted.",
+	"**metadata after a leader change**: on two brokers, a producer writes to a partition, its leader moves (preferred leader election), and the same producer writes again and its metadata names the new leader.",
+	"**transactions**: a transactional producer starts; Strata has no transactions yet, so the check passes when the client fails at once (not after a timeout) with the broker's refusal.",
+}

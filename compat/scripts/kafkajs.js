@@ -1,0 +1,219 @@
+// The kafkajs checks of the client matrix (compat/). Prints one
+// "RESULT client|feature|status|detail" line per check; for the leader
+// change prints "MOVE topic" and waits for a line on stdin.
+// Usage: node kafkajs.js BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID
+// (NODE_PATH: node_modules of compat/node/package.json)
+const { Kafka, logLevel, CompressionTypes, CompressionCodecs } = require('kafkajs');
+const SnappyCodec = require('kafkajs-snappy');
+const LZ4Codec = require('kafkajs-lz4');
+const { ZstdCodec } = require('zstd-codec');
+const readline = require('readline');
+
+const CLIENT = 'kafkajs';
+const N = 50;
+const [bootstrap, cluster, newLeaderArg] = process.argv.slice(2);
+const newLeader = Number(newLeaderArg);
+
+// zstd through zstd-codec (Emscripten, no native build).
+function zstdCodec() {
+  const simple = new Promise((resolve) => ZstdCodec.run((z) => resolve(new z.Simple())));
+  return () => ({
+    async compress(encoder) { return Buffer.from((await simple).compress(encoder.buffer)); },
+    async decompress(buffer) { return Buffer.from((await simple).decompress(buffer)); },
+  });
+}
+CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec;
+CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
+CompressionCodecs[CompressionTypes.ZSTD] = zstdCodec();
+
+const kafka = (servers) => new Kafka({ clientId: 'compat-kafkajs', brokers: servers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 5 } });
+const single = kafka(bootstrap);
+
+function result(feature, status, detail) {
+  console.log(`RESULT ${CLIENT}|${feature}|${status}|${String(detail).replace(/\n/g, ' ')}`);
+}
+
+async function check(feature, fn) {
+  const start = Date.now();
+  try {
+    const d = (await fn()) || '';
+    result(feature, 'PASS', `${d} (${Date.now() - start} ms)`);
+  } catch (e) {
+    result(feature, 'FAIL', `${e.name}: ${e.message} (${Date.now() - start} ms)`);
+  }
+}
+
+const values = (topic) => Array.from({ length: N }, (_, i) => `${topic}-value-${i}-${'0'.repeat(i % 13)}`);
+
+async function create(topic, partitions, configEntries = []) {
+  const admin = single.admin();
+  await admin.connect();
+  try {
+    const ok = await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1, configEntries }] });
+    if (!ok) throw new Error(`createTopics ${topic}: not created`);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function produce(topic, partitions, opts, compression) {
+  const p = single.producer(opts);
+  await p.connect();
+  const vs = values(topic);
+  try {
+    await p.send({ topic, acks: -1, compression, messages: vs.map((v, i) => ({ value: v, partition: i % partitions })) });
+  } finally {
+    await p.disconnect();
+  }
+  return vs;
+}
+
+// consumeGroup reads n records of topic in group g and commits.
+async function consumeGroup(topic, g, n) {
+  const c = single.consumer({ groupId: g, maxWaitTimeInMs: 200 });
+  await c.connect();
+  await c.subscribe({ topic, fromBeginning: true });
+  const got = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`read ${got.length} of ${n} records in 30 s`)), 30000);
+    c.run({
+      autoCommit: false,
+      eachMessage: async ({ topic: t, partition, message }) => {
+        got.push(message.value.toString());
+        await c.commitOffsets([{ topic: t, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+        if (got.length >= n) { clearTimeout(timer); resolve(); }
+      },
+    }).catch(reject);
+  });
+  await c.disconnect();
+  return got;
+}
+
+const sameSet = (got, want) => JSON.stringify([...got].sort()) === JSON.stringify([...want].sort());
+
+function produceCheck(topic, compression, opts = {}) {
+  return async () => {
+    await create(topic, 1);
+    const vs = await produce(topic, 1, opts, compression);
+    const got = await consumeGroup(topic, `${topic}-reader`, N);
+    if (JSON.stringify(got) !== JSON.stringify(vs)) throw new Error(`read back ${got.length} records, not the ${N} produced in order`);
+  };
+}
+
+async function committedSum(g, topic) {
+  const admin = single.admin();
+  await admin.connect();
+  try {
+    const os = await admin.fetchOffsets({ groupId: g, topics: [topic] });
+    return os[0].partitions.reduce((s, p) => s + Number(p.offset), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function groupDefault() {
+  const topic = 'js-grp-default';
+  await create(topic, 3);
+  const vs = await produce(topic, 3, {});
+  const got = await consumeGroup(topic, `${topic}-g`, N);
+  if (!sameSet(got, vs)) throw new Error(`group consumer read ${got.length} of ${N} records`);
+  const sum = await committedSum(`${topic}-g`, topic);
+  if (sum !== N) throw new Error(`committed offsets sum to ${sum}, want ${N}`);
+}
+
+async function offsets() {
+  const topic = 'js-offsets';
+  const g = 'js-offsets-g';
+  await create(topic, 1);
+  const admin = single.admin();
+  await admin.connect();
+  try {
+    await admin.setOffsets({ groupId: g, topic, partitions: [{ partition: 0, offset: '17' }] });
+    const os = await admin.fetchOffsets({ groupId: g, topics: [topic] });
+    const o = os[0].partitions.find((p) => p.partition === 0);
+    if (!o || o.offset !== '17') throw new Error(`fetchOffsets = ${JSON.stringify(os)}, want 17`);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function adminCheck() {
+  const topic = 'js-admin';
+  await create(topic, 2, [{ name: 'retention.ms', value: '3600000' }]);
+  const admin = single.admin();
+  await admin.connect();
+  try {
+    const { ConfigResourceTypes } = require('kafkajs');
+    const r = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }] });
+    const e = r.resources[0].configEntries.find((c) => c.configName === 'retention.ms');
+    if (!e || e.configValue !== '3600000') throw new Error(`describeConfigs: ${JSON.stringify(r.resources[0])}`);
+    await admin.deleteTopics({ topics: [topic], timeout: 20000 });
+    const deadline = Date.now() + 15000;
+    while ((await admin.listTopics()).includes(topic)) {
+      if (Date.now() > deadline) throw new Error('topic still listed 15 s after delete');
+      await new Promise((r2) => setTimeout(r2, 100));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+const lines = readline.createInterface({ input: process.stdin });
+const nextLine = () => new Promise((resolve) => lines.once('line', resolve));
+
+async function leaderChange() {
+  const topic = `lc-${CLIENT}`;
+  const k = kafka(cluster);
+  const p = k.producer();
+  await p.connect();
+  try {
+    await p.send({ topic, acks: -1, messages: [{ value: 'before', partition: 0 }] });
+    const answer = nextLine();
+    console.log(`MOVE ${topic}`);
+    const line = await answer;
+    if (!line.startsWith('MOVED')) throw new Error(`harness answered ${line} to MOVE`);
+    await p.send({ topic, acks: -1, messages: [{ value: 'after', partition: 0 }] });
+  } finally {
+    await p.disconnect();
+  }
+  const admin = k.admin();
+  await admin.connect();
+  try {
+    const md = await admin.fetchTopicMetadata({ topics: [topic] });
+    const l = md.topics[0].partitions[0].leader;
+    if (l !== newLeader) throw new Error(`metadata names leader ${l}, want ${newLeader}`);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function transactions() {
+  const p = single.producer({ transactionalId: 'js-txn', idempotent: true, maxInFlightRequests: 1 });
+  const start = Date.now();
+  try {
+    await p.connect();
+    const txn = await p.transaction();
+    await txn.abort();
+    result('transactions', 'FAIL', 'a transaction started; transactions are not expected to work yet');
+  } catch (e) {
+    const cause = e.originalError || e.cause || {};
+    result('transactions', 'UNSUPPORTED', `${Date.now() - start} ms ${e.name}: ${e.message} ${cause.type || ''} ${cause.message || ''}`);
+  }
+  await p.disconnect().catch(() => {});
+}
+
+async function main() {
+  console.log(`VERSION ${CLIENT} ${require('kafkajs/package.json').version}`);
+  await check('produce-gzip', produceCheck('js-gzip', CompressionTypes.GZIP));
+  await check('produce-snappy', produceCheck('js-snappy', CompressionTypes.Snappy));
+  await check('produce-lz4', produceCheck('js-lz4', CompressionTypes.LZ4));
+  await check('produce-zstd', produceCheck('js-zstd', CompressionTypes.ZSTD));
+  await check('produce-idempotent', produceCheck('js-idem', CompressionTypes.None, { idempotent: true, maxInFlightRequests: 1 }));
+  await check('group-default', groupDefault);
+  await check('offsets', offsets);
+  await check('admin', adminCheck);
+  await check('leader-change', leaderChange);
+  await transactions();
+  console.log('DONE');
+}
+main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });

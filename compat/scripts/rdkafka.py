@@ -1,0 +1,191 @@
+# The librdkafka checks of the client matrix (compat/), with Debian's
+# python3-confluent-kafka. Prints one "RESULT client|feature|status|detail"
+# line per check; for the leader change prints "MOVE topic" and waits for
+# a line on stdin. Usage: rdkafka.py BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID
+import sys
+import time
+
+import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+CLIENT = "confluent-kafka-python"
+N = 50
+bootstrap, cluster, new_leader = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+
+def result(feature, status, detail):
+    print("RESULT %s|%s|%s|%s" % (CLIENT, feature, status, detail.replace("\n", " ")), flush=True)
+
+
+def check(feature, fn):
+    start = time.time()
+    try:
+        detail = fn() or ""
+        result(feature, "PASS", "%s (%.1f s)" % (detail, time.time() - start))
+    except Exception as e:  # noqa: BLE001 - every failure is reported
+        result(feature, "FAIL", "%s: %s (%.1f s)" % (type(e).__name__, e, time.time() - start))
+
+
+def values(topic, n=N):
+    return ["%s-value-%d-%s" % (topic, i, "0" * (i % 13)) for i in range(n)]
+
+
+def admin(servers=bootstrap):
+    return AdminClient({"bootstrap.servers": servers})
+
+
+def create(topic, partitions, servers=bootstrap, config=None):
+    a = admin(servers)  # alive until the future resolves
+    fs = a.create_topics([NewTopic(topic, partitions, 1, config=config or {})], request_timeout=20)
+    fs[topic].result(20)
+
+
+def produce(topic, partitions, conf):
+    p = ck.Producer(dict({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5}, **conf))
+    errs = []
+    vs = values(topic)
+    for i, v in enumerate(vs):
+        p.produce(topic, v.encode(), partition=i % partitions, on_delivery=lambda err, msg: err and errs.append(err))
+    if p.flush(30) != 0:
+        raise RuntimeError("records still undelivered after 30 s")
+    if errs:
+        raise RuntimeError("delivery failed: %s" % errs[0])
+    return vs
+
+
+def read_assigned(topic, partitions, n):
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    c.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
+    got = []
+    deadline = time.time() + 20
+    while len(got) < n and time.time() < deadline:
+        m = c.poll(0.2)
+        if m is None:
+            continue
+        if m.error():
+            raise ck.KafkaException(m.error())
+        got.append(m.value().decode())
+    c.close()
+    return got
+
+
+def produce_check(topic, conf):
+    def run():
+        create(topic, 1)
+        vs = produce(topic, 1, conf)
+        got = read_assigned(topic, 1, N)
+        if got != vs:
+            raise RuntimeError("read back %d records, not the %d produced in order" % (len(got), N))
+    return run
+
+
+def consume_partition():
+    create("p-assign", 3)
+    vs = produce("p-assign", 3, {})
+    got = read_assigned("p-assign", 3, N)
+    if sorted(got) != sorted(vs):
+        raise RuntimeError("read %d records from 3 assigned partitions, want %d" % (len(got), N))
+
+
+def group(topic, conf):
+    def run():
+        create(topic, 3)
+        vs = produce(topic, 3, {})
+        g = topic + "-g"
+        c = ck.Consumer(dict({"bootstrap.servers": bootstrap, "group.id": g, "auto.offset.reset": "earliest",
+                              "enable.auto.commit": False}, **conf))
+        c.subscribe([topic])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < N and time.time() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                raise ck.KafkaException(m.error())
+            got.append(m.value().decode())
+        c.commit(asynchronous=False)
+        parts = c.committed([ck.TopicPartition(topic, p) for p in range(3)], 15)
+        c.close()
+        if sorted(got) != sorted(vs):
+            raise RuntimeError("group consumer read %d of %d records" % (len(got), N))
+        total = sum(tp.offset for tp in parts)
+        if total != N:
+            raise RuntimeError("committed offsets sum to %d, want %d" % (total, N))
+    return run
+
+
+def offsets():
+    create("p-offsets", 1)
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "p-offsets-g", "enable.auto.commit": False})
+    # TopicPartition has no metadata before confluent-kafka 2.x.
+    c.commit(offsets=[ck.TopicPartition("p-offsets", 0, 17)], asynchronous=False)
+    got = c.committed([ck.TopicPartition("p-offsets", 0)], 15)[0]
+    c.close()
+    if got.offset != 17:
+        raise RuntimeError("committed() = %s, want offset 17" % got)
+
+
+def admin_check():
+    a = admin()
+    topic = "p-admin"
+    a.create_topics([NewTopic(topic, 2, 1, config={"retention.ms": "3600000"})], request_timeout=20)[topic].result(20)
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    cfg = a.describe_configs([res])[res].result(20)
+    if cfg["retention.ms"].value != "3600000":
+        raise RuntimeError("retention.ms = %s" % cfg["retention.ms"].value)
+    a.delete_topics([topic], request_timeout=20)[topic].result(20)
+    deadline = time.time() + 15
+    while topic in a.list_topics(timeout=10).topics:
+        if time.time() > deadline:
+            raise RuntimeError("topic still listed 15 s after delete")
+        time.sleep(0.1)
+
+
+def leader_change():
+    topic = "lc-" + CLIENT
+    p = ck.Producer({"bootstrap.servers": cluster, "acks": "all", "enable.idempotence": True})
+    errs = []
+
+    def send(v):
+        p.produce(topic, v.encode(), partition=0, on_delivery=lambda err, msg: err and errs.append(err))
+        if p.flush(30) != 0 or errs:
+            raise RuntimeError("produce %s: %s" % (v, errs or "undelivered after 30 s"))
+    send("before")
+    print("MOVE " + topic, flush=True)
+    line = sys.stdin.readline()
+    if not line.startswith("MOVED"):
+        raise RuntimeError("harness answered %r to MOVE" % line)
+    send("after")
+    deadline = time.time() + 15
+    while True:
+        leader = p.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+        if leader == new_leader:
+            return
+        if time.time() > deadline:
+            raise RuntimeError("metadata names leader %d, want %d" % (leader, new_leader))
+        time.sleep(0.2)
+
+
+def transactions():
+    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "p-txn"})
+    start = time.time()
+    try:
+        p.init_transactions(30)
+        result("transactions", "FAIL", "init_transactions succeeded; transactions are not expected to work yet")
+    except ck.KafkaException as e:
+        result("transactions", "UNSUPPORTED", "%d ms %s" % ((time.time() - start) * 1000, e.args[0].str()))
+
+
+print("VERSION %s %s (librdkafka %s)" % (CLIENT, ck.version()[0], ck.libversion()[0]), flush=True)
+for codec in ("gzip", "snappy", "lz4", "zstd"):
+    check("produce-" + codec, produce_check("p-" + codec, {"compression.type": codec}))
+check("produce-idempotent", produce_check("p-idem", {"enable.idempotence": True}))
+check("consume-partition", consume_partition)
+check("group-default", group("p-grp-default", {}))
+check("group-cooperative", group("p-grp-coop", {"partition.assignment.strategy": "cooperative-sticky"}))
+check("offsets", offsets)
+check("admin", admin_check)
+check("leader-change", leader_change)
+transactions()
+print("DONE", flush=True)
