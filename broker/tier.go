@@ -259,6 +259,12 @@ func (s *Server) tierLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.tier.interval)
 	defer t.Stop()
+	s.tier.mu.Lock()
+	ready := s.tier.ready
+	s.tier.mu.Unlock()
+	if !ready {
+		s.tierPass() // rebuild the index at once: empty leaders wait for it (tier_restore.go)
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -338,15 +344,10 @@ func (s *Server) tierPass() {
 // remote retention and copy. It returns the partition's upload lag.
 func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	ts := s.tier
-	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
 	if p.restoring.Load() {
-		if mayCopy {
-			s.restoreLeader(p) // tier_restore.go
-		} else {
-			s.kickTierLater() // the refresh failed, or leadership is moving
-		}
-		return 0, 0
+		return 0, 0 // its restore goroutine has it (tier_restore.go)
 	}
+	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
 	s.expireRemote(p)
 	if _, ok := s.tiered(p); !ok || !mayCopy {
 		return 0, 0

@@ -5,14 +5,17 @@ package broker
 // a partition whose history is in the bucket. Appending at offset 0 would
 // write over that history, so until the leader has taken its log end from
 // the bucket it answers produce, fetch and ListOffsets with
-// LEADER_NOT_AVAILABLE (clients retry), and the tier pass, woken at once,
-// does for it what a follower does from the leader's tail
-// (tier_follower.go): it refreshes the partition's index from the bucket,
-// and when remote segments exist resets the empty log to start after the
-// last one, with that segment's leader-epoch checkpoint and producer
-// snapshot (so idempotent producers carry on), and that end as its high
-// watermark (everything uploaded was committed). A partition with nothing
-// in the bucket (a new one) starts at 0 as before, a pass later.
+// LEADER_NOT_AVAILABLE (clients retry). A goroutine of its own (not the
+// tier pass, which may be busy with long uploads) waits for the index
+// (rebuilt from the bucket on a new data directory), refreshes the
+// partition from the bucket, and when remote segments exist resets the
+// empty log to start after the last one, with that segment's leader-epoch
+// checkpoint and producer snapshot (so idempotent producers carry on),
+// and that end as its high watermark (everything uploaded was committed),
+// as a follower does from the leader's tail (tier_follower.go). A
+// partition the index knows no segment of (a new one) starts at 0 at
+// once. While restoring, the tier pass leaves the partition alone,
+// so that only this goroutine writes its index.
 
 import (
 	"context"
@@ -20,6 +23,7 @@ import (
 
 	"strata/broker/plog"
 	"strata/index"
+	"strata/tier"
 )
 
 // markRestore marks p, which this broker is about to lead, as restoring
@@ -34,14 +38,69 @@ func (s *Server) markRestore(p *partition) {
 		p.restoring.Store(false)
 		return
 	}
+	// The index, once rebuilt from the bucket at start, knows every
+	// segment there is of a partition this broker never replicated: if it
+	// has none, the partition is new and starts at 0 now (a new tiered
+	// topic is writable at once).
+	ts := s.tier
+	ts.mu.Lock()
+	ready := ts.ready
+	ts.mu.Unlock()
+	if ready && !p.restoring.Load() {
+		if _, has, err := ts.idx.LogEnd(tierPartition(p)); err == nil && !has {
+			return
+		}
+	}
 	if !p.restoring.Swap(true) {
-		s.kickTier()
+		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata, handlers)
+		go s.restoreLoop(p)
 	}
 }
 
-// restoreLeader takes p's log end from the bucket (see the file comment).
-// Called by the tier pass once the partition's index is refreshed in this
-// leader epoch.
+// restoreLoop restores p until it is done, p is no longer led (applyRole
+// clears restoring), or the broker stops.
+func (s *Server) restoreLoop(p *partition) {
+	defer s.wg.Done()
+	ts := s.tier
+	for p.restoring.Load() && s.ctx.Err() == nil {
+		if s.partition(p.topic, p.index) != p {
+			p.restoring.Store(false) // closed or deleted meanwhile
+			return
+		}
+		ts.mu.Lock()
+		ready := ts.ready
+		ts.mu.Unlock()
+		if ready {
+			ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
+			_, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
+			cancel()
+			if err == nil {
+				s.restoreLeader(p)
+			} else if s.ctx.Err() == nil {
+				ts.warnings.warn(s.log, "restore leader from remote storage: refresh the index from the bucket; retrying", "topic", p.topic, "partition", p.index, "err", err)
+			}
+			if !p.restoring.Load() {
+				return
+			}
+		}
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(restorePoll(ready)):
+		}
+	}
+}
+
+// restorePoll is how soon a restore looks again: soon while the index is
+// being rebuilt, after tierRebuildBackoff when an attempt failed.
+func restorePoll(ready bool) time.Duration {
+	if !ready {
+		return 50 * time.Millisecond
+	}
+	return tierRebuildBackoff
+}
+
+// restoreLeader takes p's log end from the bucket (see the file comment),
+// once the partition's index is refreshed.
 func (s *Server) restoreLeader(p *partition) {
 	ts := s.tier
 	tp := tierPartition(p)
@@ -68,7 +127,6 @@ func (s *Server) restoreLeader(p *partition) {
 	}
 	if err != nil {
 		s.log.Warn("restore leader from remote storage; retrying", "topic", p.topic, "partition", p.index, "err", err)
-		s.kickTierLater()
 		return
 	}
 	p.hw.Store(p.log.LogEndOffset())
@@ -76,9 +134,4 @@ func (s *Server) restoreLeader(p *partition) {
 	p.advanceHW(p.log.LogEndOffset())
 	s.log.Info("restored leader log end from remote storage", "topic", p.topic, "partition", p.index,
 		"log_end", p.log.LogEndOffset(), "latest_epoch", p.log.LatestEpoch(), "segment", m.SegmentID.String())
-}
-
-// kickTierLater starts a tier pass after tierRebuildBackoff.
-func (s *Server) kickTierLater() {
-	time.AfterFunc(tierRebuildBackoff, s.kickTier)
 }
