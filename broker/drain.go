@@ -16,9 +16,17 @@ package broker
 // after the drain was asked ignores it, so restarted brokers accept
 // writes at once.
 //
-// remote.log.manager.segment.idle.roll.ms does the same roll for a led
+// remote.log.manager.segment.idle.roll.ms does the same roll for a
 // tiered partition whose active segment has had no append for that long,
 // so that a quiet partition's last records reach the bucket too.
+//
+// Followers roll too, at the same point: a replica rolls only when it
+// holds everything committed (log end = high watermark) and nothing was
+// appended for the interval, so leader and followers roll at the same
+// offset, as their size-based rolls do. A follower that comes to lead
+// must not hold a segment that starts where an uploaded one starts and
+// ends later: the remote index keys segments by base offset, and that
+// segment could not be uploaded.
 
 import (
 	"strconv"
@@ -61,11 +69,11 @@ func (s *Server) drainProduce(sp *kmsg.ProduceResponseTopicPartition, setErr fun
 	return true
 }
 
-// rollForUpload rolls the active segment of a tiered partition this
-// broker leads when it is draining, or when the segment has been idle for
+// rollForUpload rolls the active segment of a tiered partition when this
+// broker is draining, or when the segment has been idle for
 // remote.log.manager.segment.idle.roll.ms, provided all of it is
-// committed (below the high watermark), so that the pass uploads it.
-// Called by the tier pass before copying.
+// committed (below the high watermark), so that the leader's pass uploads
+// it. Called by the tier pass, for leaders and followers.
 func (s *Server) rollForUpload(p *partition) {
 	idle := s.cfg.RemoteLogManagerSegmentIdleRollMs
 	if s.draining.Load() {

@@ -349,10 +349,12 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	}
 	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
 	s.expireRemote(p)
+	if _, ok := s.tieredLocal(p); ok {
+		s.rollForUpload(p) // drain.go: leaders and caught-up followers alike
+	}
 	if _, ok := s.tiered(p); !ok || !mayCopy {
 		return 0, 0
 	}
-	s.rollForUpload(p) // drain.go
 	hw := p.hw.Load()
 	lead, ctx, stop := s.copyLeadership(p)
 	st, err := ts.uploader.CopyPartition(ctx, tierPartition(p), p.topic, p.log, hw, lead)
