@@ -76,6 +76,7 @@ func (c *Controller) editPartitions(name string, parts []int32, edit partEdit) (
 	}
 	epoch := c.epoch.Load()
 	var ops []any
+	var steps []controller.Partition // for the log, once written
 	for _, p := range parts {
 		if p < 0 || int(p) >= len(assign) {
 			out[p] = controller.ErrUnknownTopic
@@ -101,9 +102,7 @@ func (c *Controller) editPartitions(name string, parts []int32, edit partEdit) (
 		setOrDelete(ra.removing, p, np.RemovingReplicas)
 		ns := partitionState{ControllerEpoch: epoch, Leader: np.Leader, LeaderEpoch: np.LeaderEpoch, ISR: np.ISR}
 		ops = append(ops, &zk.SetDataRequest{Path: c.p(statePath(name, p)), Data: encodeState(ns), Version: sst.Version})
-		c.log.Info("partition reassignment step", "topic", name, "partition", p, "replicas", np.Replicas,
-			"adding", np.AddingReplicas, "removing", np.RemovingReplicas, "leader", np.Leader,
-			"leader_epoch", np.LeaderEpoch, "isr", np.ISR)
+		steps = append(steps, np)
 	}
 	if len(ops) == 0 {
 		return out, nil
@@ -111,6 +110,11 @@ func (c *Controller) editPartitions(name string, parts []int32, edit partEdit) (
 	ops = append([]any{&zk.SetDataRequest{Path: c.p(topicPath(name)), Data: encodeTopicFull(id, assign, ra), Version: tst.Version}}, ops...)
 	if _, err := c.fencedMulti(ops...); err != nil {
 		return nil, err
+	}
+	for _, np := range steps {
+		c.log.Info("partition reassignment step", "topic", name, "partition", np.Index, "replicas", np.Replicas,
+			"adding", np.AddingReplicas, "removing", np.RemovingReplicas, "leader", np.Leader,
+			"leader_epoch", np.LeaderEpoch, "isr", np.ISR)
 	}
 	return out, nil
 }
