@@ -13,7 +13,8 @@ package broker
 import (
 	"context"
 	"errors"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -70,17 +71,7 @@ func handleElectLeaders(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 		s.log.Warn("elect leaders failed", "err", err)
 		return topLevel(kerr.UnknownServerError.Code)
 	}
-	tps := make([]controller.TopicPartition, 0, len(res))
-	for tp := range res {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
-	for _, tp := range tps {
+	for _, tp := range sortedPartitions(res) {
 		e := res[tp]
 		addElectResult(resp, tp, electErrorCode(e), errMessage(e))
 	}
@@ -114,4 +105,19 @@ func addElectResult(resp *kmsg.ElectLeadersResponse, tp controller.TopicPartitio
 	rt.Topic = tp.Topic
 	rt.Partitions = []kmsg.ElectLeadersResponseTopicPartition{rp}
 	resp.Topics = append(resp.Topics, rt)
+}
+
+// sortedPartitions returns the keys of m by topic, then partition.
+func sortedPartitions[V any](m map[controller.TopicPartition]V) []controller.TopicPartition {
+	tps := make([]controller.TopicPartition, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b controller.TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return tps
 }

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,17 +112,7 @@ func handleListPartitionReassignments(s *Server, cc *clientConn, kreq kmsg.Reque
 		}
 	}
 	ra := controller.Reassignments(s.ctrl.Metadata(), parts)
-	tps := make([]controller.TopicPartition, 0, len(ra))
-	for tp := range ra {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
-	for _, tp := range tps {
+	for _, tp := range sortedPartitions(ra) {
 		r := ra[tp]
 		rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
 		rp.Partition = tp.Partition

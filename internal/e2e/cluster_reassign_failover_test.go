@@ -14,7 +14,6 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestClusterReassignFailoverCancelAndZNode drives reassignments through
@@ -35,33 +34,11 @@ func TestClusterReassignFailoverCancelAndZNode(t *testing.T) {
 	if r, err := adm.CreateTopic(ctx, 1, 2, nil, topic); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
-	acks := &ackLog{acked: map[int64][]byte{}}
-	prod := newClient(t, c.seeds[0], kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
-	for n := 0; n < 1600; n += 50 {
-		var recs []*kgo.Record
-		for j := range 50 {
-			recs = append(recs, &kgo.Record{Value: moveValue(n+j, valueSize)})
-		}
-		for _, r := range prod.ProduceSync(ctx, recs...) {
-			acks.add(r.Record, r.Err)
-		}
-	}
-	if len(acks.errs) > 0 {
-		t.Fatalf("produce: %v", acks.errs[0])
-	}
+	acks := c.fill(topic, 1600, valueSize)
 	c.add(4)
-
 	check := func(what string, err error, rs kadm.AlterConfigsResponses) {
 		t.Helper()
-		for _, r := range rs {
-			if err == nil {
-				err = r.Err
-			}
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		alterOK(t, what, err, rs)
 	}
 	throttle := func(broker int32) {
 		t.Helper()

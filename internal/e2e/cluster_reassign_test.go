@@ -382,35 +382,12 @@ func TestClusterReassignThrottled(t *testing.T) {
 		l, _, isr := c.state(topic)
 		return l > 0 && len(isr) == 3
 	})
-	acks := &ackLog{acked: map[int64][]byte{}}
-	prod := newClient(t, c.seeds[0], kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
-	for n := 0; n < 1500; n += 50 {
-		var recs []*kgo.Record
-		for j := range 50 {
-			recs = append(recs, &kgo.Record{Value: moveValue(n+j, valueSize)})
-		}
-		for _, r := range prod.ProduceSync(ctx, recs...) {
-			acks.add(r.Record, r.Err)
-		}
-	}
-	if len(acks.errs) > 0 {
-		t.Fatalf("produce: %v", acks.errs[0])
-	}
+	acks := c.fill(topic, 1500, valueSize)
 	c.add(4)
 	rateStr := strconv.Itoa(rate)
 	set := func(what string, err error, rs kadm.AlterConfigsResponses) {
 		t.Helper()
-		if err == nil {
-			for _, r := range rs {
-				if r.Err != nil {
-					err = r.Err
-				}
-			}
-		}
-		if err != nil {
-			t.Fatalf("set %s: %v", what, err)
-		}
+		alterOK(t, "set "+what, err, rs)
 	}
 	move := func(target []int32) time.Duration {
 		t.Helper()
@@ -473,4 +450,39 @@ func TestClusterReassignThrottled(t *testing.T) {
 		t.Fatalf("a 1.5 MB copy at leader.replication.throttled.rate=%d took %v", rate, took)
 	}
 	verifyAcked(t, ctx, c.seeds, topic, acks)
+}
+
+// fill produces n records of valueSize (unique values) to partition 0 of
+// an untiered topic with acks=-1 and returns what was acknowledged.
+func (c *reassignCluster) fill(topic string, n, valueSize int) *ackLog {
+	c.t.Helper()
+	acks := &ackLog{acked: map[int64][]byte{}}
+	prod := newClient(c.t, c.seeds[0], kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for i := 0; i < n; i += 50 {
+		var recs []*kgo.Record
+		for j := range 50 {
+			recs = append(recs, &kgo.Record{Value: moveValue(i+j, valueSize)})
+		}
+		for _, r := range prod.ProduceSync(c.ctx, recs...) {
+			acks.add(r.Record, r.Err)
+		}
+	}
+	if len(acks.errs) > 0 {
+		c.t.Fatalf("produce: %v", acks.errs[0])
+	}
+	return acks
+}
+
+// alterOK fails the test when a config change failed.
+func alterOK(t *testing.T, what string, err error, rs kadm.AlterConfigsResponses) {
+	t.Helper()
+	for _, r := range rs {
+		if err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
