@@ -30,6 +30,13 @@ commands:
   alter TOPIC k=v|k=...                set (k=v) or delete (k=) topic configs
   cluster drain [--timeout D]          refuse writes and upload everything to the bucket (scale to zero)
   cluster resume                       accept writes again after a drain
+  cluster rebalance [--execute] [--throttle B] [--topics A,B]
+                                       spread replicas and leaders evenly over the live brokers
+  broker decommission ID [--execute] [--throttle B]
+                                       move every replica off broker ID before it stops
+  reassign status                      the partition reassignments in progress
+  reassign cancel [TOPIC[:PARTITION]...]
+                                       cancel reassignments (all when none named)
   restore --zookeeper Z --tier URL     bring a cluster back from its bucket alone
 `
 
@@ -60,7 +67,18 @@ func runAdmin(args []string) int {
 			return clusterDrain(cl, fs.Args()[2:])
 		case "resume":
 			return clusterResume(cl)
+		case "rebalance": // admin_rebalance.go
+			return clusterRebalance(cl, fs.Args()[2:])
 		}
+	}
+	switch fs.Arg(0) { // admin_reassign.go, admin_rebalance.go
+	case "reassign":
+		return runReassign(cl, fs.Args()[1:])
+	case "broker":
+		if fs.NArg() > 1 && fs.Arg(1) == "decommission" {
+			return brokerDecommission(cl, fs.Args()[2:])
+		}
+		return fail("broker: unknown command (decommission)")
 	}
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
