@@ -377,3 +377,24 @@ func fewestCopies(parts []planPartition, allowed []int32) int {
 	dfs(0, 0)
 	return best
 }
+
+// TestPlanThrottles: the leader side lists a moving partition's existing
+// replicas, the follower side its adding ones, as kafka-reassign-partitions
+// does; a reorder is not throttled.
+func TestPlanThrottles(t *testing.T) {
+	p := plan{Moves: []planMove{
+		{Topic: "a", Partition: 0, From: []int32{1, 2}, To: []int32{4, 2}},
+		{Topic: "a", Partition: 2, From: []int32{3, 1}, To: []int32{3, 4}},
+		{Topic: "b", Partition: 1, From: []int32{2, 3}, To: []int32{3, 2}},
+	}}
+	th := planThrottles(p)
+	if !slices.Equal(th.brokers, []int32{1, 2, 3, 4}) {
+		t.Errorf("brokers %v", th.brokers)
+	}
+	if got := th.topics["a"]; got.leader != "0:1,0:2,2:3,2:1" || got.follower != "0:4,2:4" {
+		t.Errorf("topic a: %+v", got)
+	}
+	if _, ok := th.topics["b"]; ok {
+		t.Error("a reorder throttled")
+	}
+}
