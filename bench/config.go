@@ -32,6 +32,8 @@ func DefaultTargets(w Workload) []string {
 	switch {
 	case w.Tier != nil:
 		return []string{TargetTier}
+	case w.Move != nil:
+		return []string{TargetMove}
 	case len(w.Faults) > 0:
 		return []string{TargetCluster}
 	case w.ReplicationFactor > 1:
@@ -50,7 +52,7 @@ func singleBroker(target string) bool {
 // it away whole afterwards (its topics need no deleting).
 func harnessOwned(target string) bool {
 	switch target {
-	case TargetStrata, TargetKfake, TargetKfakeProcess, TargetCluster, TargetKafka, TargetKafkaCluster, TargetTier:
+	case TargetStrata, TargetKfake, TargetKfakeProcess, TargetCluster, TargetKafka, TargetKafkaCluster, TargetTier, TargetMove:
 		return true
 	}
 	return false
@@ -110,6 +112,9 @@ func (c Config) Validate() error {
 		}
 		if (c.Tier != nil) != (t == TargetTier) {
 			return fmt.Errorf("target %q: the tier workload runs on the %s target only, and that target runs only it", t, TargetTier)
+		}
+		if (c.Move != nil) != (t == TargetMove) {
+			return fmt.Errorf("target %q: the move workload runs on the %s target only, and that target runs only it", t, TargetMove)
 		}
 		if len(c.Faults) > 0 && t != TargetCluster {
 			return fmt.Errorf("target %q: faults need the cluster target, whose brokers the harness can stop", t)

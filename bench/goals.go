@@ -196,7 +196,7 @@ var Issue17Goals = []Goal{
 }
 
 // Goals are every issue's goals, as `strata bench` evaluates them.
-var Goals = slices.Concat(Issue2Goals, Issue17Goals, Issue5Goals, Issue6Goals)
+var Goals = slices.Concat(Issue2Goals, Issue17Goals, Issue5Goals, Issue6Goals, Issue16Goals)
 
 // Evaluate checks g against the reports (see [GoalResult] for how).
 func (g Goal) Evaluate(reports []*Report) GoalResult {

@@ -81,6 +81,7 @@ func TestKafkaDefaultTargets(t *testing.T) {
 		"replication-latency": {TargetCluster, TargetKafkaCluster, TargetStrata},
 		"failover":            {TargetCluster},
 		"tier":                {TargetTier},
+		"move":                {TargetMove},
 	} {
 		c := Config{Workload: Presets[name]}.withDefaults()
 		if !slices.Equal(c.Targets, want) {
@@ -90,7 +91,7 @@ func TestKafkaDefaultTargets(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if len(Presets) != 8 {
+	if len(Presets) != 9 {
 		t.Errorf("%d presets: give the new one its default targets here", len(Presets))
 	}
 	bad := Config{Workload: Presets["failover"], Targets: []string{TargetKafkaCluster}}.withDefaults()

@@ -28,10 +28,11 @@ var plotFiles = []struct {
 	{"-lag.png", plotLag, notTier},
 	{"-rebalance.png", plotRebalance, hasRebalances},
 	{"-tier.png", plotTier, isTier},
+	{"-move.png", plotMove, isMove},
 }
 
 func isTier(rep *Report) bool  { return rep.Workload.Tier != nil }
-func notTier(rep *Report) bool { return rep.Workload.Tier == nil }
+func notTier(rep *Report) bool { return rep.Workload.Tier == nil && rep.Workload.Move == nil }
 
 // plotTier draws the tier benchmark's throughputs side by side: upload
 // against raw PUT, cold read against local read and raw GET (MB/s).

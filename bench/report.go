@@ -473,6 +473,7 @@ func (r *Report) Markdown(plotDir string) string {
 		b.WriteString(" |\n")
 	}
 	b.WriteString(r.floorSummary())
+	b.WriteString(r.moveSummary())
 	for _, res := range r.Results {
 		if res.Error != "" {
 			fmt.Fprintf(&b, "\n**%s failed:** %s\n", res.Target, res.Error)
@@ -543,6 +544,9 @@ func (s *Suite) Benchstat() string {
 					fmt.Fprintf(&b, "BenchmarkFailover/%s/fault=%s 1 %.0f ns/op %.4g window-ms %.4g any-partition-ms %.4g leaders-moved-ms %d session-timeout-ms\n",
 						name, f.Kind, f.WindowMs*1e6, f.WindowMs, f.AnyPartitionMs, f.LeadersMovedMs, fo.SessionTimeoutMs)
 				}
+			}
+			if res.Move != nil {
+				b.WriteString(res.Move.benchstat(name))
 			}
 			if rb := res.RawReadBack; rb != nil && rb.Records > 0 {
 				fmt.Fprintf(&b, "BenchmarkRawReadBack/%s %d %.0f ns/op %.2f MB/s %.0f records/s %d fetches\n",

@@ -101,6 +101,8 @@ type Result struct {
 	Failover *FailoverStats `json:"failover,omitempty"`
 	// Tier holds the figures of the tiered-storage benchmark.
 	Tier *TierResult `json:"tier,omitempty"`
+	// Move holds the figures of the partition-move benchmark.
+	Move *MoveResult `json:"move,omitempty"`
 
 	// Timeline covers every phase; MeasureStart and MeasureEnd (seconds on
 	// its clock) bound the measured part of the run.

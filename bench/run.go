@@ -53,6 +53,12 @@ func runTarget(ctx context.Context, cfg Config, name string) (res Result) {
 	began := time.Now()
 	res.Target = name
 	defer func() { res.ElapsedSeconds = time.Since(began).Seconds() }()
+	if name == TargetMove {
+		if err := runMove(ctx, cfg, &res); err != nil {
+			res.Error = err.Error()
+		}
+		return res
+	}
 	if name == TargetTier {
 		if err := runTier(ctx, cfg, &res); err != nil {
 			res.Error = err.Error()

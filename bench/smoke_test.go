@@ -149,6 +149,10 @@ func smokeWorkload(t *testing.T, name string) Workload {
 		// Run by TestTierPresetSmall, which checks the tier figures.
 		w.Partitions, w.RecordSize, w.Records = 2, 1000, 6000
 		w.Tier = &TierWorkload{SegmentBytes: 256 << 10, LatencyPartitions: 3}
+	case "move":
+		// Run by TestMovePresetSmall, which checks the move figures.
+		w.RecordSize = 4 << 10
+		w.Move = &MoveWorkload{SizesGB: []float64{0.002, 0.006}, TailBytes: 1 << 20, SegmentBytes: 256 << 10, ColdReadGB: 0.004, StartupRestarts: 1}
 	default:
 		t.Fatalf("preset %s has no smoke workload: add one to smokeWorkload", name)
 	}
@@ -174,8 +178,8 @@ func smokePresets(t *testing.T, cluster bool) {
 	for _, name := range PresetNames() {
 		if p, _ := Preset(name); (p.ReplicationFactor > 1) != cluster {
 			continue // the other test's
-		} else if p.Tier != nil {
-			continue // TestTierPresetSmall's
+		} else if p.Tier != nil || p.Move != nil {
+			continue // TestTierPresetSmall's, TestMovePresetSmall's
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

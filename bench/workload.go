@@ -107,6 +107,9 @@ type Workload struct {
 	// are measured (see the package doc). Producers, consumers, rates and
 	// durations do not apply.
 	Tier *TierWorkload `json:"tier,omitempty"`
+	// Move, when set, makes this the partition-move benchmark (target
+	// strata-zk-s3; move.go, move_run.go).
+	Move *MoveWorkload `json:"move,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as a Go duration string
@@ -239,6 +242,12 @@ var Presets = map[string]Workload{
 		Name: "tier", Partitions: 4, RecordSize: 1024, Records: 1 << 18,
 		Tier: &TierWorkload{SegmentBytes: 8 << 20, LatencyPartitions: 5},
 	},
+	// move: one partition of 0.1, 1 and 4 GB of history moved to a fresh
+	// broker, tiered (64 MiB local tail) and untiered, RF 2 (move.go).
+	"move": {
+		Name: "move", Partitions: 1, ReplicationFactor: 2, RecordSize: 32 << 10,
+		Move: &MoveWorkload{SizesGB: []float64{0.1, 1, 4}, TailBytes: 64 << 20, SegmentBytes: 16 << 20},
+	},
 	// groups: 6 members of one consumer group (eager range balancer) on
 	// 12 partitions while records flow at 2,000 records/s; reports each
 	// member's time from joining to its first record, then measures 3
@@ -334,6 +343,10 @@ func (w Workload) WithDefaults() Workload {
 		}
 		w.Tier = &t
 	}
+	if w.Move != nil {
+		m := w.Move.withDefaults()
+		w.Move = &m
+	}
 	return w
 }
 
@@ -401,6 +414,11 @@ func (w Workload) Validate() error {
 			return errors.New("tier: no faults, rebalances or backlog")
 		}
 	}
+	if w.Move != nil {
+		if err := w.Move.validate(w); err != nil {
+			return err
+		}
+	}
 	for _, f := range w.Faults {
 		if f != FaultKill && f != FaultShutdown {
 			return fmt.Errorf("fault %q: want kill or shutdown", f)
@@ -419,6 +437,9 @@ func (w Workload) Validate() error {
 
 // Describe is a one-line summary of the workload for reports.
 func (w Workload) Describe() string {
+	if w.Move != nil {
+		return w.describeMove()
+	}
 	if t := w.Tier; t != nil {
 		return fmt.Sprintf("tiered storage on one Strata broker with --tier s3 on a MinIO started by the harness: %d records of %d B (%.0f MiB) over %d partitions with segment.bytes %d, "+
 			"written to a tiered topic (remote.storage.enable, local.retention.ms 1) and to an untiered one; upload of every sealed segment timed against "+
