@@ -242,8 +242,8 @@ type MoveResult struct {
 	SegmentBytes int64      `json:"segment_bytes"`
 	Cases        []MoveCase `json:"cases"`
 	// FirstRecordMs: the new broker of the largest tiered move, made
-	// leader (replicas reordered, preferred election), from the
-	// ElectLeaders response to its first Fetch response at offset 0
+	// leader (replicas reordered, preferred election), from sending
+	// ElectLeaders to its first Fetch response at offset 0
 	// holding a record (earlier answers, NOT_LEADER among them, are
 	// fetched again at once). FirstFetchMs is that last Fetch alone.
 	FirstRecordMs float64 `json:"first_record_ms"`
@@ -413,7 +413,7 @@ func (m *MoveResult) Markdown() string {
 	}
 	b.WriteString("\n### Probes\n\n")
 	if m.FirstRecordMs > 0 {
-		fmt.Fprintf(&b, "- first historical record from a new leader: %.1f ms from the ElectLeaders response to a Fetch response at offset 0 with a record (that Fetch alone: %.1f ms)\n", m.FirstRecordMs, m.FirstFetchMs)
+		fmt.Fprintf(&b, "- first historical record from a new leader: %.1f ms from sending ElectLeaders to a Fetch response at offset 0 with a record (that Fetch alone: %.1f ms)\n", m.FirstRecordMs, m.FirstFetchMs)
 	}
 	if m.StartupSmall.N > 0 && m.StartupLarge.N > 0 {
 		sm, _ := m.Smallest()

@@ -178,7 +178,7 @@ func TestMoveReport(t *testing.T) {
 	md := rep.Markdown("")
 	for _, s := range []string{
 		"| 4 | 2.50 | 60.00 | 24.0x |", "| 0.1 | 1.50 | 2.00 | 1.3x |", "4000.0 MB",
-		"first historical record from a new leader: 40.0 ms", "1.10x", "$0.005 per 1,000 PUT",
+		"first historical record from a new leader: 40.0 ms from sending ElectLeaders", "1.10x", "$0.005 per 1,000 PUT",
 		"| upload (every tiered history) | 5.10 | 800 | 0 | 0 | 156.9 | 0.0 | $0.00078 |", "| cold read | 1.00 | 0 | 250 | 0 | 0.0 | 250.0 | $0.00010 |",
 		"GetObject 4", "Not measured yet: restore from zero", "move-move.png",
 	} {

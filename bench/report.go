@@ -113,7 +113,7 @@ func (s *Suite) notes() string {
 	for _, rep := range s.Reports {
 		raw = raw || rep.Workload.RawReadBack
 		fault = fault || len(rep.Workload.Faults) > 0
-		repl = repl || rep.Workload.ReplicationFactor > 1 && len(rep.Workload.Faults) == 0
+		repl = repl || rep.Workload.ReplicationFactor > 1 && len(rep.Workload.Faults) == 0 && rep.Workload.Move == nil
 		for _, res := range rep.Results {
 			kafka = kafka || res.Target == TargetKafka || res.Target == TargetKafkaCluster
 			cpu = cpu || res.Broker != nil
