@@ -129,6 +129,9 @@ func stems(ctx context.Context, store ObjectStore, prefix string, st *ReconcileS
 		if err != nil {
 			return err
 		}
+		if strings.HasPrefix(info.Key, SnapshotPrefix) {
+			continue // the metadata snapshots (snapshot.go), ours
+		}
 		k, perr := ParseSegmentKey(info.Key)
 		if perr != nil || !knownSuffix(k.Suffix) {
 			st.unrecognized(info.Key)

@@ -732,7 +732,7 @@ func (v bucketView) orphans() []string {
 	}
 	var out []string
 	for k := range v.objects {
-		if !named[k] {
+		if !named[k] && !strings.HasPrefix(k, tier.SnapshotPrefix) { // the metadata snapshots are no segment's
 			out = append(out, k)
 		}
 	}

@@ -207,7 +207,7 @@ func TestTierRemoteRetentionMinIO(t *testing.T) {
 		}
 	}
 	for k := range after {
-		if !strings.HasPrefix(k, topicPrefix) {
+		if !strings.HasPrefix(k, topicPrefix) && !strings.HasPrefix(k, tier.SnapshotPrefix) {
 			t.Errorf("object %s outside the topic's prefix", k)
 		}
 	}
