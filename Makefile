@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-throughput clean cluster cluster-down chaos compat
+.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-move bench-throughput clean cluster cluster-down chaos compat
 
 all: build
 
@@ -80,6 +80,14 @@ bench: build
 bench-tier: build
 	GO=$(GO) ./deploy/install-deps.sh minio
 	./$(BIN) bench --preset tier --count 3 --out bench/results/tier --results bench/results/tier/RESULTS.md
+
+# The move preset alone, three times (about five minutes, 25 GB of disk):
+# issue 16's partition moves at 0.1, 1 and 4 GB of history, tiered against
+# a full copy; MOVE_SIZES (GB, comma-separated) for a smaller run.
+MOVE_SIZES ?= 0.1,1,4
+bench-move: build
+	GO=$(GO) ./deploy/install-deps.sh minio zookeeper
+	./$(BIN) bench --preset move --move-sizes $(MOVE_SIZES) --count 3 --out bench/results/move --results bench/results/move/RESULTS.md
 
 # The throughput preset alone, five times (about three minutes): issue 2's
 # page-cache goals with the floor server beside them; writes

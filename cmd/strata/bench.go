@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +72,7 @@ func runBench(args []string) int {
 		results     = fs.String("results", "", "also write the markdown report to this file (e.g. bench/RESULTS.md)")
 		count       = fs.Int("count", 1, "run the workloads this many times (goals take the median ratio)")
 		quiet       = fs.Bool("quiet", false, "no live progress line")
+		moveSizes   = fs.String("move-sizes", "", "move preset: the history sizes to move, in GB, comma-separated (default 0.1,1,4)")
 		targets     listFlag
 		workloads   listFlag
 		strataArgs  listFlag
@@ -119,8 +121,24 @@ func runBench(args []string) int {
 	}
 	defer brokerLog.Close()
 
+	var sizes []float64
+	if set["move-sizes"] {
+		for f := range strings.SplitSeq(*moveSizes, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || v <= 0 {
+				fmt.Fprintf(os.Stderr, "strata bench: --move-sizes %q: want sizes in GB like 0.1,1,4\n", *moveSizes)
+				return 2
+			}
+			sizes = append(sizes, v)
+		}
+	}
 	var cfgs []bench.Config
 	for _, w := range ws {
+		if sizes != nil && w.Move != nil {
+			m := *w.Move
+			m.SizesGB = sizes
+			w.Move = &m
+		}
 		if set["duration"] {
 			w.Duration, w.Records = bench.Duration(*duration), 0
 		}
