@@ -35,6 +35,12 @@ type MoveWorkload struct {
 	// and the largest tiered partition are restarted to time start-up
 	// (default 3; the median counts).
 	StartupRestarts int `json:"startup_restarts"`
+	// Restore is the restore from zero, run after the moves on a cluster
+	// of its own (restore.go, restore_run.go).
+	Restore RestoreWorkload `json:"restore"`
+	// RestoreOnly skips the moves, the start-up restarts and the cold
+	// read: the run measures the restore from zero alone.
+	RestoreOnly bool `json:"restore_only"`
 }
 
 // S3 Standard list prices used for the bucket bill (us-east-1): PUT, COPY,
@@ -64,6 +70,7 @@ func (m MoveWorkload) withDefaults() MoveWorkload {
 	if m.StartupRestarts == 0 {
 		m.StartupRestarts = 3
 	}
+	m.Restore = m.Restore.withDefaults()
 	return m
 }
 
@@ -96,7 +103,7 @@ func (m MoveWorkload) validate(w Workload) error {
 	case len(w.Faults) > 0 || w.Rebalances > 0 || w.Backlog > 0 || w.Tier != nil:
 		return errors.New("move: no faults, rebalances, backlog or tier")
 	}
-	return nil
+	return m.Restore.validate(w)
 }
 
 func (w Workload) describeMove() string {
@@ -105,13 +112,25 @@ func (w Workload) describeMove() string {
 	for i, s := range m.SizesGB {
 		sizes[i] = fmt.Sprintf("%g", s)
 	}
+	rs := m.Restore
+	restore := fmt.Sprintf("; then restore from zero on a cluster of its own (%d brokers, a ZooKeeper chroot and bucket prefix of its own): "+
+		"%d partitions in %d tiered topics (RF %d, segment.bytes %d, local.retention.bytes %d) filled with %g GB, uploaded, `strata admin cluster drain`, "+
+		"every broker stopped and its data directory wiped, all started again at once on empty disks with ZooKeeper kept, timed until every partition "+
+		"answers ListOffsets -1 and a Fetch at offset 0 of %d of them returns a record",
+		rs.brokers(int(w.ReplicationFactor)), rs.Partitions, rs.Topics, w.ReplicationFactor, rs.SegmentBytes, rs.TailBytes, rs.GB, rs.SamplePartitions)
+	if !rs.SkipZooKeeperLost {
+		restore += "; then drained and stopped again, and started on empty disks and a fresh ZooKeeper chroot, with `strata admin restore` bringing the metadata back from the bucket, timed likewise"
+	}
+	if m.RestoreOnly {
+		return "restore from zero alone (no moves)" + restore
+	}
 	return fmt.Sprintf("one partition (RF %d) moved to a fresh, empty broker, on ZooKeeper with brokers on --tier s3 on a MinIO started by the harness: "+
 		"for each history size of %s GB (10^9 bytes of %d B incompressible records), a tiered topic (remote.storage.enable, local.retention.bytes %d, "+
 		"segment.bytes %d: the history uploaded and only the tail local) and an untiered one (the whole history local: Kafka's full copy); "+
 		"AlterPartitionReassignments replaces a follower with the fresh broker, timed until ListPartitionReassignments is empty and the new broker is in the ISR. "+
 		"Then the new broker is made leader of the largest tiered partition and serves offset 0 from the bucket; the brokers holding the smallest "+
-		"and the largest tiered partition are restarted %d times each; bucket requests are counted by MinIO",
-		w.ReplicationFactor, strings.Join(sizes, ", "), w.RecordSize, m.TailBytes, m.SegmentBytes, m.StartupRestarts)
+		"and the largest tiered partition are restarted %d times each; bucket requests are counted by MinIO%s",
+		w.ReplicationFactor, strings.Join(sizes, ", "), w.RecordSize, m.TailBytes, m.SegmentBytes, m.StartupRestarts, restore)
 }
 
 // movePlan is one history size of the run.
@@ -262,6 +281,8 @@ type MoveResult struct {
 	ColdRead BucketRequests `json:"cold_read"`
 	// ColdReadPass is the raw Fetch pass of the cold read.
 	ColdReadPass RawPass `json:"cold_read_pass"`
+	// Restore is the restore from zero (restore.go).
+	Restore *RestoreResult `json:"restore,omitempty"`
 	// NotMeasured names figures of issue 16 this run has no number for.
 	NotMeasured []string `json:"not_measured,omitempty"`
 }
@@ -363,6 +384,8 @@ var Issue16Goals = []Goal{
 		metric: moveMetric(func(m *MoveResult) (float64, bool) { return m.FirstRecordMs, m.FirstRecordMs > 0 })},
 	{Name: "broker start-up, largest vs smallest tiered history, same local tail (median restarts; move preset)", Workload: "move", Numerator: TargetMove, AtLeast: false, Want: 1.2, Unit: "x",
 		metric: moveMetric((*MoveResult).StartupRatio)},
+	{Name: "restore from zero: brokers on empty disks (ZooKeeper kept), from their start until every partition serves; 100 partitions with 2 GB in all by default (move preset)", Workload: "move", Numerator: TargetMove, AtLeast: false, Want: 30, Unit: "s",
+		metric: moveMetric((*MoveResult).RestoreSeconds)},
 }
 
 // moveSummary renders the move figures of a report (empty without them).
@@ -383,6 +406,13 @@ func (r *Report) moveSummary() string {
 // and the bucket requests with their bill.
 func (m *MoveResult) Markdown() string {
 	var b strings.Builder
+	if len(m.Cases) == 0 { // restore only
+		b.WriteString(m.Restore.Markdown())
+		if len(m.NotMeasured) > 0 {
+			b.WriteString("\nNot measured in this run: " + strings.Join(m.NotMeasured, "; ") + ".\n")
+		}
+		return b.String()
+	}
 	b.WriteString("\n### Moves\n\n| history GB | tail-only move s | full copy s | full ÷ tail-only | the new broker fetched from brokers (tail-only / full) | leader's local MB before (tail-only / full) | of it not yet in the bucket MB (tail-only) | fill s (tail-only / full) | upload wait s |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var sizes []float64
 	for _, c := range m.Cases {
@@ -450,6 +480,7 @@ func (m *MoveResult) Markdown() string {
 			break
 		}
 	}
+	b.WriteString(m.Restore.Markdown())
 	if len(m.NotMeasured) > 0 {
 		b.WriteString("\nNot measured yet: " + strings.Join(m.NotMeasured, "; ") + ".\n")
 	}

@@ -37,6 +37,9 @@ package bench
 // (/minio/metrics/v3/api/requests, one per HTTP request, read with the
 // bearer token `mc admin prometheus generate` would make) are read
 // around the uploads, each move and the cold read.
+//
+// Last, on a cluster of its own (the move cluster stopped, its disks
+// gone), the restore from zero: restore_run.go.
 
 import (
 	"bufio"
@@ -99,6 +102,9 @@ type moveRun struct {
 	cl      *kgo.Client
 	adm     *kadm.Client
 	began   time.Time
+	// chroot and tierURL are the brokers' ZooKeeper chroot and tier: the
+	// move cluster's, then the restore cluster's (restore_run.go).
+	chroot, tierURL string
 }
 
 func (r *moveRun) progress(format string, args ...any) {
@@ -111,13 +117,15 @@ func (r *moveRun) progress(format string, args ...any) {
 func runMove(ctx context.Context, cfg Config, res *Result) (err error) {
 	mw := *cfg.Move
 	r := &moveRun{cfg: cfg, mw: mw, res: res, began: time.Now(), brokers: map[int32]*moveBroker{}, nextID: moveNewBrokers,
-		mr: &MoveResult{TailBytes: mw.TailBytes, SegmentBytes: mw.SegmentBytes,
-			NotMeasured: []string{"restore from zero (100 partitions, 2 GB, every broker on an empty disk, until every partition serves; goal 30 s): " +
-				"the hook is measureRestore in bench/move_run.go, to be filled once `strata admin cluster drain` and restore are in the bench's reach"}}}
+		chroot: moveChroot, tierURL: "s3://" + moveBucket + "/strata",
+		mr: &MoveResult{TailBytes: mw.TailBytes, SegmentBytes: mw.SegmentBytes}}
 	res.Move = r.mr
 	res.ReplicationFactor = cfg.ReplicationFactor
 	plan := planMove(mw.SizesGB, cfg.RecordSize)
-	need := moveDiskNeed(plan, int(cfg.ReplicationFactor), mw.TailBytes, mw.SegmentBytes)
+	need := restoreDiskNeed(mw.Restore, int(cfg.ReplicationFactor))
+	if !mw.RestoreOnly {
+		need = max(need, moveDiskNeed(plan, int(cfg.ReplicationFactor), mw.TailBytes, mw.SegmentBytes))
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(os.TempDir(), &st); err == nil {
 		free := int64(st.Bavail) * st.Bsize
@@ -137,6 +145,10 @@ func runMove(ctx context.Context, cfg Config, res *Result) (err error) {
 	}
 	defer r.m.close()
 	defer r.stopAll()
+	if mw.RestoreOnly {
+		r.mr.NotMeasured = append(r.mr.NotMeasured, "the moves, the first record from a new leader, start-up and the bucket requests (a restore-only run)")
+		return r.measureRestore(ctx)
+	}
 	var seeds []string
 	for id := int32(1); id <= int32(cfg.ReplicationFactor); id++ {
 		b, err := r.startBroker(ctx, id)
@@ -165,6 +177,10 @@ func runMove(ctx context.Context, cfg Config, res *Result) (err error) {
 	if err := r.coldProbe(ctx); err != nil {
 		return err
 	}
+	// The move cluster goes (its disks with it) before the restore
+	// cluster starts.
+	r.stopAll()
+	clear(r.brokers)
 	return r.measureRestore(ctx)
 }
 
@@ -185,13 +201,6 @@ func (r *moveRun) stopAll() {
 	wg.Wait()
 }
 
-// measureRestore is the hook for issue 16's restore from zero: 100
-// partitions holding 2 GB in all, `strata admin cluster drain`, every
-// broker stopped and started again on an empty disk, timed until every
-// partition serves (goal: 30 s). Not measured yet: MoveResult.NotMeasured
-// says so in the report.
-func (r *moveRun) measureRestore(context.Context) error { return nil }
-
 // startBroker starts broker id on a fresh data directory and ports.
 func (r *moveRun) startBroker(ctx context.Context, id int32) (*moveBroker, error) {
 	bin, err := strataBin(r.cfg)
@@ -211,8 +220,8 @@ func (r *moveRun) startBroker(ctx context.Context, id int32) (*moveBroker, error
 		return nil, err
 	}
 	args := slices.Concat([]string{"serve", "--broker-id", strconv.Itoa(int(id)), "--listen", listen, "--data-dir", dir, "--metrics", metrics,
-		"--zookeeper", r.zk.addr + moveChroot,
-		"--tier", "s3://" + moveBucket + "/strata", "--s3-endpoint", r.m.endpoint(), "--s3-region", minioRegion,
+		"--zookeeper", r.zk.addr + r.chroot,
+		"--tier", r.tierURL, "--s3-endpoint", r.m.endpoint(), "--s3-region", minioRegion,
 		"--set", "remote.log.storage.system.enable=true",
 		"--set", "min.insync.replicas=1",
 		"--set", "remote.log.manager.task.interval.ms=200",
