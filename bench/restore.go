@@ -141,7 +141,7 @@ type RestoreRestart struct {
 	// RestoreCLISeconds is the wall time of `strata admin restore`
 	// (ZooKeeper lost only), and RestoreCLIServes its own figure: "every
 	// partition serves (X after the restore began)".
-	RestoreCLISeconds float64 `json:"restore_cli_s,omitempty"`
+	RestoreCLISeconds  float64 `json:"restore_cli_s,omitempty"`
 	RestoreCLIServesMs float64 `json:"restore_cli_serves_ms,omitempty"`
 	// BucketRequests made from the start until every partition served.
 	BucketRequests map[string]int64 `json:"bucket_requests,omitempty"`
