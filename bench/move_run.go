@@ -105,10 +105,13 @@ type moveRun struct {
 	// chroot and tierURL are the brokers' ZooKeeper chroot and tier: the
 	// move cluster's, then the restore cluster's (restore_run.go).
 	chroot, tierURL string
+	pmu             sync.Mutex // progress lines come from several goroutines
 }
 
 func (r *moveRun) progress(format string, args ...any) {
 	if r.cfg.Progress != nil {
+		r.pmu.Lock()
+		defer r.pmu.Unlock()
 		fmt.Fprintf(r.cfg.Progress, "[%s %s %6.1fs] %s\n", TargetMove, r.cfg.Name, time.Since(r.began).Seconds(), fmt.Sprintf(format, args...))
 	}
 }

@@ -627,8 +627,15 @@ func (x *restoreRun) fetchSample(ctx context.Context, adm *kadm.Client, conns ma
 			seen[errorName(err)]++
 			continue
 		}
-		if w, err := walkBatches(fp.RecordBatches, 0); err == nil && w.records > 0 {
+		w, err := walkBatches(fp.RecordBatches, 0)
+		switch {
+		case err != nil:
+			seen[errorName(err)]++
+		case w.records > 0:
 			fetched[p] = true
+		default:
+			seen[fmt.Sprintf("no record at offset 0 of %s-%d from broker %d (%d bytes; high watermark %d, log start %d)",
+				p.topic, p.partition, pm.Leader, len(fp.RecordBatches), fp.HighWatermark, fp.LogStartOffset)]++
 		}
 	}
 }
