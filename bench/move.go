@@ -532,7 +532,8 @@ func (m *MoveResult) benchstat(name string) string {
 	return b.String()
 }
 
-func isMove(rep *Report) bool { return rep.Workload.Move != nil }
+// isMove: the move plot, for a run with moves (not a restore-only one).
+func isMove(rep *Report) bool { return rep.Workload.Move != nil && !rep.Workload.Move.RestoreOnly }
 
 // plotMove draws the move time against the history size, tail-only and
 // full copy.
