@@ -81,9 +81,10 @@ bench-tier: build
 	GO=$(GO) ./deploy/install-deps.sh minio
 	./$(BIN) bench --preset tier --count 3 --out bench/results/tier --results bench/results/tier/RESULTS.md
 
-# The move preset alone, three times (about five minutes, 25 GB of disk):
+# The move preset alone, three times (about six minutes, 25 GB of disk):
 # issue 16's partition moves at 0.1, 1 and 4 GB of history, tiered against
-# a full copy; MOVE_SIZES (GB, comma-separated) for a smaller run.
+# a full copy, and restore from zero; MOVE_SIZES (GB, comma-separated) for
+# a smaller run.
 MOVE_SIZES ?= 0.1,1,4
 bench-move: build
 	GO=$(GO) ./deploy/install-deps.sh minio zookeeper

@@ -272,7 +272,9 @@ func runRestore(bootstrap string, args []string) int {
 	}
 	fmt.Println(")")
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	// Topics appear as the controller picks them up: ask for metadata
+	// again soon rather than after franz-go's default 5 s.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
 		return fail("restore: %v", err)
 	}
