@@ -284,6 +284,12 @@ func fullISR(ctx context.Context, adm *kadm.Client, topics []string, preferred b
 func pollUntil(ctx context.Context, cond func() (bool, error)) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, faultLimit)
 	defer cancel()
+	return pollEvery(ctx, faultPoll, cond)
+}
+
+// pollEvery calls cond every period until it is true (returning when),
+// it fails, or ctx ends.
+func pollEvery(ctx context.Context, period time.Duration, cond func() (bool, error)) (time.Time, error) {
 	for {
 		ok, err := cond()
 		if err != nil {
@@ -292,7 +298,7 @@ func pollUntil(ctx context.Context, cond func() (bool, error)) (time.Time, error
 		if ok {
 			return time.Now(), nil
 		}
-		if !sleepCtx(ctx, faultPoll) {
+		if !sleepCtx(ctx, period) {
 			return time.Time{}, ctx.Err()
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -131,34 +130,46 @@ func startMinIO(ctx context.Context, bucket string) (*benchMinIO, error) {
 		return nil, err
 	}
 	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		if resp, err := hc.Get(m.endpoint() + "/minio/health/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				_, err = st.Client().CreateBucket(cctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
-				cancel()
-				if err == nil {
-					return m, nil
-				}
-			}
+	ready := func() bool {
+		resp, err := hc.Get(m.endpoint() + "/minio/health/ready")
+		if err != nil {
+			return false
 		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err = st.Client().CreateBucket(cctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		return err == nil
+	}
+	if err := awaitReady(ctx, "minio (and its bucket)", filepath.Join(dir, "minio.log"), m.done, ready); err != nil {
+		m.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// awaitReady polls ready every 50 ms until it holds. It fails when the
+// process exits first (done closed: the last lines of its log are in the
+// error), ctx ends, or readyTimeout passes.
+func awaitReady(ctx context.Context, what, logPath string, done <-chan struct{}, ready func() bool) error {
+	deadline := time.Now().Add(readyTimeout)
+	for !ready() {
 		select {
-		case <-m.done:
-			log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
-			m.close()
-			return nil, fmt.Errorf("minio exited before ready: %s", lastLines(string(log), 10))
+		case <-done:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("%s exited before ready: %s", what, lastLines(string(log), 10))
 		case <-ctx.Done():
-			m.close()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			m.close()
-			return nil, errors.New("minio not ready (or bucket not made) within " + readyTimeout.String())
+			return fmt.Errorf("%s not ready within %s", what, readyTimeout)
 		}
 	}
+	return nil
 }
 
 // close stops MinIO and removes its data.

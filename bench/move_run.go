@@ -187,16 +187,20 @@ func runMove(ctx context.Context, cfg Config, res *Result) (err error) {
 	return r.measureRestore(ctx)
 }
 
-// stopAll stops every broker at once. With the others going too, a
-// controlled shutdown may find no broker to hand its leaderships to and
-// be killed after stopTimeout: that is noted, not an error of the run.
-func (r *moveRun) stopAll() {
+// stopAll stops every broker at once and removes its data directory.
+func (r *moveRun) stopAll() { r.stopEach((*strataTarget).Close) }
+
+// stopEach stops every broker at once with stop. With the others going
+// too, a controlled shutdown may find no broker to hand its leaderships
+// to and be killed after stopTimeout: that is noted, not an error of the
+// run.
+func (r *moveRun) stopEach(stop func(*strataTarget) error) {
 	var wg sync.WaitGroup
 	for _, b := range r.brokers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := b.st.Close(); err != nil {
+			if err := stop(b.st); err != nil {
 				r.progress("stop broker %d: %v", b.id, err)
 			}
 		}()
@@ -440,18 +444,7 @@ func (r *moveRun) state(ctx context.Context, topic string) (leader int32, replic
 
 // pollUntilCtx calls cond every movePoll until it is true or ctx ends.
 func pollUntilCtx(ctx context.Context, cond func() (bool, error)) (time.Time, error) {
-	for {
-		ok, err := cond()
-		if err != nil {
-			return time.Time{}, err
-		}
-		if ok {
-			return time.Now(), nil
-		}
-		if !sleepCtx(ctx, movePoll) {
-			return time.Time{}, ctx.Err()
-		}
-	}
+	return pollEvery(ctx, movePoll, cond)
 }
 
 // fill produces c.Records records of RecordSize random bytes to c.Topic

@@ -74,26 +74,15 @@ func startZooKeeper(ctx context.Context) (*benchZK, error) {
 		return nil, fmt.Errorf("start zookeeper: %w", err)
 	}
 	go func() { _ = z.cmd.Wait(); close(z.done) }()
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		if out, _ := zkFourLetter(addr, "srvr"); strings.Contains(out, "Mode:") {
-			return z, nil
-		}
-		select {
-		case <-z.done:
-			log, _ := os.ReadFile(filepath.Join(dir, "zookeeper.log"))
-			z.close()
-			return nil, fmt.Errorf("zookeeper exited before ready: %s", lastLines(string(log), 10))
-		case <-ctx.Done():
-			z.close()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			z.close()
-			return nil, fmt.Errorf("zookeeper not ready within %s", readyTimeout)
-		}
+	ready := func() bool {
+		out, _ := zkFourLetter(addr, "srvr")
+		return strings.Contains(out, "Mode:")
 	}
+	if err := awaitReady(ctx, "zookeeper", filepath.Join(dir, "zookeeper.log"), z.done, ready); err != nil {
+		z.close()
+		return nil, err
+	}
+	return z, nil
 }
 
 // zkFourLetter sends a four-letter command and returns the answer.

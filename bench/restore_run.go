@@ -437,17 +437,7 @@ func (x *restoreRun) drain(ctx context.Context) (float64, string, error) {
 // zero stops every broker at once and wipes its data directory.
 func (x *restoreRun) zero() (float64, error) {
 	start := time.Now()
-	var wg sync.WaitGroup
-	for _, b := range x.brokers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := b.st.stop(); err != nil {
-				x.progress("restore: stop broker %d: %v", b.id, err)
-			}
-		}()
-	}
-	wg.Wait()
+	x.stopEach((*strataTarget).stop)
 	s := time.Since(start).Seconds()
 	for _, b := range x.brokers {
 		if err := os.RemoveAll(b.st.dataDir); err != nil {
