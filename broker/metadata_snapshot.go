@@ -30,10 +30,9 @@ func (s *Server) snapshotLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(snapshotCheck)
 	defer t.Stop()
-	var lastCluster [32]byte
-	var lastClusterAt time.Time
-	lastGroups := map[int32][32]byte{}
-	lastGroupsAt := map[int32]time.Time{}
+	var cluster snapshotWritten
+	clusterVersion := int64(-1) // the metadata version cluster was written from
+	groups := map[int32]*snapshotWritten{}
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -41,36 +40,55 @@ func (s *Server) snapshotLoop() {
 		case <-t.C:
 		}
 		now := time.Now()
-		if snap, ok := s.clusterSnapshot(); ok {
-			sum := snapshotSum(snap)
-			if sum != lastCluster || now.Sub(lastClusterAt) >= snapshotRefresh {
-				snap.WrittenMs = now.UnixMilli()
-				ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
-				err := tier.WriteClusterSnapshot(ctx, s.tier.store, snap)
-				cancel()
-				if err != nil {
-					s.log.Warn("write the cluster metadata snapshot to the bucket; retrying", "err", err)
-				} else {
-					lastCluster, lastClusterAt = sum, now
+		version := s.ctrl.Metadata().Version
+		if version != clusterVersion || cluster.refreshDue(now) {
+			if snap, ok := s.clusterSnapshot(); ok {
+				if s.writeSnapshot(&cluster, snap, now, func(ctx context.Context) error {
+					snap.WrittenMs = now.UnixMilli()
+					return tier.WriteClusterSnapshot(ctx, s.tier.store, snap)
+				}, "write the cluster metadata snapshot to the bucket; retrying") {
+					clusterVersion = version
 				}
 			}
 		}
 		for _, g := range s.groupSnapshots() {
-			sum := snapshotSum(g)
-			if sum == lastGroups[g.Partition] && now.Sub(lastGroupsAt[g.Partition]) < snapshotRefresh {
-				continue
+			w := groups[g.Partition]
+			if w == nil {
+				w = &snapshotWritten{}
+				groups[g.Partition] = w
 			}
-			g.WrittenMs = now.UnixMilli()
-			ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
-			err := tier.WriteGroupOffsets(ctx, s.tier.store, g)
-			cancel()
-			if err != nil {
-				s.log.Warn("write group offsets snapshot to the bucket; retrying", "partition", g.Partition, "err", err)
-				continue
-			}
-			lastGroups[g.Partition], lastGroupsAt[g.Partition] = sum, now
+			s.writeSnapshot(w, g, now, func(ctx context.Context) error {
+				g.WrittenMs = now.UnixMilli()
+				return tier.WriteGroupOffsets(ctx, s.tier.store, g)
+			}, "write group offsets snapshot to the bucket; retrying", "partition", g.Partition)
 		}
 	}
+}
+
+// snapshotWritten is what one snapshot object last held, and when.
+type snapshotWritten struct {
+	sum [32]byte
+	at  time.Time
+}
+
+func (w *snapshotWritten) refreshDue(now time.Time) bool { return now.Sub(w.at) >= snapshotRefresh }
+
+// writeSnapshot writes v with write when it differs from what w says was
+// written, or the refresh is due, and reports whether v is now written.
+func (s *Server) writeSnapshot(w *snapshotWritten, v any, now time.Time, write func(context.Context) error, warn string, args ...any) bool {
+	sum := snapshotSum(v)
+	if sum == w.sum && !w.refreshDue(now) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
+	err := write(ctx)
+	cancel()
+	if err != nil {
+		s.log.Warn(warn, append(args, "err", err)...)
+		return false
+	}
+	w.sum, w.at = sum, now
+	return true
 }
 
 func snapshotSum(v any) [32]byte {
