@@ -44,7 +44,21 @@ func (n *localNet) setCut(id int32, cut bool) {
 	n.cut[id] = cut
 }
 
-func (n *localNet) Send(ctx context.Context, to controller.Broker, req kmsg.Request) (kmsg.Response, error) {
+func (n *localNet) Open(to controller.Broker) Link { return localLink{n, to} }
+
+// localLink reaches whichever Controller of its broker id is on the net.
+type localLink struct {
+	n  *localNet
+	to controller.Broker
+}
+
+func (l localLink) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return l.n.send(ctx, l.to, req)
+}
+
+func (localLink) Close() {}
+
+func (n *localNet) send(ctx context.Context, to controller.Broker, req kmsg.Request) (kmsg.Response, error) {
 	n.mu.Lock()
 	c, cut := n.cs[to.ID], n.cut[to.ID]
 	n.mu.Unlock()

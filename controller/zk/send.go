@@ -25,11 +25,29 @@ import (
 // between the snapshot the broker acknowledged and the newest one, so a
 // slow or unreachable broker costs one diff when it comes back, not a
 // backlog. A new controller epoch, or a new registration of the broker
-// (broker epoch), starts it over with the whole cluster.
+// (broker epoch), starts it over with the whole cluster, on a new link
+// (Transport.Open).
 
-// Transport delivers the controller's requests to a broker.
+// Transport delivers the controller's requests to the brokers, over one
+// link per peer.
 type Transport interface {
-	Send(ctx context.Context, to controller.Broker, req kmsg.Request) (kmsg.Response, error)
+	// Open returns a link to one registration of a broker (a peer's: a
+	// new registration, like a new term or address, gets a new peer and
+	// a new link). A link never sends over a connection of an earlier
+	// link: a registration is a broker process, and a connection to the
+	// process of an earlier registration at the same address is dead
+	// (its first request would fail, and the restarted broker would
+	// wait a sendRetry for its metadata), as in Kafka, whose controller
+	// makes a channel per broker at its registration.
+	Open(to controller.Broker) Link
+	Close()
+}
+
+// Link delivers the controller's requests to one registration of a
+// broker. Send may be called again after an error; Close ends the link
+// (an outstanding Send fails).
+type Link interface {
+	Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 	Close()
 }
 
@@ -72,6 +90,7 @@ type peer struct {
 	s      *senders
 	broker controller.Broker
 	epoch  int64
+	link   Link // to this registration of the broker; closed by run
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
@@ -119,8 +138,8 @@ func (s *senders) update(md *controller.Metadata, epochs map[int32]int64, ctrlEp
 	for id, b := range want {
 		p := s.peers[id]
 		if p == nil {
-			p = &peer{s: s, broker: b, epoch: epochs[id], wake: make(chan struct{}, 1),
-				stop: make(chan struct{}), done: make(chan struct{})}
+			p = &peer{s: s, broker: b, epoch: epochs[id], link: s.transport.Open(b),
+				wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 			s.peers[id] = p
 			go p.run()
 		}
@@ -195,6 +214,7 @@ func (p *peer) halt() {
 
 func (p *peer) run() {
 	defer close(p.done)
+	defer p.link.Close()
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -305,7 +325,7 @@ func (p *peer) send(req kmsg.Request) error {
 		case <-ctx.Done():
 		}
 	}()
-	resp, err := p.s.transport.Send(ctx, p.broker, req)
+	resp, err := p.link.Send(ctx, req)
 	if err != nil {
 		return fmt.Errorf("%s to broker %d: %w", kmsg.NameForKey(req.Key()), p.broker.ID, err)
 	}

@@ -15,62 +15,87 @@ import (
 )
 
 // netTransport sends the controller's requests over the Kafka protocol to
-// each broker's advertised address, one client per broker (franz-go
-// negotiates the versions with ApiVersions).
+// each broker's advertised address, one client per link (franz-go
+// negotiates the versions with ApiVersions). A link's client, and so its
+// connection, is its own: a broker restarted at the same address is
+// reached on a new connection, not on the one to its old process.
 type netTransport struct {
 	clientID string
 
-	mu      sync.Mutex
-	clients map[int32]*netClient
-	closed  bool
+	mu     sync.Mutex
+	links  map[*netLink]struct{} // open links
+	closed bool
 }
 
-type netClient struct {
+type netLink struct {
+	t    *netTransport
 	addr string
-	cl   *kgo.Client
+
+	mu     sync.Mutex
+	cl     *kgo.Client // made at the first Send
+	closed bool
 }
 
 func newNetTransport(self int32) *netTransport {
-	return &netTransport{clientID: "strata-controller-" + strconv.Itoa(int(self)), clients: map[int32]*netClient{}}
+	return &netTransport{clientID: "strata-controller-" + strconv.Itoa(int(self)), links: map[*netLink]struct{}{}}
 }
 
-func (t *netTransport) client(to controller.Broker) (*kgo.Client, error) {
-	addr := net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))
+func (t *netTransport) Open(to controller.Broker) Link {
+	l := &netLink{t: t, addr: net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, errors.New("transport closed")
+		l.closed = true
+	} else {
+		t.links[l] = struct{}{}
 	}
-	if c := t.clients[to.ID]; c != nil {
-		if c.addr == addr {
-			return c.cl, nil
-		}
-		c.cl.Close()
-		delete(t.clients, to.ID)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(t.clientID),
-		kgo.DialTimeout(5*time.Second), kgo.RequestRetries(0))
-	if err != nil {
-		return nil, err
-	}
-	t.clients[to.ID] = &netClient{addr: addr, cl: cl}
-	return cl, nil
+	return l
 }
 
-func (t *netTransport) Send(ctx context.Context, to controller.Broker, req kmsg.Request) (kmsg.Response, error) {
-	cl, err := t.client(to)
+func (t *netTransport) Close() {
+	t.mu.Lock()
+	links := t.links
+	t.links, t.closed = map[*netLink]struct{}{}, true
+	t.mu.Unlock()
+	for l := range links {
+		l.Close()
+	}
+}
+
+func (l *netLink) client() (*kgo.Client, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, errors.New("link closed")
+	}
+	if l.cl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(l.addr), kgo.ClientID(l.t.clientID),
+			kgo.DialTimeout(5*time.Second), kgo.RequestRetries(0))
+		if err != nil {
+			return nil, err
+		}
+		l.cl = cl
+	}
+	return l.cl, nil
+}
+
+func (l *netLink) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := l.client()
 	if err != nil {
 		return nil, err
 	}
 	return cl.SeedBrokers()[0].Request(ctx, req)
 }
 
-func (t *netTransport) Close() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.closed = true
-	for id, c := range t.clients {
-		c.cl.Close()
-		delete(t.clients, id)
+func (l *netLink) Close() {
+	l.mu.Lock()
+	cl := l.cl
+	l.cl, l.closed = nil, true
+	l.mu.Unlock()
+	if cl != nil {
+		cl.Close()
 	}
+	l.t.mu.Lock()
+	delete(l.t.links, l)
+	l.t.mu.Unlock()
 }
