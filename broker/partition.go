@@ -23,6 +23,11 @@ type partition struct {
 	// restoring: this broker leads a tiered partition with an empty log,
 	// and has yet to take its log end from the bucket (tier_restore.go).
 	restoring atomic.Bool
+	// indexMu orders the writers of this partition's remote index: its
+	// share of a tier pass, its first refresh and a restore (tier.go).
+	indexMu sync.Mutex
+	// warming: the first refresh of its remote index is under way.
+	warming atomic.Bool
 
 	mu      sync.Mutex // guards waiters
 	waiters map[chan struct{}]struct{}

@@ -11,9 +11,20 @@ package broker
 // the sealed segments of every partition it leads whose topic has
 // remote.storage.enable=true and remote.log.copy.disable=false (see
 // tier.Uploader). A failing bucket fails that pass only; produce and fetch
-// never wait for it. When the index is new or a rebuild was interrupted,
-// it is first rebuilt from the bucket (tier.RebuildIndex), retried every
-// pass; nothing is uploaded before that has succeeded.
+// never wait for it.
+//
+// The index is trusted for a partition only once it has been refreshed
+// from the bucket since this broker opened the partition
+// (tier.RefreshPartition: a listing of the partition's manifests, reading
+// those the index does not already hold finished): at once by a
+// goroutine of its own (warmIndex, a few partitions at a time), then by
+// every tier pass (tier_follower.go). Until then its remote reads answer
+// REPLICA_NOT_AVAILABLE (remoteNotReady) and, if it leads with an empty
+// log, it restores first (tier_restore.go). A fresh broker thus reads
+// the manifests of the partitions it hosts, never the whole bucket's, so
+// what it does before serving does not grow with other partitions'
+// history; and an index kept from an earlier run costs one listing per
+// partition. Writers of a partition's index take partition.indexMu.
 //
 // Local retention of such a partition on its leader follows
 // local.retention.ms/bytes (-2: retention.ms/bytes) and deletes a segment
@@ -108,7 +119,11 @@ type tierState struct {
 
 	mu       sync.Mutex
 	settings map[*partition]tierTopic
-	ready    bool // the index was rebuilt (or did not need it)
+	// fresh: partitions whose index was refreshed from the bucket since
+	// this broker opened them (see the file comment).
+	fresh map[*partition]bool
+	// warmSlots bounds the first refreshes running at once.
+	warmSlots chan struct{}
 
 	// Kafka's BrokerTopicMetrics of the copy task.
 	copyBytes, copyRequests, copyErrors prometheus.Counter
@@ -146,11 +161,6 @@ func (s *Server) openTier() error {
 	if err != nil {
 		return fmt.Errorf("remote index: %w", err)
 	}
-	need, err := idx.NeedsRebuild()
-	if err != nil {
-		idx.Close()
-		return fmt.Errorf("remote index: %w", err)
-	}
 	interval := time.Duration(s.cfg.RemoteLogManagerTaskIntervalMs) * time.Millisecond
 	if interval <= 0 {
 		interval = 30 * time.Second
@@ -162,10 +172,11 @@ func (s *Server) openTier() error {
 			Throttle:    tier.NewThrottle(s.cfg.RemoteLogManagerCopyMaxBytesPerSecond),
 			PeerAlive:   s.brokerAlive,
 			SettleGrace: s.tierGrace(interval)},
-		interval: interval,
-		wake:     make(chan struct{}, 1),
-		settings: map[*partition]tierTopic{},
-		ready:    !need,
+		interval:  interval,
+		wake:      make(chan struct{}, 1),
+		settings:  map[*partition]tierTopic{},
+		fresh:     map[*partition]bool{},
+		warmSlots: make(chan struct{}, warmConcurrency),
 		copyBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_brokertopicmetrics_remotecopybytes_total", Help: "Bytes of segment objects copied to remote storage.",
 		}),
@@ -205,7 +216,58 @@ func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
 		retentionBytes:      ts.Log.RetentionBytes,
 		deleteOnDisable:     ts.RemoteLogDeleteOnDisable,
 	}
+	warm := ts.RemoteStorageEnable && !s.tier.fresh[p]
 	s.tier.mu.Unlock()
+	if warm && !p.warming.Swap(true) {
+		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata)
+		go s.warmIndex(p)
+	}
+}
+
+// warmConcurrency is how many first refreshes of partitions' indexes run
+// at once.
+const warmConcurrency = 8
+
+// warmIndex gives a tiered partition its first refresh from the bucket
+// (see the file comment), again after tierRebuildBackoff while it fails,
+// until it succeeds, the partition is gone or the broker stops.
+func (s *Server) warmIndex(p *partition) {
+	defer s.wg.Done()
+	defer p.warming.Store(false)
+	ts := s.tier
+	for {
+		ts.mu.Lock()
+		_, hosted := ts.settings[p]
+		done := ts.fresh[p]
+		ts.mu.Unlock()
+		if !hosted || done {
+			return
+		}
+		select {
+		case ts.warmSlots <- struct{}{}:
+		case <-s.ctx.Done():
+			return
+		}
+		p.indexMu.Lock()
+		ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
+		st, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
+		cancel()
+		p.indexMu.Unlock()
+		<-ts.warmSlots
+		if err == nil {
+			s.markFresh(p)
+			s.log.Debug("remote index of partition refreshed", "topic", p.topic, "partition", p.index, "segments", st.Segments, "read", st.Read)
+			return
+		}
+		if s.ctx.Err() == nil {
+			ts.warnings.warn(s.log, "refresh remote index from the bucket; retrying", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(tierRebuildBackoff):
+		}
+	}
 }
 
 // dropTierSettings forgets a partition that is closed or deleted.
@@ -216,6 +278,7 @@ func (s *Server) dropTierSettings(p *partition) {
 	s.tier.mu.Lock()
 	delete(s.tier.settings, p)
 	delete(s.tier.follow.refreshed, p)
+	delete(s.tier.fresh, p)
 	s.tier.mu.Unlock()
 }
 
@@ -259,12 +322,6 @@ func (s *Server) tierLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.tier.interval)
 	defer t.Stop()
-	s.tier.mu.Lock()
-	ready := s.tier.ready
-	s.tier.mu.Unlock()
-	if !ready {
-		s.tierPass() // rebuild the index at once: empty leaders wait for it (tier_restore.go)
-	}
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -284,26 +341,12 @@ func (s *Server) kickTier() {
 	}
 }
 
-// tierPass rebuilds the index if it must, then copies what every tiered
-// partition this broker leads has ready.
+// tierPass refreshes and copies what every tiered partition this broker
+// hosts has ready.
 func (s *Server) tierPass() {
 	ts := s.tier
 	ts.passMu.Lock()
 	defer ts.passMu.Unlock()
-	ts.mu.Lock()
-	ready := ts.ready
-	ts.mu.Unlock()
-	if !ready {
-		st, err := tier.RebuildIndex(s.ctx, ts.store, ts.idx)
-		if err != nil {
-			s.log.Warn("rebuild remote index from the bucket; retrying next pass", "tier", ts.store.String(), "err", err)
-			return
-		}
-		s.log.Info("rebuilt remote index from the bucket", "tier", ts.store.String(), "stats", fmt.Sprintf("%+v", st))
-		ts.mu.Lock()
-		ts.ready = true
-		ts.mu.Unlock()
-	}
 	defer s.tierHousekeeping()
 	var lagMu sync.Mutex
 	var lagBytes, lagSegments int64
@@ -340,6 +383,16 @@ func (s *Server) tierPass() {
 	}
 }
 
+// markFresh records that p's index was refreshed from the bucket since
+// this broker opened p.
+func (s *Server) markFresh(p *partition) {
+	s.tier.mu.Lock()
+	if _, hosted := s.tier.settings[p]; hosted {
+		s.tier.fresh[p] = true
+	}
+	s.tier.mu.Unlock()
+}
+
 // tierPassPartition is one partition's share of a tier pass: refresh,
 // remote retention and copy. It returns the partition's upload lag.
 func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
@@ -347,6 +400,8 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	if p.restoring.Load() {
 		return 0, 0 // its restore goroutine has it (tier_restore.go)
 	}
+	p.indexMu.Lock()
+	defer p.indexMu.Unlock()
 	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
 	s.expireRemote(p)
 	if _, ok := s.tieredLocal(p); ok {

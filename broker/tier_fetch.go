@@ -124,9 +124,9 @@ func (s *Server) remoteReadable(p *partition) bool {
 	return ok && tt.remote
 }
 
-// remoteNotReady reports whether the partition is tiered while the index
-// is still to be rebuilt from the bucket (a new or wiped data directory,
-// until the first tier pass ends): its remote log is unknown, so what
+// remoteNotReady reports whether the partition is tiered while its index
+// is still to be refreshed from the bucket (its first refresh since this
+// broker opened it: tier.go): its remote log is unknown, so what
 // depends on it (the earliest offset, reads below the local log start)
 // is answered REPLICA_NOT_AVAILABLE, which clients retry, as Kafka does
 // while its remote log metadata cache is not initialised.
@@ -136,7 +136,7 @@ func (s *Server) remoteNotReady(p *partition) bool {
 	}
 	s.tier.mu.Lock()
 	defer s.tier.mu.Unlock()
-	return !s.tier.ready
+	return !s.tier.fresh[p]
 }
 
 // remoteLogStart is the partition's remote log start, if it has one, or

@@ -273,20 +273,21 @@ func TestTieredFetchRemoteFailures(t *testing.T) {
 	}
 }
 
-// TestTieredIndexNotReady: until the index has been rebuilt from the
-// bucket (a wiped or new data directory), a tiered partition's earliest
+// TestTieredIndexNotReady: until a tiered partition's index has been
+// built from the bucket (a wiped or new data directory), its earliest
 // offset and its reads below the local log start answer
 // REPLICA_NOT_AVAILABLE, which clients retry, not the local log start or
 // OFFSET_OUT_OF_RANGE (which would send consumers past the remote log).
+// A partition is ready once refreshed, whatever the others are.
 func TestTieredIndexNotReady(t *testing.T) {
 	const topic = "tiered-notready"
 	ts, p, _ := tieredBroker(t, tier.NewMemStore(), topic, 2, 1200)
 	localStart := p.log.LogStartOffset()
-	// Between two passes (they wait while the checks run, so the rebuild
-	// does not happen), the index is marked as still to be rebuilt.
+	// Between two passes (they wait while the checks run, so no refresh
+	// happens), partition 0 is as if just opened.
 	ts.tier.passMu.Lock()
 	ts.tier.mu.Lock()
-	ts.tier.ready = false
+	delete(ts.tier.fresh, p)
 	ts.tier.mu.Unlock()
 	for _, c := range []struct {
 		timestamp int64
@@ -302,9 +303,9 @@ func TestTieredIndexNotReady(t *testing.T) {
 		t.Errorf("index not ready: fetch at 0: error codes %v (%d bytes of partition 0), want [%d 0]", codes, recs[0], kerr.ReplicaNotAvailable.Code)
 	}
 	ts.tier.mu.Lock()
-	ts.tier.ready = true
+	ts.tier.fresh[p] = true // refreshed
 	ts.tier.mu.Unlock()
-	ts.tier.passMu.Unlock()
+	defer ts.tier.passMu.Unlock()
 	if off, code := listOffsets(t, ts, topic, -2); code != 0 || off != 0 {
 		t.Errorf("index ready: ListOffsets earliest: offset %d, error %d; want 0", off, code)
 	}

@@ -128,6 +128,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 		}
 		return false
 	}
+	s.markFresh(p)
 	if st.Changed {
 		s.log.Debug("refreshed remote index", "topic", p.topic, "partition", p.index, "segments", st.Segments, "read", st.Read)
 	}

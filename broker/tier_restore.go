@@ -6,16 +6,17 @@ package broker
 // write over that history, so until the leader has taken its log end from
 // the bucket it answers produce, fetch and ListOffsets with
 // LEADER_NOT_AVAILABLE (clients retry). A goroutine of its own (not the
-// tier pass, which may be busy with long uploads) waits for the index
-// (rebuilt from the bucket on a new data directory), refreshes the
-// partition from the bucket, and when remote segments exist resets the
-// empty log to start after the last one, with that segment's leader-epoch
+// tier pass, which may be busy with long uploads) refreshes the
+// partition's index from the bucket (one listing of its manifests: the
+// index alone cannot tell a new partition from one this broker never
+// saw uploads of), and when remote segments exist resets the empty log
+// to start after the last one, with that segment's leader-epoch
 // checkpoint and producer snapshot (so idempotent producers carry on),
 // and that end as its high watermark (everything uploaded was committed),
 // as a follower does from the leader's tail (tier_follower.go). A
-// partition the index knows no segment of (a new one) starts at 0 at
-// once. While restoring, the tier pass leaves the partition alone,
-// so that only this goroutine writes its index.
+// partition the bucket holds no segment of (a new one) starts at 0. The
+// partition waits for nothing else, not for other partitions' indexes.
+// While restoring, the tier pass leaves the partition alone.
 
 import (
 	"context"
@@ -38,19 +39,6 @@ func (s *Server) markRestore(p *partition) {
 		p.restoring.Store(false)
 		return
 	}
-	// The index, once rebuilt from the bucket at start, knows every
-	// segment there is of a partition this broker never replicated: if it
-	// has none, the partition is new and starts at 0 now (a new tiered
-	// topic is writable at once).
-	ts := s.tier
-	ts.mu.Lock()
-	ready := ts.ready
-	ts.mu.Unlock()
-	if ready && !p.restoring.Load() {
-		if _, has, err := ts.idx.LogEnd(tierPartition(p)); err == nil && !has {
-			return
-		}
-	}
 	if !p.restoring.Swap(true) {
 		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata, handlers)
 		go s.restoreLoop(p)
@@ -67,36 +55,26 @@ func (s *Server) restoreLoop(p *partition) {
 			p.restoring.Store(false) // closed or deleted meanwhile
 			return
 		}
-		ts.mu.Lock()
-		ready := ts.ready
-		ts.mu.Unlock()
-		if ready {
-			ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
-			_, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
-			cancel()
-			if err == nil {
-				s.restoreLeader(p)
-			} else if s.ctx.Err() == nil {
-				ts.warnings.warn(s.log, "restore leader from remote storage: refresh the index from the bucket; retrying", "topic", p.topic, "partition", p.index, "err", err)
-			}
-			if !p.restoring.Load() {
-				return
-			}
+		p.indexMu.Lock()
+		ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
+		_, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
+		cancel()
+		if err == nil {
+			s.markFresh(p)
+			s.restoreLeader(p)
+		}
+		p.indexMu.Unlock()
+		if err != nil && s.ctx.Err() == nil {
+			ts.warnings.warn(s.log, "restore leader from remote storage: refresh the index from the bucket; retrying", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		if !p.restoring.Load() {
+			return
 		}
 		select {
 		case <-s.ctx.Done():
-		case <-time.After(restorePoll(ready)):
+		case <-time.After(tierRebuildBackoff):
 		}
 	}
-}
-
-// restorePoll is how soon a restore looks again: soon while the index is
-// being rebuilt, after tierRebuildBackoff when an attempt failed.
-func restorePoll(ready bool) time.Duration {
-	if !ready {
-		return 50 * time.Millisecond
-	}
-	return tierRebuildBackoff
 }
 
 // restoreLeader takes p's log end from the bucket (see the file comment),
