@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -71,6 +72,12 @@ func (s *Server) brokerIDString() string { return strconv.Itoa(int(s.cfg.ID)) }
 func (s *Server) isLeader(p *partition) bool {
 	t := s.ctrl.Metadata().Topics[p.topic]
 	return t != nil && t.ID == p.topicID && int(p.index) < len(t.Partitions) && t.Partitions[p.index].Leader == s.cfg.ID
+}
+
+// inISR reports whether this broker is in p's ISR, as the metadata says.
+func (s *Server) inISR(p *partition) bool {
+	t := s.ctrl.Metadata().Topics[p.topic]
+	return t != nil && t.ID == p.topicID && int(p.index) < len(t.Partitions) && slices.Contains(t.Partitions[p.index].ISR, s.cfg.ID)
 }
 
 func (s *Server) isrSize(p *partition) int {

@@ -16,9 +16,13 @@ package broker
 // The index is trusted for a partition only once it has been refreshed
 // from the bucket since this broker opened the partition
 // (tier.RefreshPartition: a listing of the partition's manifests, reading
-// those the index does not already hold finished): at once by a
-// goroutine of its own (warmIndex, a few partitions at a time), then by
-// every tier pass (tier_follower.go). Until then its remote reads answer
+// those the index does not already hold finished): by a goroutine of its
+// own (warmIndex, a few partitions at a time), then by every tier pass
+// (tier_follower.go); at once when this broker leads it or is in its ISR,
+// else once it has caught up and joined the ISR, so that a replica new
+// to the partition spends nothing on the history in the bucket before
+// it is in sync (a follower out of the ISR serves no reads, and its
+// local retention waits for its index). Until then its remote reads answer
 // REPLICA_NOT_AVAILABLE (remoteNotReady) and, if it leads with an empty
 // log, it restores first (tier_restore.go). A fresh broker thus reads
 // the manifests of the partitions it hosts, never the whole bucket's, so
@@ -228,6 +232,10 @@ func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
 // at once.
 const warmConcurrency = 8
 
+// warmWait is how often warmIndex looks whether a follower has joined the
+// ISR.
+const warmWait = 100 * time.Millisecond
+
 // warmIndex gives a tiered partition its first refresh from the bucket
 // (see the file comment), again after tierRebuildBackoff while it fails,
 // until it succeeds, the partition is gone or the broker stops.
@@ -242,6 +250,14 @@ func (s *Server) warmIndex(p *partition) {
 		ts.mu.Unlock()
 		if !hosted || done {
 			return
+		}
+		if !s.isLeader(p) && !s.inISR(p) {
+			select { // catching up: the history waits (see the file comment)
+			case <-s.ctx.Done():
+				return
+			case <-time.After(warmWait):
+			}
+			continue
 		}
 		select {
 		case ts.warmSlots <- struct{}{}:

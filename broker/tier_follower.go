@@ -11,11 +11,13 @@ package broker
 // (tierPass, every remote.log.manager.task.interval.ms) refreshes from
 // the bucket (tier.RefreshPartition: a listing of the partition's
 // manifests, reading only those not known finished) the index of every
-// tiered partition this broker follows, at every pass, and of every one
+// tiered partition this broker follows, at every pass (a follower new to
+// the partition, only once it is in the ISR: tier.go), and of every one
 // it leads, once per leader epoch before the first upload of that epoch;
-// no upload happens for an epoch until that refresh succeeded. All index
-// writes of a partition happen in the tier pass's goroutine, so a refresh
-// never races an upload.
+// no upload happens for an epoch until that refresh succeeded. Every
+// writer of a partition's index (its share of a pass, its first refresh,
+// a restore) holds partition.indexMu, so a refresh never races an
+// upload.
 //
 // Rebuilding a follower from the leader's local tail. The leader answers
 // a replica fetch below its local log start with
@@ -111,6 +113,14 @@ func (s *Server) tierRefresh(p *partition) bool {
 	}
 	leader := s.isLeader(p)
 	epoch := p.leaderEpoch.Load()
+	if !leader && !s.inISR(p) {
+		ts.mu.Lock()
+		fresh := ts.fresh[p]
+		ts.mu.Unlock()
+		if !fresh {
+			return false // catching up: its first refresh waits for the ISR (tier.go)
+		}
+	}
 	if leader {
 		ts.mu.Lock()
 		done, have := ts.follow.refreshed[p]

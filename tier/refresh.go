@@ -104,49 +104,75 @@ func sameSegments(a, b []index.SegmentMetadata) bool {
 }
 
 // FindSegment returns the COPY_SEGMENT_FINISHED segment of the partition
-// that holds offset, reading the bucket directly (no index): it lists the
-// partition's manifests and reads those at or below offset, greatest base
-// first, until one holds it. A follower rebuilding its log from the
-// leader's local tail uses it when its own index does not know the
-// segment yet. ErrNotFound when no finished segment holds offset.
+// that holds offset, reading the bucket directly (no index): it reads the
+// partition's manifests at or below offset, greatest base first, until
+// one holds it. A follower rebuilding its log from the leader's local
+// tail uses it when its own index does not know the segment yet. So that
+// its cost does not grow with the partition's history, it lists only the
+// manifests whose base lies in a window below offset (S3's StartAfter:
+// ListFromStore), widened sixteenfold while no segment in it holds
+// offset. ErrNotFound when no finished segment holds offset.
 func FindSegment(ctx context.Context, store ObjectStore, tp index.TopicIDPartition, offset int64) (index.SegmentMetadata, error) {
-	var keys []SegmentKey
-	var names []string
-	for info, err := range store.List(ctx, PartitionPrefix(tp)) {
-		if err != nil {
-			return index.SegmentMetadata{}, fmt.Errorf("find segment of %s at %d: %w", tp, offset, err)
-		}
-		if !strings.HasSuffix(info.Key, ManifestSuffix) {
-			continue
-		}
-		k, err := ParseSegmentKey(info.Key)
-		if err != nil || k.Partition != tp || k.BaseOffset > offset {
-			continue
-		}
-		keys = append(keys, k)
-		names = append(names, info.Key)
+	fail := func(err error) (index.SegmentMetadata, error) {
+		return index.SegmentMetadata{}, fmt.Errorf("find segment of %s at %d: %w", tp, offset, err)
 	}
-	var best *index.SegmentMetadata
-	for i := len(keys) - 1; i >= 0; i-- {
-		if best != nil && keys[i].BaseOffset < best.StartOffset {
-			break // a finished segment at a greater base holds offset
+	read := map[string]bool{} // manifests read in a narrower window
+	for window := int64(findWindow); ; window *= 16 {
+		from := max(offset-window+1, 0)
+		startAfter := ""
+		if from > 0 {
+			startAfter = fmt.Sprintf("%s%020d", PartitionPrefix(tp), from) // before every key of base from
 		}
-		m, err := readManifest(ctx, store, names[i])
-		switch {
-		case errors.Is(err, ErrNotFound), errors.Is(err, errBadManifest):
-			continue
-		case err != nil:
-			return index.SegmentMetadata{}, fmt.Errorf("find segment of %s at %d: %w", tp, offset, err)
+		var names []string
+		var bases []int64
+		for info, err := range listFrom(ctx, store, PartitionPrefix(tp), startAfter) {
+			if err != nil {
+				return fail(err)
+			}
+			if !strings.HasSuffix(info.Key, ManifestSuffix) {
+				continue
+			}
+			k, err := ParseSegmentKey(info.Key)
+			if err != nil || k.Partition != tp {
+				continue
+			}
+			if k.BaseOffset > offset {
+				break // keys are in base order
+			}
+			names = append(names, info.Key)
+			bases = append(bases, k.BaseOffset)
 		}
-		if m.State != index.CopySegmentFinished || m.EndOffset < offset {
-			continue
+		var best *index.SegmentMetadata
+		for i := len(names) - 1; i >= 0; i-- {
+			if best != nil && bases[i] < best.StartOffset {
+				break // a finished segment at a greater base holds offset
+			}
+			if read[names[i]] {
+				continue
+			}
+			read[names[i]] = true
+			m, err := readManifest(ctx, store, names[i])
+			switch {
+			case errors.Is(err, ErrNotFound), errors.Is(err, errBadManifest):
+				continue
+			case err != nil:
+				return fail(err)
+			}
+			if m.State != index.CopySegmentFinished || m.EndOffset < offset {
+				continue
+			}
+			if best == nil || wins(&m, best) {
+				best = &m
+			}
 		}
-		if best == nil || wins(&m, best) {
-			best = &m
+		if best != nil {
+			return *best, nil
+		}
+		if from == 0 {
+			return fail(fmt.Errorf("%w: no remote segment holds it", ErrNotFound))
 		}
 	}
-	if best == nil {
-		return index.SegmentMetadata{}, fmt.Errorf("%w: no remote segment of %s holds offset %d", ErrNotFound, tp, offset)
-	}
-	return *best, nil
 }
+
+// findWindow is FindSegment's first window of base offsets.
+const findWindow = 1 << 12

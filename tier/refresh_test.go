@@ -1,7 +1,9 @@
 package tier
 
 import (
+	"context"
 	"errors"
+	"iter"
 	"testing"
 
 	"strata/index"
@@ -116,5 +118,63 @@ func TestFindSegment(t *testing.T) {
 	}
 	if _, err := FindSegment(ctx, s, index.TopicIDPartition{TopicID: topicY}, 5); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("FindSegment of an empty partition: %v", err)
+	}
+}
+
+// keyCounter counts the keys a store's listings yield.
+type keyCounter struct {
+	ObjectStore
+	listed int
+}
+
+func (k *keyCounter) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, error] {
+	return k.ListFrom(ctx, prefix, "")
+}
+
+func (k *keyCounter) ListFrom(ctx context.Context, prefix, startAfter string) iter.Seq2[ObjectInfo, error] {
+	return func(yield func(ObjectInfo, error) bool) {
+		for info, err := range listFrom(ctx, k.ObjectStore, prefix, startAfter) {
+			k.listed++
+			if !yield(info, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestFindSegmentListsAWindow: on a store that starts listings after a
+// key (S3's StartAfter, here MinIO's), FindSegment lists the manifests
+// near the offset, not the partition's whole history; a segment whose
+// base lies far below the offset is still found, by wider windows, and a
+// miss is still ErrNotFound.
+func TestFindSegmentListsAWindow(t *testing.T) {
+	ctx := ctxT(t)
+	s3s, _ := newMinIOStore(t, func(c *S3Config) { c.ListPageSize = 1000 })
+	s := &keyCounter{ObjectStore: s3s}
+	x0 := index.TopicIDPartition{TopicID: topicX, Partition: 0}
+	const segs, span = 200, 1000 // 200 segments of 1000 offsets
+	var last index.SegmentMetadata
+	for i := range int64(segs) {
+		last = uploaded(t, s3s, x0, i*span, i*span+span-1, index.CopySegmentFinished, 10)
+	}
+	m, err := FindSegment(ctx, s, x0, last.EndOffset)
+	if err != nil || m.SegmentID != last.SegmentID {
+		t.Fatalf("FindSegment(%d) = %s %v, want %s", last.EndOffset, m.SegmentID, err, last.SegmentID)
+	}
+	if s.listed > 4*(findWindow/span+2) { // two keys per segment in the window
+		t.Fatalf("FindSegment at the end listed %d keys of %d", s.listed, 2*segs)
+	}
+	// One long segment far below: found through wider windows.
+	x1 := index.TopicIDPartition{TopicID: topicX, Partition: 1}
+	long := uploaded(t, s3s, x1, 0, 999_999, index.CopySegmentFinished, 10)
+	if m, err := FindSegment(ctx, s, x1, 900_000); err != nil || m.SegmentID != long.SegmentID {
+		t.Fatalf("FindSegment(900000) = %s %v, want %s", m.SegmentID, err, long.SegmentID)
+	}
+	if _, err := FindSegment(ctx, s, x1, 1_000_000); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("FindSegment past the end: %v, want ErrNotFound", err)
+	}
+	// The same answers on a store without ListFrom.
+	if m, err := FindSegment(ctx, s3s, x0, 150_500); err != nil || m.StartOffset != 150_000 {
+		t.Fatalf("FindSegment(150500) without ListFrom = %d %v", m.StartOffset, err)
 	}
 }

@@ -324,6 +324,12 @@ func (s *S3Store) Head(ctx context.Context, key string) (ObjectInfo, error) {
 }
 
 func (s *S3Store) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, error] {
+	return s.ListFrom(ctx, prefix, "")
+}
+
+// ListFrom lists with ListObjectsV2's StartAfter: S3 does not send the
+// keys up to startAfter ("" lists from the start).
+func (s *S3Store) ListFrom(ctx context.Context, prefix, startAfter string) iter.Seq2[ObjectInfo, error] {
 	return func(yield func(ObjectInfo, error) bool) {
 		if err := validatePrefix(prefix); err != nil {
 			yield(ObjectInfo{}, err)
@@ -333,11 +339,15 @@ func (s *S3Store) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo,
 		if s.cfg.Prefix != "" {
 			root = s.cfg.Prefix + "/"
 		}
-		p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		in := &s3.ListObjectsV2Input{
 			Bucket:  aws.String(s.cfg.Bucket),
 			Prefix:  aws.String(root + prefix),
 			MaxKeys: aws.Int32(s.cfg.ListPageSize),
-		})
+		}
+		if startAfter != "" {
+			in.StartAfter = aws.String(root + startAfter)
+		}
+		p := s3.NewListObjectsV2Paginator(s.client, in)
 		for p.HasMorePages() {
 			pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 			page, err := p.NextPage(pctx)

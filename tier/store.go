@@ -40,6 +40,32 @@ type ObjectStore interface {
 	String() string
 }
 
+// ListFromStore is a store that can start a listing after a key, as S3's
+// ListObjectsV2 StartAfter does, without reading the keys before it.
+type ListFromStore interface {
+	// ListFrom yields what List yields, but only the keys greater than
+	// startAfter.
+	ListFrom(ctx context.Context, prefix, startAfter string) iter.Seq2[ObjectInfo, error]
+}
+
+// listFrom lists the keys of prefix greater than startAfter: with the
+// store's ListFrom when it has one, else by skipping them.
+func listFrom(ctx context.Context, store ObjectStore, prefix, startAfter string) iter.Seq2[ObjectInfo, error] {
+	if lf, ok := store.(ListFromStore); ok {
+		return lf.ListFrom(ctx, prefix, startAfter)
+	}
+	return func(yield func(ObjectInfo, error) bool) {
+		for info, err := range store.List(ctx, prefix) {
+			if err == nil && info.Key <= startAfter {
+				continue
+			}
+			if !yield(info, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 // ObjectInfo describes a stored object.
 type ObjectInfo struct {
 	Key     string
