@@ -31,8 +31,10 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 	var names []string
 	var errTopics []kmsg.MetadataResponseTopic
 	if all {
-		for n := range md.Topics {
-			names = append(names, n)
+		for n, t := range md.Topics {
+			if !t.Partial {
+				names = append(names, n)
+			}
 		}
 		sort.Strings(names)
 	} else {
@@ -53,8 +55,15 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 					continue
 				}
 			}
-			if _, ok := md.Topics[name]; ok {
-				names = append(names, name)
+			if t, ok := md.Topics[name]; ok {
+				if t.Partial { // being created: its partitions are not all known here yet
+					et := kmsg.NewMetadataResponseTopic()
+					et.Topic = kmsg.StringPtr(name)
+					et.ErrorCode = kerr.LeaderNotAvailable.Code
+					errTopics = append(errTopics, et)
+				} else {
+					names = append(names, name)
+				}
 				continue
 			}
 			et := kmsg.NewMetadataResponseTopic()
@@ -90,7 +99,7 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 	resp.ControllerID = md.ControllerID
 	for _, n := range names {
 		t := md.Topics[n]
-		if t == nil {
+		if t == nil || t.Partial {
 			et := kmsg.NewMetadataResponseTopic()
 			et.Topic = kmsg.StringPtr(n)
 			et.ErrorCode = kerr.UnknownTopicOrPartition.Code

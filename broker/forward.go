@@ -92,7 +92,57 @@ func forwarded(fn handler) handler {
 				"api", kmsg.NameForKey(kreq.Key()), "controller", to.ID, "err", err)
 			return fn(s, cc, kreq)
 		}
+		s.awaitForwarded(ctx, kreq, resp)
 		return resp, nil
+	}
+}
+
+// awaitForwarded holds the answer to a forwarded CreateTopics or
+// CreatePartitions until this broker's metadata shows what the controller
+// made, whole (or ctx ends: the controller's answer stands), so that a
+// client asking this broker next is not told of a topic that does not
+// exist yet or has fewer partitions.
+func (s *Server) awaitForwarded(ctx context.Context, kreq kmsg.Request, resp kmsg.Response) {
+	ctx, cancel := context.WithTimeout(ctx, topicVisibleTimeout)
+	defer cancel()
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		if req := kreq.(*kmsg.CreateTopicsRequest); req.ValidateOnly {
+			return
+		}
+		for _, t := range r.Topics {
+			if t.ErrorCode == 0 {
+				s.awaitWhole(ctx, t.Topic, t.TopicID, t.NumPartitions)
+			}
+		}
+	case *kmsg.CreatePartitionsResponse:
+		req := kreq.(*kmsg.CreatePartitionsRequest)
+		if req.ValidateOnly {
+			return
+		}
+		for i, t := range r.Topics {
+			if t.ErrorCode == 0 && i < len(req.Topics) && req.Topics[i].Topic == t.Topic {
+				s.awaitWhole(ctx, t.Topic, [16]byte{}, req.Topics[i].Count)
+			}
+		}
+	}
+}
+
+// awaitWhole waits until this broker's metadata holds topic name whole
+// (not controller.Topic.Partial), with id unless zero, and with at least
+// parts partitions, or ctx ends.
+func (s *Server) awaitWhole(ctx context.Context, name string, id [16]byte, parts int32) {
+	for {
+		ch := s.ctrl.Changes()
+		t := s.ctrl.Metadata().Topics[name]
+		if t != nil && !t.Partial && (id == [16]byte{} || t.ID == id) && len(t.Partitions) >= int(parts) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -211,7 +261,7 @@ func (s *Server) awaitTopic(ctx context.Context, name string, id [16]byte) (*con
 	defer cancel()
 	for {
 		ch := s.ctrl.Changes()
-		if t := s.ctrl.Metadata().Topics[name]; t != nil && t.ID == id {
+		if t := s.ctrl.Metadata().Topics[name]; t != nil && t.ID == id && !t.Partial {
 			return t, nil
 		}
 		select {

@@ -43,6 +43,13 @@ type Topic struct {
 	ID         [16]byte
 	Partitions []Partition
 	Configs    map[string]string
+	// Partial: this broker knows the topic only from requests that name
+	// the partitions it hosts (LeaderAndIsr), not yet from one that
+	// describes the whole topic (UpdateMetadata), so Partitions may lack
+	// some. The broker acts on them, but clients are not told of the
+	// topic until it is whole: a Kafka broker answers them from its
+	// metadata cache, which only UpdateMetadata fills.
+	Partial bool
 }
 
 // Metadata is an immutable snapshot of the cluster. Callers must not modify

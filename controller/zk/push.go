@@ -57,6 +57,10 @@ type pushed struct {
 type pushedTopic struct {
 	id    [16]byte
 	parts map[int32]controller.Partition
+	// described: an UpdateMetadata (or the seed) named the topic, so
+	// parts holds all of it; LeaderAndIsr names only the partitions this
+	// broker hosts (controller.Topic.Partial).
+	described bool
 }
 
 // newer tells whether partition state b may replace a.
@@ -107,7 +111,7 @@ func (ps *pushed) seed(md *controller.Metadata, term int32) {
 	ps.brokers = slices.Clone(md.Brokers)
 	ps.topics = map[string]*pushedTopic{}
 	for name, t := range md.Topics {
-		pt := &pushedTopic{id: t.ID, parts: map[int32]controller.Partition{}}
+		pt := &pushedTopic{id: t.ID, parts: map[int32]controller.Partition{}, described: !t.Partial}
 		for _, p := range t.Partitions {
 			pt.parts[p.Index] = p
 		}
@@ -128,7 +132,7 @@ func (ps *pushed) fill(md *controller.Metadata, self controller.Broker) (int64, 
 	}
 	slices.SortFunc(md.Brokers, func(a, b controller.Broker) int { return int(a.ID - b.ID) })
 	for name, pt := range ps.topics {
-		t := &controller.Topic{Name: name, ID: pt.id, Configs: map[string]string{}}
+		t := &controller.Topic{Name: name, ID: pt.id, Configs: map[string]string{}, Partial: !pt.described}
 		for i := int32(0); ; i++ {
 			p, ok := pt.parts[i]
 			if !ok {
@@ -283,6 +287,9 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 				ps.upsert(ts.Topic, ts.TopicID, controller.Partition{Index: p.Partition, Leader: p.Leader,
 					LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR),
 					PartitionEpoch: p.ZKVersion})
+				if pt := ps.topics[ts.Topic]; pt != nil && pt.id == ts.TopicID {
+					pt.described = true
+				}
 			}
 		}
 	})

@@ -249,3 +249,57 @@ func TestPushRecreatedTopicWhileCut(t *testing.T) {
 		t.Fatalf("after a change of partition 1 the broker holds r as %+v", cut.Metadata().Topics["r"])
 	}
 }
+
+// A LeaderAndIsr names only the partitions the broker hosts: a topic
+// known from it alone is Partial (not shown to clients) until an
+// UpdateMetadata describes it whole.
+func TestPushTopicPartialUntilDescribed(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*Controller{newController(t, z, 1), newController(t, z, 2)}
+	act := activeOf(t, cs...)
+	follower := othersOf(act, cs)[0]
+	self := follower.opts.Broker.ID
+	ctx := context.Background()
+	waitUntil(t, 5*time.Second, "the follower to know the cluster", func() bool { return follower.pushed.synced })
+	epoch, own := act.ControllerEpoch(), follower.ownEpoch.Load()
+	id := controller.NewTopicID()
+
+	lai := kmsg.NewPtrLeaderAndISRRequest()
+	lai.Version, lai.ControllerID, lai.ControllerEpoch, lai.BrokerEpoch = 7, act.opts.Broker.ID, epoch, own
+	ts := kmsg.NewLeaderAndISRRequestTopicState()
+	ts.Topic, ts.TopicID = "partial", id
+	ps := kmsg.NewLeaderAndISRRequestTopicPartition()
+	ps.Partition, ps.Leader, ps.ISR, ps.Replicas = 0, self, []int32{self}, []int32{self}
+	ts.PartitionStates = append(ts.PartitionStates, ps)
+	lai.TopicStates = append(lai.TopicStates, ts)
+	if got := follower.HandleLeaderAndISR(ctx, lai).ErrorCode; got != 0 {
+		t.Fatalf("LeaderAndIsr: error %d", got)
+	}
+	got := follower.Metadata().Topics["partial"]
+	if got == nil || !got.Partial || len(got.Partitions) != 1 || got.Partitions[0].Leader != self {
+		t.Fatalf("after LeaderAndIsr for partition 0: %+v, want a Partial topic with partition 0 led here", got)
+	}
+
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 8, act.opts.Broker.ID, epoch, own
+	for _, b := range act.Metadata().Brokers {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID, lb.Host, lb.Port = b.ID, b.Host, b.Port
+		um.LiveBrokers = append(um.LiveBrokers, lb)
+	}
+	uts := kmsg.NewUpdateMetadataRequestTopicState()
+	uts.Topic, uts.TopicID = "partial", id
+	for i := range int32(2) {
+		up := kmsg.NewUpdateMetadataRequestTopicPartition()
+		up.Topic, up.Partition, up.Leader, up.ISR, up.Replicas = "partial", i, self, []int32{self}, []int32{self}
+		uts.PartitionStates = append(uts.PartitionStates, up)
+	}
+	um.TopicStates = append(um.TopicStates, uts)
+	if got := follower.HandleUpdateMetadata(ctx, um).ErrorCode; got != 0 {
+		t.Fatalf("UpdateMetadata: error %d", got)
+	}
+	got = follower.Metadata().Topics["partial"]
+	if got == nil || got.Partial || len(got.Partitions) != 2 {
+		t.Fatalf("after UpdateMetadata: %+v, want the whole topic of 2 partitions", got)
+	}
+}
