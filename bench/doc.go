@@ -236,5 +236,6 @@
 // run met it is INCONCLUSIVE: the goal lies within the run-to-run noise
 // the suite measured. With one run the noise is unknown and a miss is a
 // FAIL, noted so. A goal on one target is a bound every run must hold,
-// judged on the worst run.
+// judged on the worst run, unless it compares two figures of the same run
+// (Goal.RatioInRun): that one is judged as a ratio.
 package bench

@@ -17,7 +17,12 @@ type Goal struct {
 	AtLeast     bool   // measured >= Want; otherwise measured <= Want
 	Want        float64
 	Unit        string
-	metric      func(Result) (float64, bool)
+	// RatioInRun: the metric is already a ratio of two figures measured
+	// in one run (a size against another on the same target), so the
+	// goal is judged as a ratio goal is (the median of the runs, a miss
+	// within their range INCONCLUSIVE), not as a bound on every run.
+	RatioInRun bool
+	metric     func(Result) (float64, bool)
 }
 
 // GoalResult is a Goal evaluated.
@@ -28,7 +33,8 @@ type Goal struct {
 // range: the run-to-run noise is wider than the miss), and FAIL when no run
 // did. With one run the noise is unknown and a miss is a FAIL. An absolute
 // goal is a bound every run must hold: it is judged on the worst run, and
-// any run that misses makes it FAIL.
+// any run that misses makes it FAIL. A goal whose metric is a ratio within
+// one run (Goal.RatioInRun) is judged as a ratio goal.
 type GoalResult struct {
 	Name      string  `json:"name"`
 	Want      string  `json:"want"`
@@ -219,7 +225,7 @@ func (g Goal) Evaluate(reports []*Report) GoalResult {
 	if !g.AtLeast {
 		worst, best = best, worst
 	}
-	if g.Denominator == "" {
+	if g.Denominator == "" && !g.RatioInRun {
 		gr.Measured = worst
 		gr.Pass = g.meets(worst)
 		if gr.Runs > 1 {

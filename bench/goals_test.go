@@ -14,6 +14,7 @@ func TestGoalNoise(t *testing.T) {
 	slower := faster
 	slower.Name, slower.AtLeast = "slower", false
 	bound := Goal{Name: "bound", Numerator: TargetStrata, Want: 256, Unit: "MB", metric: mbps}
+	inRun := Goal{Name: "growth", Numerator: TargetStrata, Want: 200, Unit: "x", RatioInRun: true, metric: mbps}
 	// runs makes a report per ratio: strata at 100*ratio MB/s, kfake at 100.
 	runs := func(ratios ...float64) []*Report {
 		var reps []*Report
@@ -45,6 +46,9 @@ func TestGoalNoise(t *testing.T) {
 		{"at most: every run misses", slower, runs(1.02, 1.03, 1.05), "FAIL", 1.03, "median of 3 runs"},
 		{"bound: the worst run decides", bound, runs(2, 3), "FAIL", 300, "worst of 2 runs"},
 		{"bound held", bound, runs(2, 2.5), "pass", 250, "worst of 2 runs"},
+		{"ratio in a run: the median decides", inRun, runs(1.1, 1.7, 2.2), "pass", 170, "median of 3 runs"},
+		{"ratio in a run: miss within noise", inRun, runs(1.9, 2.1, 2.2), "INCONCLUSIVE", 210, "median of 3 runs; the goal is within their range"},
+		{"ratio in a run: every run misses", inRun, runs(2.1, 2.2, 2.3), "FAIL", 220, "median of 3 runs"},
 	} {
 		g := c.goal.Evaluate(c.reports)
 		if g.Verdict() != c.verdict || g.Measured < c.measured-1e-9 || g.Measured > c.measured+1e-9 || g.Note != c.note ||

@@ -105,7 +105,8 @@ func (s *Suite) Markdown(plotDir string) string {
 const goalLegend = "\nA goal comparing two targets is judged on the median of their ratio over the runs (--count); the runs' range is beside it. " +
 	"A median that misses is INCONCLUSIVE when at least one run met the goal: the goal lies within the run-to-run noise measured, " +
 	"so rerun on a quiet machine or with a higher --count. It is FAIL when no run met it, or when there was only one run " +
-	"(\"1 run, noise unknown\"). A goal on one target is a bound that every run must hold: the worst run decides.\n"
+	"(\"1 run, noise unknown\"). A goal on one target is a bound that every run must hold: the worst run decides; " +
+	"but one that compares two figures of the same run (a history size against another) is judged as a ratio, on the median.\n"
 
 // notes explains the figures that need it, for the workloads in the suite.
 func (s *Suite) notes() string {
