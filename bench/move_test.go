@@ -220,10 +220,11 @@ func TestMovePresetSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: time.Minute, Progress: &progress})
+	var brokerLog syncBuffer
+	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: time.Minute, Progress: &progress, BrokerLog: &brokerLog})
 	t.Log(progress.String())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nthe brokers' log tail:\n%s", err, lastLines(brokerLog.String(), 200))
 	}
 	res, ok := rep.Result(TargetMove)
 	if !ok || res.Move == nil {

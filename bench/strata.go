@@ -116,7 +116,7 @@ func (s *strataTarget) launch(ctx context.Context, cfg Config) error {
 		pw.Close()
 		close(done)
 	}()
-	go s.readOutput(pr, cfg.BrokerLog, ready)
+	go s.readOutput(pr, cfg.BrokerLog, fmt.Sprintf("[strata pid %d] ", cmd.Process.Pid), ready)
 
 	timer := time.NewTimer(readyTimeout)
 	defer timer.Stop()
@@ -145,16 +145,17 @@ func (s *strataTarget) restart(ctx context.Context, cfg Config) error {
 	return s.launch(ctx, cfg)
 }
 
-// readOutput copies the broker's output to log, keeps its tail and sends
-// the address of the first ready line.
-func (s *strataTarget) readOutput(r io.Reader, log io.Writer, ready chan<- string) {
+// readOutput copies the broker's output to log, each line after prefix
+// (several brokers may share log), keeps its tail and sends the address
+// of the first ready line.
+func (s *strataTarget) readOutput(r io.Reader, log io.Writer, prefix string, ready chan<- string) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	sent := false
 	for sc.Scan() {
 		line := sc.Text()
 		if log != nil {
-			fmt.Fprintln(log, line)
+			fmt.Fprintln(log, prefix+line)
 		}
 		s.mu.Lock()
 		s.tail = append(s.tail, line)
