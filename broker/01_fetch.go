@@ -230,7 +230,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			if follower {
 				p.recordSentHW(replicaID, r.hw) // sent now, or in the session already
 				r.start = start
-			} else if start >= 0 { // not while the remote index is rebuilt
+			} else if start >= 0 { // not before the remote index is refreshed
 				r.start = start
 			}
 		}
@@ -394,7 +394,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 			r.code = 0 // between HW and LEO: nothing yet, not an error
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteNotReady(p) {
-			r.code = kerr.ReplicaNotAvailable.Code // below the local log start before the index is rebuilt: retried
+			r.code = kerr.ReplicaNotAvailable.Code // below the local log start before the index is refreshed: retried
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && follower && s.movedToTier(p, t.fetchOffset) {
 			r.code = kerr.OffsetMovedToTieredStorage.Code // the follower rebuilds from our local tail (tier_follower.go)

@@ -7,7 +7,7 @@
 // epoch, the first segment whose max timestamp reaches a time, listings,
 // and the remote log start and end. It also defines the manifest object
 // that sits beside each remote segment in the bucket, from which any
-// broker can rebuild its index (tier.RebuildIndex).
+// broker can refresh its index (tier.RefreshPartition).
 //
 // # Segment states
 //
@@ -31,7 +31,7 @@
 // is on disk. All integers big-endian, so keys sort by offset.
 //
 //	'm' 'v'                                    → uint16 layout version (1)
-//	'm' 'r'                                    → empty: a rebuild began and has not ended
+//	'm' 'r'                                    → empty: left by earlier versions (a rebuild mark), ignored
 //	's' topicId[16] partition[4] base[8]       → the segment's manifest bytes (below)
 //	'i' segmentId[16]                          → topicId[16] partition[4] base[8]
 //	'e' topicId[16] partition[4] epoch[4] start[8] → base[8]
@@ -42,7 +42,7 @@
 // lies below the local log (RaiseLogStartOffset only moves it up); remote
 // segments wholly below it are expired. A 'd' key (MarkTopicDeleted)
 // survives restarts until the topic's objects are gone and ForgetTopic
-// removes every key of the topic. Neither is in the bucket: a rebuild
+// removes every key of the topic. Neither is in the bucket: a refresh
 // from the bucket does not restore them.
 //
 // The 'e' keys map each leader epoch of a readable segment, at the
@@ -54,10 +54,8 @@
 // which every fetch of a tiered partition asks for, are kept in memory
 // from one write of the partition to the next (memo.go).
 //
-// NeedsRebuild is true for a database that Open created and while a
-// rebuild (BeginRebuild … EndRebuild) is unfinished, also across a crash.
-// Another layout version refuses to open: move the directory away and
-// rebuild from the bucket.
+// Another layout version refuses to open: move the directory away, and
+// the broker refreshes a new one from the bucket, partition by partition.
 //
 // # Manifest format, versions 1 to 3
 //

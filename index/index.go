@@ -36,10 +36,7 @@ const (
 	prefixMeta    = 'm'
 )
 
-var (
-	keyVersion = []byte{prefixMeta, 'v'}
-	keyRebuild = []byte{prefixMeta, 'r'}
-)
+var keyVersion = []byte{prefixMeta, 'v'}
 
 // indexVersion is the version of the database layout, kept under keyVersion.
 const indexVersion = 1
@@ -59,8 +56,7 @@ type Options struct {
 // from any goroutine: writes are serialised by one mutex, reads see a
 // consistent snapshot of the database.
 type Index struct {
-	db    *badger.DB
-	fresh bool
+	db *badger.DB
 
 	mu     sync.Mutex // serialises read-modify-write updates
 	closed bool
@@ -104,7 +100,6 @@ func Open(o Options) (*Index, error) {
 	err = db.Update(func(txn *badger.Txn) error {
 		it, err := txn.Get(keyVersion)
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			x.fresh = true
 			return txn.Set(keyVersion, binary.BigEndian.AppendUint16(nil, indexVersion))
 		}
 		if err != nil {
@@ -112,7 +107,7 @@ func Open(o Options) (*Index, error) {
 		}
 		return it.Value(func(v []byte) error {
 			if len(v) != 2 || binary.BigEndian.Uint16(v) != indexVersion {
-				return fmt.Errorf("layout version %x, this broker reads %d: move the directory away to rebuild it from the bucket", v, indexVersion)
+				return fmt.Errorf("layout version %x, this broker reads %d: move the directory away: the broker refreshes a new one from the bucket", v, indexVersion)
 			}
 			return nil
 		})
@@ -134,27 +129,6 @@ func (x *Index) Close() error {
 	x.closed = true
 	x.memo.touchAll() // later lookups reach Badger and fail with ErrClosed
 	return x.db.Close()
-}
-
-// NeedsRebuild reports whether the index must be rebuilt from the bucket:
-// it was created by this Open, or a rebuild began and did not end.
-func (x *Index) NeedsRebuild() (bool, error) {
-	x.mu.Lock()
-	fresh := x.fresh
-	x.mu.Unlock()
-	if fresh {
-		return true, nil
-	}
-	var marked bool
-	err := x.view(func(txn *badger.Txn) error {
-		_, err := txn.Get(keyRebuild)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		marked = err == nil
-		return err
-	})
-	return marked, err
 }
 
 // AddSegment records a segment whose upload starts: its state must be
@@ -240,25 +214,8 @@ func (x *Index) UpdateSegment(u SegmentUpdate) (SegmentMetadata, error) {
 	return out, err
 }
 
-// BeginRebuild marks the index as being rebuilt; until EndRebuild,
-// NeedsRebuild reports true, also after a crash and reopen.
-func (x *Index) BeginRebuild() error {
-	return x.update(func(txn *badger.Txn) error { return txn.Set(keyRebuild, nil) })
-}
-
-// EndRebuild clears the mark set by BeginRebuild.
-func (x *Index) EndRebuild() error {
-	err := x.update(func(txn *badger.Txn) error { return txn.Delete(keyRebuild) })
-	if err == nil {
-		x.mu.Lock()
-		x.fresh = false
-		x.mu.Unlock()
-	}
-	return err
-}
-
 // ReplacePartition makes segs the partition's whole content, whatever
-// their states (a rebuild from the bucket loads what the manifests say).
+// their states (a refresh from the bucket loads what the manifests say).
 // Every segment must belong to tp, and ids must be unique. Two segments
 // may start at one offset (two leaders uploaded the same range, or an
 // abandoned attempt beside a finished one): the index keeps the one
@@ -309,7 +266,9 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 	// then delete the keys of the old ones that nothing new overwrote, in
 	// batches. Readers (which do not take x.mu for long) see the old
 	// segments, then old and new together, then the new ones: never an
-	// empty partition. A crash in between is covered by the rebuild mark.
+	// empty partition. A crash in between is repaired by the partition's
+	// next refresh from the bucket, which a broker makes before it
+	// trusts the partition again.
 	var old []SegmentMetadata
 	if err := x.db.View(func(txn *badger.Txn) error {
 		return scan(txn, tp, false, func(m *SegmentMetadata) bool { old = append(old, m.Clone()); return true })

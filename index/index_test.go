@@ -285,13 +285,7 @@ func TestPersistsAcrossReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if need, _ := x.NeedsRebuild(); !need {
-		t.Error("new index does not ask for a rebuild")
-	}
 	m := add(t, x, seg(tpA0, 0, 9, 7, EpochEntry{4, 0}), CopySegmentFinished)
-	if err := x.BeginRebuild(); err != nil {
-		t.Fatal(err)
-	}
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -303,15 +297,6 @@ func TestPersistsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	if need, _ := x.NeedsRebuild(); !need {
-		t.Error("rebuild begun before the restart is not reported")
-	}
-	if err := x.EndRebuild(); err != nil {
-		t.Fatal(err)
-	}
-	if need, _ := x.NeedsRebuild(); need {
-		t.Error("NeedsRebuild after EndRebuild")
-	}
 	got, err := x.SegmentForEpochOffset(tpA0, 4, 5)
 	if err != nil || !reflect.DeepEqual(got, m) {
 		t.Fatalf("after reopen: %+v, %v; want %+v", got, err, m)

@@ -1,7 +1,7 @@
 // Package tier is tiered storage's object store: the ObjectStore
 // interface and its implementations, the --tier URL, the key layout of
-// remote segments in the bucket, and the rebuild of the remote segment
-// index (package index) from the bucket alone or one partition's refresh,
+// remote segments in the bucket, the refresh of a partition's remote
+// segment index (package index) from the bucket alone,
 // the uploader of sealed segments, the remote reads of fetches and of
 // ListOffsets by timestamp (Reader), remote retention and deletion (ExpirePartition,
 // DeletePartition, DeleteTopic), bucket lifecycle rules (LifecycleStore)
@@ -183,7 +183,7 @@
 // files use their own handles, so retention or the cleaner renaming them
 // meanwhile does not matter. A crash after step 1 leaves an entry that the
 // next pass finishes or cleans up; should the index be lost as well, a
-// rebuild finds the attempt by its step-2 manifest. (Only a crash between
+// refresh finds the attempt by its step-2 manifest. (Only a crash between
 // steps 1 and 2 together with the loss of the index leaves objects no
 // manifest names, for the reconciliation pass below.)
 // Deleting a segment: index DELETE_SEGMENT_STARTED, the manifest rewritten
@@ -325,17 +325,17 @@
 // segments. The broker picks the segments by their max timestamp from
 // the index (index.Index.SegmentForTimestamp).
 //
-// # Rebuilding the index
+// # Refreshing the index
 //
-// RebuildIndex lists every *.manifest, reads them (eight at a time),
-// checks each against its key and makes the index hold exactly what they
-// say, partition by partition; RebuildPartition does one partition. When
-// two manifests claim one base offset, the most advanced state wins, then
-// the later event time; the loser is reported (Superseded) for cleanup.
-// Undecodable manifests, or ones at another segment's key, are reported
-// (Corrupt) and not loaded: a cleanup must leave their objects alone. The
-// index is marked as rebuilding until the end, so an interrupted rebuild
-// is redone (index.Index.NeedsRebuild).
+// RefreshPartition lists one partition's *.manifest keys, reads those
+// the index does not already hold finished, checks each against its key
+// and makes the index's partition hold what they say. When two manifests
+// claim one base offset, the most advanced state wins, then the later
+// event time. Undecodable manifests, or ones at another segment's key,
+// are skipped: the reconciliation reports them and leaves their objects
+// alone. A broker refreshes each tiered partition it hosts, never the
+// whole bucket, so a new or wiped data directory costs one listing per
+// partition (see broker/tier.go).
 //
 // # Lifecycle rules
 //
@@ -403,7 +403,7 @@
 //
 // A segment with a manifest is deleted as the uploader deletes: the
 // manifest rewritten in DELETE_SEGMENT_STARTED, the other objects, then
-// the manifest, so that a rebuild never serves it; one without a manifest
+// the manifest, so that a refresh never serves it; one without a manifest
 // is deleted only if a HEAD still finds none. Ages are the store's
 // modification times against the broker's clock; an upload under way
 // rewrites its manifest every Uploader.Heartbeat, which keeps its stem

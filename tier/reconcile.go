@@ -318,7 +318,7 @@ func (r *Reconciler) settle(ctx context.Context, s *stem, anyState bool, st *Rec
 	if m != nil {
 		if m.State != index.DeleteSegmentStarted {
 			// As the uploader deletes: the manifest first says the
-			// segment is going, so that a rebuild never brings it back.
+			// segment is going, so that a refresh never brings it back.
 			m.State, m.EventTimestamp, m.BrokerID = index.DeleteSegmentStarted, r.now().UnixMilli(), r.BrokerID
 			b, err := index.EncodeManifest(m)
 			if err != nil {

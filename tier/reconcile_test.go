@@ -203,7 +203,7 @@ func TestReconcileMarksManifestFirst(t *testing.T) {
 	if ops[0] != "put "+ManifestKey(&m) {
 		t.Fatalf("first write %q, want the manifest", ops[0])
 	}
-	// A rebuild now loads the segment as being deleted, not readable.
+	// A refresh now loads the segment as being deleted, not readable.
 	idx2, err := index.Open(index.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -212,11 +212,11 @@ func TestReconcileMarksManifestFirst(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	if _, err := RebuildIndex(ctx, f.store, idx2); err != nil {
+	if _, err := RefreshPartition(ctx, f.store, idx2, tp); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := idx2.Segment(tp, m.SegmentID); err != nil || got.State != index.DeleteSegmentStarted {
-		t.Fatalf("rebuilt index: %v %v", got.State, err)
+		t.Fatalf("refreshed index: %v %v", got.State, err)
 	}
 	st, err := f.rec.ReconcilePartition(ctx, tp)
 	if err != nil || st.Orphans != 1 {

@@ -19,9 +19,14 @@ type RefreshStats struct {
 	Segments  int  // segments the partition holds now
 }
 
-// RefreshPartition brings one partition of the index up to date with the
-// bucket, as RebuildPartition does, but reads only the manifests it does
-// not know in their final state: a listed manifest whose segment id the
+// RefreshPartition makes one partition of the index hold what the
+// bucket's manifests of it say. When two manifests claim one base offset
+// (an upload retried under a new segment id) the most advanced state
+// wins (COPY_SEGMENT_FINISHED, then DELETE_SEGMENT_STARTED, then
+// COPY_SEGMENT_STARTED), then the later event time; undecodable
+// manifests, or ones at another segment's key, are skipped. It reads
+// only the manifests it does not know in their final state: a listed
+// manifest whose segment id the
 // index holds in COPY_SEGMENT_FINISHED is taken from the index (a
 // finished manifest changes only when its segment is deleted, and that
 // rewrites it in DELETE_SEGMENT_STARTED, which a refresh notices only when
@@ -31,10 +36,9 @@ type RefreshStats struct {
 // learn their leader's uploads, and how a new leader learns its
 // predecessor's before its first upload.
 //
-// Unlike RebuildPartition it does not mark the index as rebuilding: a
-// crash midway leaves the partition partly written, which the next
-// refresh repairs, and every broker refreshes a partition before it
-// uploads for it.
+// A crash midway leaves the partition partly written; a broker trusts a
+// partition's index only once it has refreshed it since it opened the
+// partition (broker/tier.go), and that refresh repairs it.
 func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, tp index.TopicIDPartition) (RefreshStats, error) {
 	var st RefreshStats
 	have, err := idx.Segments(tp)
@@ -56,7 +60,7 @@ func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, 
 		st.Manifests++
 		k, err := ParseSegmentKey(info.Key)
 		if err != nil || k.Partition != tp {
-			continue // not a manifest of this layout: RebuildIndex reports it
+			continue // not a manifest of this layout: reconciliation reports it
 		}
 		m, ok := known[k.SegmentID]
 		if !ok || m.State != index.CopySegmentFinished || m.StartOffset != k.BaseOffset {

@@ -20,7 +20,7 @@ import (
 // group coordinator rewrites the committed offsets of the
 // __consumer_offsets partitions it leads when they change and every
 // minute. Objects under SnapshotPrefix are outside the segment layout:
-// the index rebuild, reconciliation and retention leave them alone.
+// the index refresh, reconciliation and retention leave them alone.
 //
 //	_strata/cluster.json                 ClusterSnapshot
 //	_strata/group-offsets/<partition>.json GroupOffsetsSnapshot

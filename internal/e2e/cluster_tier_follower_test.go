@@ -244,7 +244,7 @@ func TestClusterTierFollowerFromLocalTail(t *testing.T) {
 		p, ok := md.Topics[topic].Partitions[0]
 		return ok && p.Err == nil && p.Leader == follower
 	})
-	// Until its index is rebuilt from the bucket the new leader answers
+	// Until its index is refreshed from the bucket the new leader answers
 	// REPLICA_NOT_AVAILABLE (retriable), never its local log start.
 	var earliest int64
 	waitFor(t, 30*time.Second, "the new leader's earliest offset", func() bool {

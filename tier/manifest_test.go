@@ -2,9 +2,7 @@ package tier
 
 import (
 	"bytes"
-	"errors"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -75,7 +73,12 @@ func uploaded(t *testing.T, s ObjectStore, tp index.TopicIDPartition, start, end
 	return m
 }
 
-func TestRebuildIndex(t *testing.T) {
+// TestRefreshFromManifests: RefreshPartition makes a partition of the
+// index hold what the bucket's manifests of it say, on the in-memory
+// store and on MinIO: of two manifests at one base the finished one wins,
+// a corrupt manifest and one at another segment's key are skipped, and
+// what the bucket does not hold (any more) is dropped.
+func TestRefreshFromManifests(t *testing.T) {
 	stores := map[string]func(t *testing.T) ObjectStore{
 		"mem": func(t *testing.T) ObjectStore { return NewMemStore() },
 		"s3": func(t *testing.T) ObjectStore {
@@ -84,11 +87,11 @@ func TestRebuildIndex(t *testing.T) {
 		},
 	}
 	for name, newStore := range stores {
-		t.Run(name, func(t *testing.T) { testRebuild(t, newStore(t)) })
+		t.Run(name, func(t *testing.T) { testRefreshFromManifests(t, newStore(t)) })
 	}
 }
 
-func testRebuild(t *testing.T, s ObjectStore) {
+func testRefreshFromManifests(t *testing.T, s ObjectStore) {
 	ctx := ctxT(t)
 	x0 := index.TopicIDPartition{TopicID: topicX, Partition: 0}
 	x1 := index.TopicIDPartition{TopicID: topicX, Partition: 1}
@@ -98,15 +101,14 @@ func testRebuild(t *testing.T, s ObjectStore) {
 	a := uploaded(t, s, x0, 0, 99, index.CopySegmentFinished, 10)
 	b := uploaded(t, s, x0, 100, 199, index.CopySegmentFinished, 10)
 	// A retried upload of base 100 that never finished loses to b.
-	lost := uploaded(t, s, x0, 100, 199, index.CopySegmentStarted, 20)
+	uploaded(t, s, x0, 100, 199, index.CopySegmentStarted, 20)
 	c := uploaded(t, s, x0, 200, 299, index.DeleteSegmentStarted, 30)
 	d := uploaded(t, s, x1, 0, 9, index.CopySegmentStarted, 40)
 	e := uploaded(t, s, y0, 5, 50, index.CopySegmentFinished, 50)
-	// A corrupt manifest and one at another segment's key.
+	// A corrupt manifest of x0 and one of y0 at another segment's key.
 	put(t, s, "-_8DBAUGQAiACgsMDQ4PEA/0/00000000000000000300-CQkJCQkJQAmACQkJCQkJAQ.manifest", []byte("SRSM garbage"))
 	moved, _ := index.EncodeManifest(&e)
-	wrongKey := ManifestKey(&index.SegmentMetadata{Partition: y0, StartOffset: 999, SegmentID: e.SegmentID})
-	put(t, s, wrongKey, moved)
+	put(t, s, ManifestKey(&index.SegmentMetadata{Partition: y0, StartOffset: 999, SegmentID: e.SegmentID}), moved)
 
 	idx, err := index.Open(index.Options{InMemory: true})
 	if err != nil {
@@ -120,18 +122,17 @@ func testRebuild(t *testing.T, s ObjectStore) {
 		t.Fatal(err)
 	}
 
-	st, err := RebuildIndex(ctx, s, idx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Manifests != 8 || st.Segments != 5 || st.Partitions != 4 {
-		t.Errorf("stats %+v; want 8 manifests, 5 segments, 4 partitions", st)
-	}
-	if len(st.Corrupt) != 2 || !slices.Contains(st.Corrupt, wrongKey) {
-		t.Errorf("corrupt %v; want the garbage and %s", st.Corrupt, wrongKey)
-	}
-	if !slices.Equal(st.Superseded, []string{ManifestKey(&lost)}) {
-		t.Errorf("superseded %v; want %s", st.Superseded, ManifestKey(&lost))
+	for _, c := range []struct {
+		tp                  index.TopicIDPartition
+		manifests, segments int
+	}{{x0, 5, 3}, {x1, 1, 1}, {y0, 2, 1}, {stale, 0, 0}} {
+		st, err := RefreshPartition(ctx, s, idx, c.tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Manifests != c.manifests || st.Segments != c.segments || !st.Changed {
+			t.Errorf("refresh %s: %+v; want %d manifests, %d segments, changed", c.tp, st, c.manifests, c.segments)
+		}
 	}
 	for tp, want := range map[index.TopicIDPartition][]index.SegmentMetadata{
 		x0: {a, b, c}, x1: {d}, y0: {e}, stale: nil,
@@ -141,17 +142,14 @@ func testRebuild(t *testing.T, s ObjectStore) {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s after rebuild:\n got %+v\nwant %+v", tp, got, want)
+			t.Errorf("%s after refresh:\n got %+v\nwant %+v", tp, got, want)
 		}
 	}
-	if need, _ := idx.NeedsRebuild(); need {
-		t.Error("index still asks for a rebuild")
-	}
 	if got, err := idx.SegmentForOffset(x0, 150); err != nil || got.SegmentID != b.SegmentID {
-		t.Errorf("offset 150 after rebuild: %+v, %v", got, err)
+		t.Errorf("offset 150 after refresh: %+v, %v", got, err)
 	}
 	if end, ok, _ := idx.LogEnd(x0); !ok || end != 199 {
-		t.Errorf("LogEnd after rebuild: %d %v", end, ok)
+		t.Errorf("LogEnd after refresh: %d %v", end, ok)
 	}
 
 	// One partition: a new manifest appears, others stay as they are.
@@ -159,62 +157,20 @@ func testRebuild(t *testing.T, s ObjectStore) {
 	if err := s.Delete(ctx, ManifestKey(&e)); err != nil {
 		t.Fatal(err)
 	}
-	st, err = RebuildPartition(ctx, s, idx, x1)
-	if err != nil {
+	if _, err := RefreshPartition(ctx, s, idx, x1); err != nil {
 		t.Fatal(err)
 	}
-	if st.Partitions != 1 || st.Segments != 2 {
-		t.Errorf("partition rebuild stats %+v", st)
-	}
 	if got, _ := idx.Segments(x1); !reflect.DeepEqual(got, []index.SegmentMetadata{d, f}) {
-		t.Errorf("x1 after partition rebuild: %+v", got)
+		t.Errorf("x1 after its refresh: %+v", got)
 	}
 	if got, _ := idx.Segments(y0); !reflect.DeepEqual(got, []index.SegmentMetadata{e}) {
-		t.Errorf("y0 changed by a rebuild of x1: %+v", got)
+		t.Errorf("y0 changed by a refresh of x1: %+v", got)
 	}
-	// A full rebuild now empties y0, whose manifest is gone.
-	if _, err := RebuildIndex(ctx, s, idx); err != nil {
+	// y0's own refresh empties it: its manifest is gone.
+	if _, err := RefreshPartition(ctx, s, idx, y0); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := idx.Segments(y0); len(got) != 0 {
 		t.Errorf("y0 after its manifest went: %+v", got)
-	}
-}
-
-// A bucket that fails mid-rebuild fails the rebuild and leaves the index
-// marked, so that the next start rebuilds again.
-func TestRebuildFailureLeavesMark(t *testing.T) {
-	s := NewMemStore()
-	tp := index.TopicIDPartition{TopicID: topicX, Partition: 0}
-	for i := range 5 {
-		uploaded(t, s, tp, int64(i*10), int64(i*10+9), index.CopySegmentFinished, 1)
-	}
-	idx, err := index.Open(index.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
-	if _, err := RebuildIndex(ctxT(t), s, idx); err != nil {
-		t.Fatal(err)
-	}
-	boom := errors.New("bucket unreachable")
-	s.SetFault(func(op Op, key string) error {
-		if op == OpGet && strings.Contains(key, "00000000000000000030") {
-			return boom
-		}
-		return nil
-	})
-	if _, err := RebuildIndex(ctxT(t), s, idx); !errors.Is(err, boom) {
-		t.Fatalf("rebuild with a failing bucket: %v", err)
-	}
-	if need, _ := idx.NeedsRebuild(); !need {
-		t.Fatal("failed rebuild does not leave the index marked")
-	}
-	s.SetFault(nil)
-	if st, err := RebuildIndex(ctxT(t), s, idx); err != nil || st.Segments != 5 {
-		t.Fatalf("rebuild after recovery: %+v, %v", st, err)
-	}
-	if need, _ := idx.NeedsRebuild(); need {
-		t.Fatal("still marked after a good rebuild")
 	}
 }
