@@ -68,16 +68,27 @@ func (s *Server) describeTopicConfigs(md *controller.Metadata, t *controller.Top
 
 func (s *Server) brokerIDString() string { return strconv.Itoa(int(s.cfg.ID)) }
 
-// isLeader tells whether this broker leads p in the current metadata.
-func (s *Server) isLeader(p *partition) bool {
+// partitionState is p's state in the current metadata, if the metadata
+// holds p's topic (by id).
+func (s *Server) partitionState(p *partition) (controller.Partition, bool) {
 	t := s.ctrl.Metadata().Topics[p.topic]
-	return t != nil && t.ID == p.topicID && int(p.index) < len(t.Partitions) && t.Partitions[p.index].Leader == s.cfg.ID
+	if t == nil || t.ID != p.topicID || int(p.index) >= len(t.Partitions) {
+		return controller.Partition{}, false
+	}
+	return t.Partitions[p.index], true
 }
 
-// inISR reports whether this broker is in p's ISR, as the metadata says.
-func (s *Server) inISR(p *partition) bool {
-	t := s.ctrl.Metadata().Topics[p.topic]
-	return t != nil && t.ID == p.topicID && int(p.index) < len(t.Partitions) && slices.Contains(t.Partitions[p.index].ISR, s.cfg.ID)
+// isLeader tells whether this broker leads p in the current metadata.
+func (s *Server) isLeader(p *partition) bool {
+	pm, ok := s.partitionState(p)
+	return ok && pm.Leader == s.cfg.ID
+}
+
+// catchingUp reports whether this broker follows p from outside its ISR,
+// as the metadata says.
+func (s *Server) catchingUp(p *partition) bool {
+	pm, ok := s.partitionState(p)
+	return !ok || pm.Leader != s.cfg.ID && !slices.Contains(pm.ISR, s.cfg.ID)
 }
 
 func (s *Server) isrSize(p *partition) int {

@@ -251,7 +251,7 @@ func (s *Server) warmIndex(p *partition) {
 		if !hosted || done {
 			return
 		}
-		if !s.isLeader(p) && !s.inISR(p) {
+		if s.catchingUp(p) {
 			select { // catching up: the history waits (see the file comment)
 			case <-s.ctx.Done():
 				return

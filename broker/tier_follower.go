@@ -113,7 +113,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 	}
 	leader := s.isLeader(p)
 	epoch := p.leaderEpoch.Load()
-	if !leader && !s.inISR(p) {
+	if !leader && s.catchingUp(p) {
 		ts.mu.Lock()
 		fresh := ts.fresh[p]
 		ts.mu.Unlock()
