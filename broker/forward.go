@@ -130,18 +130,18 @@ func (s *Server) awaitForwarded(ctx context.Context, kreq kmsg.Request, resp kms
 
 // awaitWhole waits until this broker's metadata holds topic name whole
 // (not controller.Topic.Partial), with id unless zero, and with at least
-// parts partitions, or ctx ends.
-func (s *Server) awaitWhole(ctx context.Context, name string, id [16]byte, parts int32) {
+// parts partitions, and returns it; nil when ctx ends first.
+func (s *Server) awaitWhole(ctx context.Context, name string, id [16]byte, parts int32) *controller.Topic {
 	for {
 		ch := s.ctrl.Changes()
 		t := s.ctrl.Metadata().Topics[name]
 		if t != nil && !t.Partial && (id == [16]byte{} || t.ID == id) && len(t.Partitions) >= int(parts) {
-			return
+			return t
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
+			return nil
 		}
 	}
 }
@@ -255,21 +255,14 @@ func (s *Server) createTopic(ctx context.Context, creq controller.CreateTopicReq
 }
 
 // awaitTopic waits, within topicVisibleTimeout, until this broker's
-// metadata holds topic name with id.
+// metadata holds topic name with id, whole.
 func (s *Server) awaitTopic(ctx context.Context, name string, id [16]byte) (*controller.Topic, error) {
 	ctx, cancel := context.WithTimeout(ctx, topicVisibleTimeout)
 	defer cancel()
-	for {
-		ch := s.ctrl.Changes()
-		if t := s.ctrl.Metadata().Topics[name]; t != nil && t.ID == id && !t.Partial {
-			return t, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("topic %s created but not yet known here: %w", name, kerr.LeaderNotAvailable)
-		}
+	if t := s.awaitWhole(ctx, name, id, 0); t != nil {
+		return t, nil
 	}
+	return nil, fmt.Errorf("topic %s created but not yet known here: %w", name, kerr.LeaderNotAvailable)
 }
 
 // topicVisibleTimeout bounds the wait for the controller's metadata update
