@@ -232,10 +232,6 @@ func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
 // at once.
 const warmConcurrency = 8
 
-// warmWait is how often warmIndex looks whether a follower has joined the
-// ISR.
-const warmWait = 100 * time.Millisecond
-
 // warmIndex gives a tiered partition its first refresh from the bucket
 // (see the file comment), again after tierRebuildBackoff while it fails,
 // until it succeeds, the partition is gone or the broker stops.
@@ -251,11 +247,12 @@ func (s *Server) warmIndex(p *partition) {
 		if !hosted || done {
 			return
 		}
+		changes := s.ctrl.Changes() // before looking: no change goes unseen
 		if s.catchingUp(p) {
 			select { // catching up: the history waits (see the file comment)
 			case <-s.ctx.Done():
 				return
-			case <-time.After(warmWait):
+			case <-changes:
 			}
 			continue
 		}
