@@ -211,21 +211,9 @@ func TestMovePresetSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper, MinIO and brokers")
 	}
-	if _, err := os.Stat(must(minioBinary())); err != nil {
-		t.Fatalf("MinIO missing (deploy/install-deps.sh minio): %v", err)
-	}
-	bin := testenv.BuildStrata(t)
 	w := smokeWorkload(t, "move")
 	w.Move.Restore = RestoreWorkload{Partitions: 6, Topics: 2, GB: 0.006, Brokers: 2, SegmentBytes: 256 << 10, TailBytes: 512 << 10, SamplePartitions: 3}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var progress strings.Builder
-	var brokerLog syncBuffer
-	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: time.Minute, Progress: &progress, BrokerLog: &brokerLog})
-	t.Log(progress.String())
-	if err != nil {
-		t.Fatalf("%v\nthe brokers' log tail:\n%s", err, lastLines(brokerLog.String(), 200))
-	}
+	rep := runMoveSmall(t, w, 5*time.Minute)
 	res, ok := rep.Result(TargetMove)
 	if !ok || res.Move == nil {
 		t.Fatalf("no move result: %+v", rep.Results)
@@ -270,4 +258,26 @@ func TestMovePresetSmall(t *testing.T) {
 	if err := s.Write(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runMoveSmall runs a small move preset workload on real ZooKeeper, MinIO
+// and Strata processes, and fails the test with the progress and the
+// brokers' log tail when the run fails.
+func runMoveSmall(t *testing.T, w Workload, timeout time.Duration) *Report {
+	t.Helper()
+	if _, err := os.Stat(must(minioBinary())); err != nil {
+		t.Fatalf("MinIO missing (deploy/install-deps.sh minio): %v", err)
+	}
+	bin := testenv.BuildStrata(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var progress strings.Builder
+	var brokerLog syncBuffer
+	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: time.Minute, Progress: &progress, BrokerLog: &brokerLog})
+	t.Log(progress.String())
+	if err != nil {
+		lines := strings.Split(strings.TrimRight(brokerLog.String(), "\n"), "\n")
+		t.Fatalf("%v\nthe brokers' log tail:\n%s", err, strings.Join(lines[max(0, len(lines)-200):], "\n"))
+	}
+	return rep
 }

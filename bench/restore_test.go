@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"strata/internal/testenv"
 )
 
 func TestRestoreWorkload(t *testing.T) {
@@ -177,21 +173,10 @@ func TestRestoreOnlySmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper, MinIO and brokers")
 	}
-	if _, err := os.Stat(must(minioBinary())); err != nil {
-		t.Fatalf("MinIO missing (deploy/install-deps.sh minio): %v", err)
-	}
-	bin := testenv.BuildStrata(t)
 	w := smokeWorkload(t, "move")
 	w.Move.RestoreOnly = true
 	w.Move.Restore = RestoreWorkload{Partitions: 8, Topics: 2, GB: 0.008, Brokers: 2, SegmentBytes: 256 << 10, TailBytes: 512 << 10, SamplePartitions: 4}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	var progress strings.Builder
-	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: time.Minute, Progress: &progress})
-	t.Log(progress.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runMoveSmall(t, w, 4*time.Minute)
 	res, ok := rep.Result(TargetMove)
 	if !ok || res.Move == nil || res.Error != "" {
 		t.Fatalf("no move result: %+v", rep.Results)
