@@ -27,16 +27,16 @@ package bench
 //     untiered topic is then deleted and its new broker stopped, so that
 //     the disk holds one untiered history at a time.
 //
-// Then: the brokers that took the smallest and the largest tiered move
-// are restarted StartupRestarts times each (SIGTERM, same data directory
-// and ports), timed from process start to the ready line; the largest
-// tiered partition's new broker is made its leader (replicas reordered,
-// preferred election) and a Fetch at offset 0 is sent to it at once and
-// again until a response holds a record; a raw Fetch pass then reads up
-// to ColdReadGB of its history from the bucket. MinIO's request counters
-// (/minio/metrics/v3/api/requests, one per HTTP request, read with the
-// bearer token `mc admin prometheus generate` would make) are read
-// around the uploads, each move and the cold read.
+// Then: the brokers that took the smallest and the largest tiered move are
+// restarted StartupRestarts times each, in turn (SIGTERM, same data
+// directory and ports), timed from process start to the ready line; the
+// largest tiered partition's new broker is made its leader (replicas
+// reordered, preferred election) and a Fetch at offset 0 is sent to it at
+// once and again until a response holds a record; a raw Fetch pass then
+// reads up to ColdReadGB of its history from the bucket. MinIO's request
+// counters (/minio/metrics/v3/api/requests, one per HTTP request, read
+// with the bearer token `mc admin prometheus generate` would make) are
+// read around the uploads, each move and the cold read.
 //
 // Last, on a cluster of its own (the move cluster stopped, its disks
 // gone), the restore from zero: restore_run.go.
@@ -773,7 +773,8 @@ func (r *moveRun) sumMetrics(ctx context.Context, names ...string) []float64 {
 }
 
 // startup restarts the brokers that took the smallest and the largest
-// tiered move, in turn, timing process start to ready line.
+// tiered move, in turn (the first of each pair alternating), timing
+// process start to ready line.
 func (r *moveRun) startup(ctx context.Context) error {
 	small, ok1 := r.mr.Smallest()
 	large, ok2 := r.mr.Largest()
@@ -782,7 +783,13 @@ func (r *moveRun) startup(ctx context.Context) error {
 		return nil
 	}
 	for i := range r.mw.StartupRestarts {
-		for _, c := range []MoveCase{small, large} {
+		// The first of each pair alternates, so that neither size always
+		// starts right after the other's broker rejoined the ISR.
+		pair := []MoveCase{small, large}
+		if i%2 == 1 {
+			pair[0], pair[1] = large, small
+		}
+		for _, c := range pair {
 			b := r.brokers[c.To]
 			if err := b.st.stop(); err != nil {
 				return fmt.Errorf("start-up: stop broker %d: %w", b.id, err)
