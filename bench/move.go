@@ -194,6 +194,9 @@ type MoveCase struct {
 	// ListPartitionReassignments listed nothing and the new broker was in
 	// the ISR with the target replicas.
 	Seconds float64 `json:"seconds"`
+	// AnsweredMs: of Seconds, until AlterPartitionReassignments was
+	// answered (the controller had started the reassignment).
+	AnsweredMs float64 `json:"answered_ms"`
 	// ReplicationBytesIn: what the new broker fetched from leaders
 	// (kafka_server_brokertopicmetrics_replicationbytesin_total).
 	ReplicationBytesIn float64 `json:"replication_bytes_in"`
