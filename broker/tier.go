@@ -291,6 +291,7 @@ func (s *Server) dropTierSettings(p *partition) {
 	s.tier.mu.Lock()
 	delete(s.tier.settings, p)
 	delete(s.tier.follow.refreshed, p)
+	delete(s.tier.follow.sinceFull, p)
 	delete(s.tier.fresh, p)
 	s.tier.mu.Unlock()
 }

@@ -14,7 +14,12 @@ package broker
 // tiered partition this broker follows, at every pass (a follower new to
 // the partition, only once it is in the ISR: tier.go), and of every one
 // it leads, once per leader epoch before the first upload of that epoch;
-// no upload happens for an epoch until that refresh succeeded. Every
+// no upload happens for an epoch until that refresh succeeded. A
+// follower's refresh lists only the manifests from its index's last
+// finished segment on (tier.RefreshNewer), so that a pass costs what
+// was uploaded since the last one, not the partition's history; every
+// followerFullRefresh-th is whole, which is when it learns of segments
+// deleted below that. Every
 // writer of a partition's index (its share of a pass, its first refresh,
 // a restore) holds partition.indexMu, so a refresh never races an
 // upload.
@@ -63,12 +68,16 @@ type tierFollow struct {
 	// refreshed maps a partition this broker leads to the leader epoch
 	// its index was last refreshed for (guarded by tierState.mu).
 	refreshed map[*partition]int32
+	// sinceFull counts a partition's refreshes since its last whole one
+	// by the tier pass (guarded by tierState.mu).
+	sinceFull map[*partition]int
 
 	buildRequests, buildFailures prometheus.Counter
 }
 
 func (tf *tierFollow) init(reg prometheus.Registerer) {
 	tf.refreshed = map[*partition]int32{}
+	tf.sinceFull = map[*partition]int{}
 	tf.buildRequests = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_buildremotelogauxstaterequests_total",
 		Help: "Followers' rebuilds of a partition's log state (epochs, producers) from remote storage.",
@@ -101,6 +110,10 @@ func (s *Server) tieredLocal(p *partition) (tierTopic, bool) {
 	return tt, ok && tt.remote && !tt.copyDisable
 }
 
+// followerFullRefresh: every how many tier passes a follower refreshes a
+// partition's index whole rather than only its newest part.
+const followerFullRefresh = 10
+
 // tierRefresh refreshes the partition's index from the bucket when it
 // must (see the file comment) and reports whether this broker may upload
 // for it now: it leads, and its index was refreshed in this leader epoch.
@@ -113,13 +126,12 @@ func (s *Server) tierRefresh(p *partition) bool {
 	}
 	leader := s.isLeader(p)
 	epoch := p.leaderEpoch.Load()
-	if !leader && s.catchingUp(p) {
-		ts.mu.Lock()
-		fresh := ts.fresh[p]
-		ts.mu.Unlock()
-		if !fresh {
-			return false // catching up: its first refresh waits for the ISR (tier.go)
-		}
+	ts.mu.Lock()
+	fresh := ts.fresh[p]
+	sinceFull, everFull := ts.follow.sinceFull[p]
+	ts.mu.Unlock()
+	if !leader && !fresh && s.catchingUp(p) {
+		return false // catching up: its first refresh waits for the ISR (tier.go)
 	}
 	if leader {
 		ts.mu.Lock()
@@ -131,13 +143,30 @@ func (s *Server) tierRefresh(p *partition) bool {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
 	defer cancel()
-	st, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
+	// A follower's refresh lists only what is new (tier.RefreshNewer), and
+	// the whole partition every followerFullRefresh passes, which is when
+	// it learns of deletions; a leader's, before its uploads, is whole.
+	full := leader || !fresh || !everFull || sinceFull+1 >= followerFullRefresh
+	refresh := tier.RefreshNewer
+	if full {
+		refresh = tier.RefreshPartition
+	}
+	st, err := refresh(ctx, ts.store, ts.idx, tierPartition(p))
 	if err != nil {
 		if s.ctx.Err() == nil {
 			s.tier.warnings.warn(s.log, "refresh remote index from the bucket; retrying next pass", "topic", p.topic, "partition", p.index, "leader", leader, "err", err)
 		}
 		return false
 	}
+	ts.mu.Lock()
+	if _, hosted := ts.settings[p]; hosted {
+		if full {
+			ts.follow.sinceFull[p] = 0
+		} else {
+			ts.follow.sinceFull[p] = sinceFull + 1
+		}
+	}
+	ts.mu.Unlock()
 	s.markFresh(p)
 	if st.Changed {
 		s.log.Debug("refreshed remote index", "topic", p.topic, "partition", p.index, "segments", st.Segments, "read", st.Read)

@@ -40,6 +40,24 @@ type RefreshStats struct {
 // partition's index only once it has refreshed it since it opened the
 // partition (broker/tier.go), and that refresh repairs it.
 func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, tp index.TopicIDPartition) (RefreshStats, error) {
+	return refresh(ctx, store, idx, tp, false)
+}
+
+// RefreshNewer is RefreshPartition for the part of the partition the index
+// may not know yet: it lists only the manifests whose base offset is at or
+// above the first segment the index does not hold COPY_SEGMENT_FINISHED
+// (the last one when it holds them all: S3's StartAfter,
+// ListFromStore), so that its cost follows the uploads since the last
+// refresh, not the partition's history. The segments below that base are
+// kept as the index has them: their deletion, or another upload at a base
+// below it (a new leader whose log diverged), shows only at the next
+// RefreshPartition. An index that holds nothing of the partition is
+// refreshed whole.
+func RefreshNewer(ctx context.Context, store ObjectStore, idx *index.Index, tp index.TopicIDPartition) (RefreshStats, error) {
+	return refresh(ctx, store, idx, tp, true)
+}
+
+func refresh(ctx context.Context, store ObjectStore, idx *index.Index, tp index.TopicIDPartition, newer bool) (RefreshStats, error) {
 	var st RefreshStats
 	have, err := idx.Segments(tp)
 	if err != nil {
@@ -49,8 +67,24 @@ func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, 
 	for _, m := range have {
 		known[m.SegmentID] = m
 	}
+	// from: the first base offset listed; the index's segments below it
+	// are kept.
+	from := int64(-1)
+	if newer && len(have) > 0 {
+		from = have[len(have)-1].StartOffset
+		for _, m := range have {
+			if m.State != index.CopySegmentFinished {
+				from = m.StartOffset
+				break
+			}
+		}
+	}
+	startAfter := ""
+	if from > 0 {
+		startAfter = fmt.Sprintf("%s%020d", PartitionPrefix(tp), from) // before every key of base from
+	}
 	byBase := map[int64]index.SegmentMetadata{}
-	for info, err := range store.List(ctx, PartitionPrefix(tp)) {
+	for info, err := range listFrom(ctx, store, PartitionPrefix(tp), startAfter) {
 		if err != nil {
 			return st, fmt.Errorf("refresh %s: %w", tp, err)
 		}
@@ -59,7 +93,7 @@ func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, 
 		}
 		st.Manifests++
 		k, err := ParseSegmentKey(info.Key)
-		if err != nil || k.Partition != tp {
+		if err != nil || k.Partition != tp || k.BaseOffset < from {
 			continue // not a manifest of this layout: reconciliation reports it
 		}
 		m, ok := known[k.SegmentID]
@@ -78,6 +112,11 @@ func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, 
 		}
 	}
 	segs := make([]index.SegmentMetadata, 0, len(byBase))
+	for _, m := range have {
+		if m.StartOffset < from {
+			segs = append(segs, m)
+		}
+	}
 	for _, m := range byBase {
 		segs = append(segs, m)
 	}

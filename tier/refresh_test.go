@@ -178,3 +178,74 @@ func TestFindSegmentListsAWindow(t *testing.T) {
 		t.Fatalf("FindSegment(150500) without ListFrom = %d %v", m.StartOffset, err)
 	}
 }
+
+// TestRefreshNewerListsFromTheLastFinished: on MinIO, RefreshNewer lists
+// only the manifests from the first segment the index does not hold
+// finished (the last one when all are), learns the uploads there (a
+// finished upload of a base it held started, a new segment), and keeps
+// the segments below as they were, even one deleted from the bucket,
+// which the next RefreshPartition drops. An empty index is refreshed
+// whole.
+func TestRefreshNewerListsFromTheLastFinished(t *testing.T) {
+	ctx := ctxT(t)
+	s3s, _ := newMinIOStore(t, func(c *S3Config) { c.ListPageSize = 1000 })
+	s := &keyCounter{ObjectStore: s3s}
+	tp := index.TopicIDPartition{TopicID: topicX, Partition: 0}
+	const segs, span = 100, 100
+	var gone index.SegmentMetadata
+	for i := range int64(segs) {
+		m := uploaded(t, s3s, tp, i*span, i*span+span-1, index.CopySegmentFinished, 10)
+		if i == 5 {
+			gone = m
+		}
+	}
+	started := uploaded(t, s3s, tp, segs*span, segs*span+span-1, index.CopySegmentStarted, 20)
+	idx, err := index.Open(index.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	// An empty index: the whole partition.
+	if st, err := RefreshNewer(ctx, s, idx, tp); err != nil || st.Segments != segs+1 || s.listed != 2*(segs+1) {
+		t.Fatalf("RefreshNewer on an empty index: %+v %v, listed %d keys", st, err, s.listed)
+	}
+	// The started upload finishes under a new segment id, one more comes,
+	// and an old segment is deleted.
+	finished := uploaded(t, s3s, tp, segs*span, segs*span+span-1, index.CopySegmentFinished, 30)
+	next := uploaded(t, s3s, tp, (segs+1)*span, (segs+1)*span+span-1, index.CopySegmentFinished, 40)
+	for _, k := range []string{ManifestKey(&gone), ObjectKey(&gone, index.ObjectLog)} {
+		if err := s3s.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.listed = 0
+	st, err := RefreshNewer(ctx, s, idx, tp)
+	if err != nil || !st.Changed || st.Segments != segs+2 {
+		t.Fatalf("RefreshNewer: %+v %v", st, err)
+	}
+	if s.listed != 6 { // the started and the finished upload of one base, and the next
+		t.Fatalf("RefreshNewer listed %d keys, want 6", s.listed)
+	}
+	have, err := idx.Segments(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := have[segs].SegmentID; got != finished.SegmentID || got == started.SegmentID || have[segs+1].SegmentID != next.SegmentID {
+		t.Fatalf("the newest segments are %+v %+v, want %s and %s", have[segs], have[segs+1], finished.SegmentID, next.SegmentID)
+	}
+	if have[5].SegmentID != gone.SegmentID {
+		t.Fatalf("RefreshNewer changed a segment below where it listed: %+v", have[5])
+	}
+	// All finished: the next lists from the last one on.
+	s.listed = 0
+	if st, err := RefreshNewer(ctx, s, idx, tp); err != nil || st.Changed || s.listed != 2 {
+		t.Fatalf("RefreshNewer with nothing new: %+v %v, listed %d keys", st, err, s.listed)
+	}
+	// The whole refresh drops the deleted segment.
+	if st, err := RefreshPartition(ctx, s, idx, tp); err != nil || !st.Changed || st.Segments != segs+1 {
+		t.Fatalf("RefreshPartition: %+v %v", st, err)
+	}
+	if _, err := idx.SegmentForOffset(tp, gone.StartOffset); !errors.Is(err, index.ErrNotFound) {
+		t.Fatalf("the deleted segment is still found: %v", err)
+	}
+}
