@@ -27,7 +27,14 @@ func PartitionPrefix(tp index.TopicIDPartition) string {
 
 // segmentStem is "<topic id>/<partition>/<20-digit base offset>-<segment id>".
 func segmentStem(tp index.TopicIDPartition, base int64, id index.UUID) string {
-	return fmt.Sprintf("%s%020d-%s", PartitionPrefix(tp), base, id)
+	return basePrefix(tp, base) + "-" + id.String()
+}
+
+// basePrefix is "<topic id>/<partition>/<20-digit base offset>": a listing
+// that starts after it (S3's StartAfter) holds every key of base and
+// above, and none below.
+func basePrefix(tp index.TopicIDPartition, base int64) string {
+	return fmt.Sprintf("%s%020d", PartitionPrefix(tp), base)
 }
 
 // ObjectKey is the key of one of a segment's objects.

@@ -81,7 +81,7 @@ func refresh(ctx context.Context, store ObjectStore, idx *index.Index, tp index.
 	}
 	startAfter := ""
 	if from > 0 {
-		startAfter = fmt.Sprintf("%s%020d", PartitionPrefix(tp), from) // before every key of base from
+		startAfter = basePrefix(tp, from)
 	}
 	byBase := map[int64]index.SegmentMetadata{}
 	for info, err := range listFrom(ctx, store, PartitionPrefix(tp), startAfter) {
@@ -93,8 +93,11 @@ func refresh(ctx context.Context, store ObjectStore, idx *index.Index, tp index.
 		}
 		st.Manifests++
 		k, err := ParseSegmentKey(info.Key)
-		if err != nil || k.Partition != tp || k.BaseOffset < from {
+		if err != nil || k.Partition != tp {
 			continue // not a manifest of this layout: reconciliation reports it
+		}
+		if k.BaseOffset < from {
+			continue // kept from the index
 		}
 		m, ok := known[k.SegmentID]
 		if !ok || m.State != index.CopySegmentFinished || m.StartOffset != k.BaseOffset {
@@ -164,7 +167,7 @@ func FindSegment(ctx context.Context, store ObjectStore, tp index.TopicIDPartiti
 		from := max(offset-window+1, 0)
 		startAfter := ""
 		if from > 0 {
-			startAfter = fmt.Sprintf("%s%020d", PartitionPrefix(tp), from) // before every key of base from
+			startAfter = basePrefix(tp, from)
 		}
 		var names []string
 		var bases []int64
