@@ -127,12 +127,16 @@ func (c *clusterTarget) run(ctx context.Context, args ...string) (string, error)
 	return stdout.String(), nil
 }
 
-func lastLines(s string, n int) string {
+// lastLines is the last n lines of s on one line, for an error.
+func lastLines(s string, n int) string { return strings.Join(tailLines(s, n), " | ") }
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) []string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return strings.Join(lines, " | ")
+	return lines
 }
 
 func (c *clusterTarget) Seeds() []string            { return c.seeds }

@@ -276,8 +276,7 @@ func runMoveSmall(t *testing.T, w Workload, timeout time.Duration) *Report {
 	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: time.Minute, Progress: &progress, BrokerLog: &brokerLog})
 	t.Log(progress.String())
 	if err != nil {
-		lines := strings.Split(strings.TrimRight(brokerLog.String(), "\n"), "\n")
-		t.Fatalf("%v\nthe brokers' log tail:\n%s", err, strings.Join(lines[max(0, len(lines)-200):], "\n"))
+		t.Fatalf("%v\nthe brokers' log tail:\n%s", err, strings.Join(tailLines(brokerLog.String(), 200), "\n"))
 	}
 	return rep
 }
