@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -636,7 +637,8 @@ func (t *tierRun) rawPutGet(ctx context.Context, sizes []int64, streams int) err
 
 // firstRecordProbes measures, for each partition of topic in turn, the
 // time from sending a Fetch at offset 0 over an open connection to the
-// first response that holds a record (empty responses are fetched again).
+// first response that holds a record (empty responses, and retriable
+// errors, are fetched again).
 func firstRecordProbes(ctx context.Context, addr, topic string, parts int32) ([]float64, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
@@ -660,15 +662,21 @@ func firstRecordProbes(ctx context.Context, addr, topic string, parts int32) ([]
 				return out, fmt.Errorf("partition %d: fetch response without the partition", p)
 			}
 			fp := resp.Topics[0].Partitions[0]
-			if fp.ErrorCode != 0 {
-				return out, fmt.Errorf("partition %d: fetch error code %d", p, fp.ErrorCode)
-			}
-			w, err := walkBatches(fp.RecordBatches, 0)
-			if err != nil {
-				return out, fmt.Errorf("partition %d: %w", p, err)
-			}
-			if w.records > 0 {
-				break
+			if fp.ErrorCode == 0 {
+				w, err := walkBatches(fp.RecordBatches, 0)
+				if err != nil {
+					return out, fmt.Errorf("partition %d: %w", p, err)
+				}
+				if w.records > 0 {
+					break
+				}
+			} else if e := kerr.ErrorForCode(fp.ErrorCode); !kerr.IsRetriable(e) {
+				return out, fmt.Errorf("partition %d: fetch: %w", p, e)
+			} else {
+				// A broker just restarted answers REPLICA_NOT_AVAILABLE
+				// until its remote index is refreshed; clients retry, and
+				// the wait counts.
+				time.Sleep(time.Millisecond)
 			}
 			if time.Since(start) > time.Minute {
 				return out, fmt.Errorf("partition %d: no record within a minute", p)
