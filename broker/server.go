@@ -108,6 +108,8 @@ type Server struct {
 	ldir logDirState // offline after an I/O error (logdir.go)
 
 	tier *tierState // tiered storage (tier.go); nil when off
+
+	dirLock *dataDirLock // <data-dir>/.lock, held until Close (datadir_lock.go)
 }
 
 // brokerRegistrar is implemented by controllers that learn a broker's
@@ -148,7 +150,14 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	// Before anything else reads or writes the data directory.
+	lock, err := lockDataDir(s.cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s.dirLock = lock
 	if err := s.openTier(); err != nil {
+		lock.release()
 		return nil, err
 	}
 	s.groups = newGroupsHost(s)
@@ -339,6 +348,7 @@ func (s *Server) Close() error {
 		errs = append(errs, s.ctrl.Close())
 	}
 	errs = append(errs, s.closeTier())
+	errs = append(errs, s.dirLock.release()) // last: nothing touches the directory after it
 	return errors.Join(errs...)
 }
 
