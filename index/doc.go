@@ -1,7 +1,7 @@
 // Package index is the Badger index of remote (tiered) segments: for each
-// partition, by topic id, partition and base offset, Kafka's
+// partition, by topic id, partition, base offset and segment id, Kafka's
 // RemoteLogSegmentMetadata of every segment copied (or being copied) to the
-// object store, with the lookups a broker needs: the segment holding an
+// object store, with the lookups a broker needs: the segment serving an
 // offset, the segment of a leader epoch holding an offset (Kafka's
 // remoteLogSegmentMetadata(epoch, offset)), the highest offset of an
 // epoch, the first segment whose max timestamp reaches a time, listings,
@@ -15,14 +15,66 @@
 // rules (ValidTransition): AddSegment records it in COPY_SEGMENT_STARTED;
 // UpdateSegment moves it to COPY_SEGMENT_FINISHED (now readable), to
 // DELETE_SEGMENT_STARTED (from either copy state: no longer readable) and
-// to DELETE_SEGMENT_FINISHED, at which the index forgets it and its base
-// offset is free again. Setting the current state again is allowed, so
-// retries are idempotent; anything else is ErrInvalidTransition. As in
-// Kafka's RemoteLogMetadataCache, lookups for reading (by offset, epoch,
-// timestamp, log start/end) see COPY_SEGMENT_FINISHED segments only, and
-// listings see every state, so that cleanups find abandoned uploads.
-// Segment ids are fresh for every upload attempt; a base offset held by
-// one id refuses another (ErrSegmentExists) until the first is deleted.
+// to DELETE_SEGMENT_FINISHED, at which the index forgets it. Setting the
+// current state again is allowed, so retries are idempotent; anything
+// else is ErrInvalidTransition. As in Kafka's RemoteLogMetadataCache,
+// lookups for reading (by offset, epoch, timestamp, log start/end) see
+// COPY_SEGMENT_FINISHED segments only, and listings see every state, so
+// that cleanups find abandoned uploads. Segment ids are fresh for every
+// upload attempt, and, as in Kafka's remote log metadata, a segment is
+// known by its id: any number of segments may start at one offset or
+// overlap (ErrSegmentExists only refuses an id known with other metadata).
+//
+// # Overlapping segments
+//
+// Two segments hold the same offsets when a new leader uploads a segment
+// that starts where an uploaded one of its predecessor starts but ends
+// later (its log rolled elsewhere), or when a frozen former leader
+// finishes its upload of a range beside the new leader's. Every segment
+// is kept, and reads resolve each offset through the segments that hold
+// it: of the COPY_SEGMENT_FINISHED segments not marked missing that hold
+// it, the one Prefer picks serves it: the greatest upload epoch
+// (SegmentMetadata.UploadEpoch, the leader epoch the upload ran under),
+// then the greatest end offset, then the greatest segment id, so that
+// every broker serves an offset from the same segment. A segment that
+// another beats where both hold offsets still serves the offsets only it
+// holds. Offsets no readable segment holds are a gap: lookups there find
+// nothing (ErrNotFound), as below the first segment and past the last.
+//
+// SegmentForOffset (which the broker also asks, at a segment's end offset
+// + 1, for the segment after it) answers the segment serving the offset.
+// SegmentForEpochOffset answers, of the readable segments whose range of
+// the epoch holds the offset, the one Prefer picks; HighestOffsetForEpoch
+// the greatest offset of the epoch in a readable segment.
+// SegmentForTimestamp walks the offsets from fromOffset on, in order, and
+// answers the first segment serving one whose max timestamp reaches the
+// time (a segment that serves no offset is never answered). LogStart is
+// the least start offset of a readable segment, LogEnd the greatest end
+// offset: the remote log end, up to which the leader has copied its log,
+// below which local retention may delete local segments, and which
+// LATEST_TIERED and a leader restored from the bucket take.
+//
+// MarkMissing marks a segment whose objects turned out to be missing from
+// the bucket (the broker marks one when a read of it finds them gone).
+// Reads do not choose it, LogStart and LogEnd do not count it, and it
+// stays listed, in its state, for retention to delete. The mark is kept
+// until the segment is deleted (DELETE_SEGMENT_FINISHED, ForgetTopic, or
+// a ReplacePartition that no longer holds it): a refresh from the bucket,
+// which re-reads its manifest unchanged, does not make it readable again.
+// A missing segment at the end of the remote log moves LogEnd back below
+// it, so that the leader copies that range again if its local log still
+// holds it, and keeps it locally until then. One below the end does not
+// move LogEnd: a broker reads (and so marks) a remote segment only below
+// its local log start, so its local log no longer holds that range, and
+// stopping LogEnd there would make the leader copy every local segment
+// above it again on every pass (and a leader restored from the bucket
+// restart its log inside offsets already used).
+//
+// Each partition's resolution (its readable segments by start offset, and
+// the runs of offsets each serves) is computed from one scan of the
+// partition and kept in memory until the partition is next written
+// (memo.go), so that a lookup by offset is a binary search and one Badger
+// get, whatever the number of segments.
 //
 // # Database layout
 //
@@ -30,32 +82,41 @@
 // synced writes: a call that changed the index returns after the change
 // is on disk. All integers big-endian, so keys sort by offset.
 //
-//	'm' 'v'                                    → uint16 layout version (1)
-//	'm' 'r'                                    → empty: left by earlier versions (a rebuild mark), ignored
-//	's' topicId[16] partition[4] base[8]       → the segment's manifest bytes (below)
-//	'i' segmentId[16]                          → topicId[16] partition[4] base[8]
-//	'e' topicId[16] partition[4] epoch[4] start[8] → base[8]
-//	'o' topicId[16] partition[4]               → int64: the log start offset DeleteRecords set
-//	'd' topicId[16]                            → the topic's name: deleted, its objects to be removed
+//	'm' 'v'                                      → uint16 layout version (2)
+//	'm' 'r'                                      → empty: left by earlier versions (a rebuild mark), ignored
+//	's' topicId[16] partition[4] base[8] segmentId[16] → the segment's manifest bytes (below)
+//	'i' segmentId[16]                            → topicId[16] partition[4] base[8]
+//	'e' topicId[16] partition[4] epoch[4] start[8] segmentId[16] → base[8]
+//	'x' topicId[16] partition[4] segmentId[16]   → empty: the segment's objects are missing (MarkMissing)
+//	'o' topicId[16] partition[4]                 → int64: the log start offset DeleteRecords set
+//	'd' topicId[16]                              → the topic's name: deleted, its objects to be removed
 //
-// The 'o' key is Kafka's logStartOffset of a tiered partition when it
-// lies below the local log (RaiseLogStartOffset only moves it up); remote
-// segments wholly below it are expired. A 'd' key (MarkTopicDeleted)
-// survives restarts until the topic's objects are gone and ForgetTopic
-// removes every key of the topic. Neither is in the bucket: a refresh
-// from the bucket does not restore them.
+// The 's' keys list a partition's segments by base offset, then segment
+// id (the order of Segments); a segment's 'i' key and its id make its 's'
+// key. The 'o' key is Kafka's logStartOffset of a tiered partition when
+// it lies below the local log (RaiseLogStartOffset only moves it up);
+// remote segments wholly below it are expired. A 'd' key
+// (MarkTopicDeleted) survives restarts until the topic's objects are gone
+// and ForgetTopic removes every key of the topic. The 'o', 'd' and 'x'
+// keys are not in the bucket: a refresh from the bucket does not restore
+// them.
 //
-// The 'e' keys map each leader epoch of a readable segment, at the
-// offset the epoch starts at in it, to the segment, for epoch lookups;
-// they exist from COPY_SEGMENT_FINISHED until DELETE_SEGMENT_STARTED.
-// Lookups by offset seek the greatest base at or below the offset;
-// lookups by timestamp scan the partition in offset order (max timestamps
-// are not monotonic across segments). LogStart, LogEnd and LogStartOffset,
-// which every fetch of a tiered partition asks for, are kept in memory
-// from one write of the partition to the next (memo.go).
+// The 'e' keys map each leader epoch of a COPY_SEGMENT_FINISHED segment,
+// at the offset the epoch starts at in it, to the segment, for epoch
+// lookups; they exist from COPY_SEGMENT_FINISHED until
+// DELETE_SEGMENT_STARTED. SegmentForEpochOffset seeks the epoch's keys
+// down from the offset, no further than the longest readable segment of
+// the partition reaches.
 //
-// Another layout version refuses to open: move the directory away, and
-// the broker refreshes a new one from the bucket, partition by partition.
+// Layout version 1 keyed segments by base offset alone ('s' topicId
+// partition base, 'e' topicId partition epoch start: one segment per
+// base offset). Open migrates it in place: it writes every segment's
+// version 2 keys, then deletes the version 1 keys, then sets the version,
+// each step synced before the next; the keys of the two versions differ
+// in length, so that after a crash at any point the next Open migrates
+// what is left. Any other layout version refuses to open: move the
+// directory away, and the broker refreshes a new one from the bucket,
+// partition by partition.
 //
 // # Manifest format, versions 1 to 3
 //

@@ -20,9 +20,9 @@ var (
 	// ErrInvalidTransition: the state change is not one Kafka's
 	// RemoteLogSegmentState allows.
 	ErrInvalidTransition = errors.New("invalid remote segment state transition")
-	// ErrSegmentExists: another segment id already holds the base offset
-	// (it must reach DELETE_SEGMENT_FINISHED first), or the same id was
-	// added with different metadata.
+	// ErrSegmentExists: the segment id is known with other metadata (or
+	// in another partition), or ReplacePartition was given one id twice.
+	// Other segments at the same or overlapping offsets are no conflict.
 	ErrSegmentExists = errors.New("remote segment exists")
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("remote segment index closed")
@@ -33,13 +33,15 @@ const (
 	prefixSegment = 's'
 	prefixID      = 'i'
 	prefixEpoch   = 'e'
+	prefixMissing = 'x'
 	prefixMeta    = 'm'
 )
 
 var keyVersion = []byte{prefixMeta, 'v'}
 
-// indexVersion is the version of the database layout, kept under keyVersion.
-const indexVersion = 1
+// indexVersion is the version of the database layout, kept under
+// keyVersion. Open migrates version 1 (migrate.go).
+const indexVersion = 2
 
 // Options configures Open.
 type Options struct {
@@ -61,18 +63,32 @@ type Index struct {
 	mu     sync.Mutex // serialises read-modify-write updates
 	closed bool
 
-	memo memo // LogStart, LogEnd and LogStartOffset answers (memo.go)
+	memo memo // resolved views of partitions, LogStartOffset answers (memo.go)
 }
 
 // Open opens (or creates) the index. Writes are synced to disk before the
-// call that made them returns.
+// call that made them returns. A database of layout version 1 is migrated
+// to version 2 first (migrate.go).
 func Open(o Options) (*Index, error) {
-	if o.Dir == "" && !o.InMemory {
-		return nil, errors.New("open remote segment index: no directory")
-	}
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.Default()
+	}
+	x, err := openDB(o, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.checkVersion(logger); err != nil {
+		x.db.Close()
+		return nil, fmt.Errorf("open remote segment index %s: %w", o.Dir, err)
+	}
+	return x, nil
+}
+
+// openDB opens the Badger database, whatever its layout version.
+func openDB(o Options, logger *slog.Logger) (*Index, error) {
+	if o.Dir == "" && !o.InMemory {
+		return nil, errors.New("open remote segment index: no directory")
 	}
 	bo := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
@@ -96,27 +112,47 @@ func Open(o Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open remote segment index %s: %w", o.Dir, err)
 	}
-	x := &Index{db: db}
-	err = db.Update(func(txn *badger.Txn) error {
+	return &Index{db: db}, nil
+}
+
+// checkVersion sets the layout version of a new database, migrates one of
+// version 1, and refuses any other.
+func (x *Index) checkVersion(logger *slog.Logger) error {
+	var version uint16
+	found := false
+	err := x.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(keyVersion)
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return txn.Set(keyVersion, binary.BigEndian.AppendUint16(nil, indexVersion))
+			return nil
 		}
 		if err != nil {
 			return err
 		}
 		return it.Value(func(v []byte) error {
-			if len(v) != 2 || binary.BigEndian.Uint16(v) != indexVersion {
-				return fmt.Errorf("layout version %x, this broker reads %d: move the directory away: the broker refreshes a new one from the bucket", v, indexVersion)
+			if len(v) != 2 {
+				return fmt.Errorf("layout version %x: move the directory away: the broker refreshes a new one from the bucket", v)
 			}
+			version, found = binary.BigEndian.Uint16(v), true
 			return nil
 		})
 	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open remote segment index %s: %w", o.Dir, err)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return x.setVersion()
+	case version == 1:
+		return x.migrateV1(logger)
+	case version != indexVersion:
+		return fmt.Errorf("layout version %d, this broker reads %d (and migrates 1): move the directory away: the broker refreshes a new one from the bucket", version, indexVersion)
 	}
-	return x, nil
+	return nil
+}
+
+func (x *Index) setVersion() error {
+	return x.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(keyVersion, binary.BigEndian.AppendUint16(nil, indexVersion))
+	})
 }
 
 // Close closes the database.
@@ -134,7 +170,10 @@ func (x *Index) Close() error {
 // AddSegment records a segment whose upload starts: its state must be
 // COPY_SEGMENT_STARTED (Kafka's addCopyInProgressSegment). Adding the
 // same segment again with the same metadata is a no-op, so that retries
-// are idempotent.
+// are idempotent; the same id with other metadata is ErrSegmentExists.
+// Other segments may start at the same offset or overlap it (a new leader
+// uploads a longer segment at the base of its predecessor's, say): reads
+// pick among them (see "Overlapping segments" in the package doc).
 func (x *Index) AddSegment(m SegmentMetadata) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -157,16 +196,6 @@ func (x *Index) AddSegment(m SegmentMetadata) error {
 			}
 			return nil
 		}
-		sk := segmentKey(m.Partition, m.StartOffset)
-		if _, err := txn.Get(sk); err == nil {
-			old, err := getSegment(txn, sk)
-			if err != nil {
-				return err
-			}
-			return fmt.Errorf("%w: %s offset %d is held by segment %s (%s)", ErrSegmentExists, m.Partition, m.StartOffset, old.SegmentID, old.State)
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
-			return err
-		}
 		return putSegment(txn, nil, &m, val)
 	})
 }
@@ -183,8 +212,9 @@ type SegmentUpdate struct {
 
 // UpdateSegment moves a segment to a new state, if Kafka's state machine
 // allows it, and returns the updated metadata. COPY_SEGMENT_FINISHED makes
-// the segment readable; DELETE_SEGMENT_STARTED makes it unreadable again;
-// DELETE_SEGMENT_FINISHED removes it from the index.
+// the segment readable (unless it is marked missing); DELETE_SEGMENT_STARTED
+// makes it unreadable again; DELETE_SEGMENT_FINISHED removes it from the
+// index, with its missing mark.
 func (x *Index) UpdateSegment(u SegmentUpdate) (SegmentMetadata, error) {
 	var out SegmentMetadata
 	defer x.memo.touch(u.Partition)
@@ -216,15 +246,15 @@ func (x *Index) UpdateSegment(u SegmentUpdate) (SegmentMetadata, error) {
 
 // ReplacePartition makes segs the partition's whole content, whatever
 // their states (a refresh from the bucket loads what the manifests say).
-// Every segment must belong to tp, and ids must be unique. Two segments
-// may start at one offset (two leaders uploaded the same range, or an
-// abandoned attempt beside a finished one): the index keeps the one
-// Prefer picks, so every broker reading the same bucket keeps the same
-// one; the other's objects are left to whoever settles it.
+// Every segment must belong to tp, and ids must be unique; any number may
+// start at one offset or overlap (two leaders uploaded the same range, or
+// an abandoned attempt lies beside a finished one): each is kept, and
+// reads pick among the readable ones by Prefer, so that every broker
+// reading the same bucket serves the same one. The missing marks
+// (MarkMissing) of segments still in segs stay; those of the others go.
 func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) error {
 	ids := make(map[UUID]bool, len(segs))
-	byBase := make(map[int64]int, len(segs))
-	kept := make([]SegmentMetadata, 0, len(segs))
+	vals := make([][]byte, len(segs))
 	for i := range segs {
 		m := &segs[i]
 		if m.Partition != tp {
@@ -237,19 +267,6 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 			return fmt.Errorf("replace %s: %w: segment %s given twice", tp, ErrSegmentExists, m.SegmentID)
 		}
 		ids[m.SegmentID] = true
-		if j, ok := byBase[m.StartOffset]; ok {
-			if Prefer(m, &kept[j]) {
-				kept[j] = *m
-			}
-			continue
-		}
-		byBase[m.StartOffset] = len(kept)
-		kept = append(kept, *m)
-	}
-	segs = kept
-	vals := make([][]byte, len(segs))
-	for i := range segs {
-		m := &segs[i]
 		v, err := EncodeManifest(m)
 		if err != nil {
 			return fmt.Errorf("replace %s: %w", tp, err)
@@ -270,8 +287,16 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 	// next refresh from the bucket, which a broker makes before it
 	// trusts the partition again.
 	var old []SegmentMetadata
+	var marks [][]byte
 	if err := x.db.View(func(txn *badger.Txn) error {
-		return scan(txn, tp, false, func(m *SegmentMetadata) bool { old = append(old, m.Clone()); return true })
+		if err := scan(txn, tp, false, func(m *SegmentMetadata) bool { old = append(old, m.Clone()); return true }); err != nil {
+			return err
+		}
+		return scanMissing(txn, tp, func(id UUID) {
+			if !ids[id] {
+				marks = append(marks, missingKey(tp, id))
+			}
+		})
 	}); err != nil {
 		return err
 	}
@@ -295,6 +320,11 @@ func (x *Index) ReplacePartition(tp TopicIDPartition, segs []SegmentMetadata) er
 			if err := wb.Delete(k); err != nil {
 				return err
 			}
+		}
+	}
+	for _, k := range marks {
+		if err := wb.Delete(k); err != nil {
+			return err
 		}
 	}
 	if err := wb.Flush(); err != nil {
@@ -321,7 +351,8 @@ func (x *Index) Segment(tp TopicIDPartition, id UUID) (SegmentMetadata, error) {
 }
 
 // Segments lists a partition's segments in every state (except deleted,
-// which the index forgets), by start offset.
+// which the index forgets), marked missing or not, by start offset, then
+// segment id (bytewise).
 func (x *Index) Segments(tp TopicIDPartition) ([]SegmentMetadata, error) {
 	var out []SegmentMetadata
 	err := x.view(func(txn *badger.Txn) error {
@@ -339,153 +370,17 @@ func (x *Index) Partitions() ([]TopicIDPartition, error) {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); {
 			k := it.Item().Key()
-			if len(k) != 1+20+8 {
+			if len(k) != segmentKeyLen {
 				return fmt.Errorf("remote segment index: malformed key %x", k)
 			}
 			tp := TopicIDPartition{Partition: int32(binary.BigEndian.Uint32(k[17:21]))}
 			copy(tp.TopicID[:], k[1:17])
 			out = append(out, tp)
-			it.Seek(append(partitionPrefix(tp), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+			it.Seek(append(partitionPrefix(tp), bytes.Repeat([]byte{0xff}, segmentKeyLen)...))
 		}
 		return nil
 	})
 	return out, err
-}
-
-// SegmentForOffset returns the readable (COPY_SEGMENT_FINISHED) segment
-// holding offset: the finished segment with the greatest start offset at
-// or below it, if its end offset reaches it.
-func (x *Index) SegmentForOffset(tp TopicIDPartition, offset int64) (SegmentMetadata, error) {
-	var out SegmentMetadata
-	err := x.view(func(txn *badger.Txn) error {
-		found := false
-		err := scanDown(txn, tp, offset, func(m *SegmentMetadata) bool {
-			if m.State != CopySegmentFinished {
-				return true
-			}
-			if m.EndOffset >= offset {
-				out, found = m.Clone(), true
-			}
-			return false
-		})
-		if err == nil && !found {
-			err = fmt.Errorf("%w: %s offset %d", ErrNotFound, tp, offset)
-		}
-		return err
-	})
-	return out, err
-}
-
-// SegmentForEpochOffset is Kafka's remoteLogSegmentMetadata(leaderEpoch,
-// offset): among the readable segments holding leader epoch epoch, the
-// one with the greatest epoch start at or below offset, if the epoch's
-// range in it reaches offset.
-func (x *Index) SegmentForEpochOffset(tp TopicIDPartition, epoch int32, offset int64) (SegmentMetadata, error) {
-	var out SegmentMetadata
-	err := x.view(func(txn *badger.Txn) error {
-		prefix := epochPrefix(tp, epoch)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
-		defer it.Close()
-		it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(offset)))
-		if !it.Valid() {
-			return fmt.Errorf("%w: %s epoch %d offset %d", ErrNotFound, tp, epoch, offset)
-		}
-		base, err := epochTarget(it.Item())
-		if err != nil {
-			return err
-		}
-		m, err := getSegment(txn, segmentKey(tp, base))
-		if err != nil {
-			return err
-		}
-		if _, end, ok := m.EpochRange(epoch); !ok || end < offset || m.State != CopySegmentFinished {
-			return fmt.Errorf("%w: %s epoch %d offset %d", ErrNotFound, tp, epoch, offset)
-		}
-		out = m
-		return nil
-	})
-	return out, err
-}
-
-// HighestOffsetForEpoch is Kafka's highestOffsetForEpoch: the last offset
-// of leader epoch epoch in the readable remote segments.
-func (x *Index) HighestOffsetForEpoch(tp TopicIDPartition, epoch int32) (int64, bool, error) {
-	var (
-		end   int64
-		found bool
-	)
-	err := x.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: epochPrefix(tp, epoch)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			base, err := epochTarget(it.Item())
-			if err != nil {
-				return err
-			}
-			m, err := getSegment(txn, segmentKey(tp, base))
-			if err != nil {
-				return err
-			}
-			if _, e, ok := m.EpochRange(epoch); ok && (!found || e > end) {
-				end, found = e, true
-			}
-		}
-		return nil
-	})
-	return end, found, err
-}
-
-// SegmentForTimestamp returns the first readable segment, by start
-// offset, that ends at or after fromOffset and has a max timestamp at or
-// after ts: where ListOffsets by timestamp continues its search (records
-// below fromOffset, the log start, are not to be returned).
-func (x *Index) SegmentForTimestamp(tp TopicIDPartition, ts, fromOffset int64) (SegmentMetadata, error) {
-	var out SegmentMetadata
-	err := x.view(func(txn *badger.Txn) error {
-		found := false
-		err := scan(txn, tp, false, func(m *SegmentMetadata) bool {
-			if m.State == CopySegmentFinished && m.EndOffset >= fromOffset && m.MaxTimestamp >= ts {
-				out, found = m.Clone(), true
-				return false
-			}
-			return true
-		})
-		if err == nil && !found {
-			err = fmt.Errorf("%w: %s timestamp %d", ErrNotFound, tp, ts)
-		}
-		return err
-	})
-	return out, err
-}
-
-// LogStart returns the remote log start offset: the start offset of the
-// first readable segment. ok is false when there is none.
-func (x *Index) LogStart(tp TopicIDPartition) (int64, bool, error) {
-	return x.firstReadable(tp, memoLogStart, func(m *SegmentMetadata) int64 { return m.StartOffset })
-}
-
-// LogEnd returns the remote log end: the last offset of the readable
-// segment with the greatest start offset (Kafka's highest remote offset;
-// LATEST_TIERED answers it). ok is false when there is none.
-func (x *Index) LogEnd(tp TopicIDPartition) (int64, bool, error) {
-	return x.firstReadable(tp, memoLogEnd, func(m *SegmentMetadata) int64 { return m.EndOffset })
-}
-
-// firstReadable is offsetOf the partition's first readable segment, from
-// the lowest start offset (memoLogStart) or the highest (memoLogEnd).
-func (x *Index) firstReadable(tp TopicIDPartition, kind memoKind, offsetOf func(*SegmentMetadata) int64) (int64, bool, error) {
-	return x.memoized(memoKey{tp, kind}, func() (offset int64, ok bool, err error) {
-		err = x.view(func(txn *badger.Txn) error {
-			return scan(txn, tp, kind == memoLogEnd, func(m *SegmentMetadata) bool {
-				if m.State == CopySegmentFinished {
-					offset, ok = offsetOf(m), true
-					return false
-				}
-				return true
-			})
-		})
-		return offset, ok, err
-	})
 }
 
 func (x *Index) view(fn func(*badger.Txn) error) error {
@@ -509,56 +404,73 @@ func (x *Index) update(fn func(*badger.Txn) error) error {
 
 // Keys.
 
+// Key lengths of layout version 2.
+const (
+	segmentKeyLen = 1 + 16 + 4 + 8 + 16     // 's' topicId partition base segmentId
+	epochKeyLen   = 1 + 16 + 4 + 4 + 8 + 16 // 'e' topicId partition epoch start segmentId
+)
+
 func partitionPrefix(tp TopicIDPartition) []byte {
-	k := make([]byte, 0, 1+20+8)
+	k := make([]byte, 0, segmentKeyLen)
 	k = append(k, prefixSegment)
 	k = append(k, tp.TopicID[:]...)
 	return binary.BigEndian.AppendUint32(k, uint32(tp.Partition))
 }
 
-func segmentKey(tp TopicIDPartition, base int64) []byte {
+// segmentBase is the prefix of the keys of the partition's segments that
+// start at base.
+func segmentBase(tp TopicIDPartition, base int64) []byte {
 	return binary.BigEndian.AppendUint64(partitionPrefix(tp), uint64(base))
+}
+
+func segmentKey(tp TopicIDPartition, base int64, id UUID) []byte {
+	return append(segmentBase(tp, base), id[:]...)
 }
 
 func idKey(id UUID) []byte { return append([]byte{prefixID}, id[:]...) }
 
 func epochPrefix(tp TopicIDPartition, epoch int32) []byte {
-	k := make([]byte, 0, 1+20+4+8)
+	k := make([]byte, 0, epochKeyLen)
 	k = append(k, prefixEpoch)
 	k = append(k, tp.TopicID[:]...)
 	k = binary.BigEndian.AppendUint32(k, uint32(tp.Partition))
 	return binary.BigEndian.AppendUint32(k, uint32(epoch))
 }
 
-func epochKey(tp TopicIDPartition, e EpochEntry) []byte {
-	return binary.BigEndian.AppendUint64(epochPrefix(tp, e.Epoch), uint64(e.StartOffset))
+func epochKey(tp TopicIDPartition, e EpochEntry, id UUID) []byte {
+	return append(binary.BigEndian.AppendUint64(epochPrefix(tp, e.Epoch), uint64(e.StartOffset)), id[:]...)
 }
 
-// keysOf lists every key a stored segment has.
+func missingPrefix(tp TopicIDPartition) []byte {
+	k := append([]byte{prefixMissing}, tp.TopicID[:]...)
+	return binary.BigEndian.AppendUint32(k, uint32(tp.Partition))
+}
+
+func missingKey(tp TopicIDPartition, id UUID) []byte { return append(missingPrefix(tp), id[:]...) }
+
+// keysOf lists every key a stored segment has, but its missing mark.
 func keysOf(m *SegmentMetadata) [][]byte {
-	keys := [][]byte{segmentKey(m.Partition, m.StartOffset), idKey(m.SegmentID)}
+	keys := [][]byte{segmentKey(m.Partition, m.StartOffset, m.SegmentID), idKey(m.SegmentID)}
 	for _, e := range m.LeaderEpochs {
-		keys = append(keys, epochKey(m.Partition, e))
+		keys = append(keys, epochKey(m.Partition, e, m.SegmentID))
 	}
 	return keys
 }
 
-// setSegment writes m (value val) with set; old, when not nil, is the
-// stored version being replaced, whose epoch keys go when m is not
-// readable. Epoch keys exist for readable segments only, as Kafka maps
-// epochs to segments from COPY_SEGMENT_FINISHED until
-// DELETE_SEGMENT_STARTED.
+// setSegment writes m (value val) with set; del, when not nil, deletes
+// the epoch keys a stored version of m had when m is not readable. Epoch
+// keys exist for COPY_SEGMENT_FINISHED segments only, as Kafka maps epochs
+// to segments from COPY_SEGMENT_FINISHED until DELETE_SEGMENT_STARTED.
 func setSegment(set func(k, v []byte) error, del func(k []byte) error, m *SegmentMetadata, val []byte) error {
-	if err := set(segmentKey(m.Partition, m.StartOffset), val); err != nil {
+	if err := set(segmentKey(m.Partition, m.StartOffset, m.SegmentID), val); err != nil {
 		return err
 	}
-	target := segmentKey(m.Partition, m.StartOffset)[1:]
-	if err := set(idKey(m.SegmentID), target); err != nil {
+	if err := set(idKey(m.SegmentID), segmentBase(m.Partition, m.StartOffset)[1:]); err != nil {
 		return err
 	}
 	base := binary.BigEndian.AppendUint64(nil, uint64(m.StartOffset))
 	for _, e := range m.LeaderEpochs {
-		k := epochKey(m.Partition, e)
+		k := epochKey(m.Partition, e, m.SegmentID)
 		var err error
 		switch {
 		case m.State == CopySegmentFinished:
@@ -582,7 +494,7 @@ func putSegment(txn *badger.Txn, old, m *SegmentMetadata, val []byte) error {
 }
 
 func deleteSegment(txn *badger.Txn, m *SegmentMetadata) error {
-	for _, k := range keysOf(m) {
+	for _, k := range append(keysOf(m), missingKey(m.Partition, m.SegmentID)) {
 		if err := txn.Delete(k); err != nil {
 			return err
 		}
@@ -618,7 +530,10 @@ func getByID(txn *badger.Txn, id UUID) (SegmentMetadata, bool, error) {
 	if err != nil {
 		return SegmentMetadata{}, false, err
 	}
-	m, err := getSegment(txn, append([]byte{prefixSegment}, target...))
+	if len(target) != 16+4+8 {
+		return SegmentMetadata{}, false, fmt.Errorf("remote segment index: id key of %s holds %d bytes", id, len(target))
+	}
+	m, err := getSegment(txn, append(append([]byte{prefixSegment}, target...), id[:]...))
 	if err != nil {
 		return SegmentMetadata{}, false, err
 	}
@@ -647,19 +562,10 @@ func scan(txn *badger.Txn, tp TopicIDPartition, reverse bool, fn func(*SegmentMe
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: reverse, PrefetchValues: true, PrefetchSize: 16})
 	defer it.Close()
 	if reverse {
-		it.Seek(append(bytes.Clone(prefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+		it.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, segmentKeyLen-len(prefix))...))
 	} else {
 		it.Rewind()
 	}
-	return iterate(it, fn)
-}
-
-// scanDown calls fn for the partition's segments with start offsets at or
-// below offset, descending, until fn returns false.
-func scanDown(txn *badger.Txn, tp TopicIDPartition, offset int64, fn func(*SegmentMetadata) bool) error {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: partitionPrefix(tp), Reverse: true})
-	defer it.Close()
-	it.Seek(segmentKey(tp, offset))
 	return iterate(it, fn)
 }
 

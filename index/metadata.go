@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -135,9 +134,12 @@ type SegmentMetadata struct {
 	// UploadEpoch is the leader epoch of the partition under which the
 	// upload ran (its leader was BrokerID at the COPY_SEGMENT_STARTED
 	// state). The broker writes the COPY_SEGMENT_FINISHED state only
-	// while it still leads at this epoch; when two segments start at one
-	// offset, the one uploaded at the greater epoch wins (Prefer).
-	// Manifests before version 3 did not record it: 0.
+	// while it still leads at this epoch; of two readable segments that
+	// hold an offset, the one uploaded at the greater epoch serves it
+	// (Prefer). Manifests before version 3 did not record it: 0. Only
+	// manifests with packed objects are written in version 3, so a
+	// segment without them loses it in the index and the bucket (the
+	// uploader always packs).
 	UploadEpoch int32
 
 	// Objects lists the objects uploaded for the segment (beyond the
@@ -232,24 +234,20 @@ func (m SegmentMetadata) Clone() SegmentMetadata {
 	return m
 }
 
-// Prefer reports whether a should stand for an offset range rather than
-// b when both start at one offset (two leaders uploaded the same range):
-// a readable segment over one that is not, then the greater upload epoch
-// (the newer leader), then the longer segment, then the later state, then
-// the greater segment id, so that every broker picks the same one.
+// Prefer is the one rule that picks, of two segments holding an offset,
+// the one that serves it (reads by the index, tier.FindSegment, the
+// reconciliation): a readable (COPY_SEGMENT_FINISHED) segment over one
+// that is not, then the greater upload epoch (the newer leader's upload:
+// a frozen former leader's may have finished beside it), then the greater
+// end offset (fewer segments to read), then the greater segment id, so
+// that every broker picks the same one. It reports whether a is picked
+// over b. Whether a segment's objects are missing (Index.MarkMissing) is
+// not in the metadata: the index leaves such segments out before it asks.
 func Prefer(a, b *SegmentMetadata) bool {
-	ar, br := a.State == CopySegmentFinished, b.State == CopySegmentFinished
-	switch {
-	case ar != br:
+	if ar, br := a.State == CopySegmentFinished, b.State == CopySegmentFinished; ar != br {
 		return ar
-	case a.UploadEpoch != b.UploadEpoch:
-		return a.UploadEpoch > b.UploadEpoch
-	case a.EndOffset != b.EndOffset:
-		return a.EndOffset > b.EndOffset
-	case a.EventTimestamp != b.EventTimestamp:
-		return a.EventTimestamp > b.EventTimestamp
 	}
-	return bytes.Compare(a.SegmentID[:], b.SegmentID[:]) > 0
+	return prefer(a.UploadEpoch, a.EndOffset, a.SegmentID, b.UploadEpoch, b.EndOffset, b.SegmentID)
 }
 
 // ErrInvalidMetadata wraps every reason Validate refuses metadata for.

@@ -11,8 +11,9 @@ import (
 // Partition and topic state beside the segments (see "Database layout"
 // in the package doc):
 //
-//	'o' topicId[16] partition[4] → int64 log start offset (DeleteRecords below the local log)
-//	'd' topicId[16]              → the topic's name: its deletion is pending
+//	'o' topicId[16] partition[4]               → int64 log start offset (DeleteRecords below the local log)
+//	'd' topicId[16]                            → the topic's name: its deletion is pending
+//	'x' topicId[16] partition[4] segmentId[16] → empty: the segment's objects are missing (MarkMissing)
 const (
 	prefixLogStart      = 'o'
 	prefixTopicDeletion = 'd'
@@ -80,6 +81,65 @@ func getLogStart(txn *badger.Txn, tp TopicIDPartition) (int64, bool, error) {
 	return off, err == nil, err
 }
 
+// MarkMissing records that a segment's objects turned out to be missing
+// from the bucket: from then on reads do not choose it (where no other
+// readable segment holds its offsets, they find nothing, as in a gap),
+// and LogStart and LogEnd do not count it. The mark is kept across
+// restarts and refreshes from the bucket (which re-read the segment's
+// manifest unchanged) until the segment is deleted
+// (DELETE_SEGMENT_FINISHED, ForgetTopic, or a ReplacePartition without
+// it). The segment is still listed (Segments), in its state, so that
+// retention and cleanups delete it. changed is false when the segment was
+// marked already; ErrNotFound when the index does not know it in tp.
+func (x *Index) MarkMissing(tp TopicIDPartition, id UUID) (changed bool, err error) {
+	defer x.memo.touch(tp)
+	err = x.update(func(txn *badger.Txn) error {
+		m, ok, err := getByID(txn, id)
+		if err != nil {
+			return err
+		}
+		if !ok || m.Partition != tp {
+			return fmt.Errorf("%w: segment %s of %s", ErrNotFound, id, tp)
+		}
+		k := missingKey(tp, id)
+		if _, err := txn.Get(k); err == nil {
+			return nil
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		changed = true
+		return txn.Set(k, nil)
+	})
+	return changed && err == nil, err
+}
+
+// Missing lists the partition's segments marked missing, by segment id
+// (bytewise).
+func (x *Index) Missing(tp TopicIDPartition) ([]UUID, error) {
+	var out []UUID
+	err := x.view(func(txn *badger.Txn) error {
+		return scanMissing(txn, tp, func(id UUID) { out = append(out, id) })
+	})
+	return out, err
+}
+
+// scanMissing calls fn with the id of each of tp's segments marked missing.
+func scanMissing(txn *badger.Txn, tp TopicIDPartition, fn func(UUID)) error {
+	prefix := missingPrefix(tp)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) != len(prefix)+16 {
+			return fmt.Errorf("remote segment index: malformed key %x", k)
+		}
+		var id UUID
+		copy(id[:], k[len(prefix):])
+		fn(id)
+	}
+	return nil
+}
+
 // MarkTopicDeleted records that a topic was deleted and its remote data
 // must go; the mark stays until ForgetTopic, across restarts.
 func (x *Index) MarkTopicDeleted(id UUID, name string) error {
@@ -121,8 +181,8 @@ func (x *Index) PendingTopicDeletions() ([]PendingTopicDeletion, error) {
 }
 
 // ForgetTopic removes everything the index holds of a topic: its
-// segments in every state, their epoch and id keys, the partitions' log
-// start offsets and the pending-deletion mark. Call it once the topic's
+// segments in every state, their epoch and id keys and missing marks, the
+// partitions' log start offsets and the pending-deletion mark. Call it once the topic's
 // objects are gone from the bucket.
 func (x *Index) ForgetTopic(id UUID) error {
 	defer x.memo.touchAll() // after x.mu is released: the deletes are done
@@ -149,7 +209,7 @@ func (x *Index) ForgetTopic(id UUID) error {
 			}
 			keys = append(keys, keysOf(&m)...)
 		}
-		for _, p := range [][]byte{append([]byte{prefixEpoch}, id[:]...), append([]byte{prefixLogStart}, id[:]...)} {
+		for _, p := range [][]byte{append([]byte{prefixEpoch}, id[:]...), append([]byte{prefixLogStart}, id[:]...), append([]byte{prefixMissing}, id[:]...)} {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
 			for it.Rewind(); it.Valid(); it.Next() {
 				keys = append(keys, it.Item().KeyCopy(nil))
