@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # A local Strata cluster: ZooKeeper, MinIO (with a bucket) and three brokers
-# with tiered storage on it, on loopback ports chosen once per state dir.
+# (more with start N) with tiered storage on it, on loopback ports chosen
+# once per state dir.
 # Each broker also serves Prometheus metrics (--metrics: /metrics, /healthz).
 #
 #   cluster.sh up             install what is missing, build, start whatever
 #                             is not running (all of it, or only the parts
 #                             that stopped or died), wait until ready
 #   cluster.sh status         say which parts run, and where the cluster is
-#   cluster.sh start N        start broker N (1-3) again, with the command line,
+#   cluster.sh start N        start broker N again, with the command line,
 #                             ports and data dir it last ran with; ZooKeeper
-#                             (and MinIO, for a tiered broker) must be running
+#                             (and MinIO, for a tiered broker) must be running.
+#                             For an id the cluster does not have yet, add a
+#                             broker: broker 1's command line (the lowest id
+#                             that has run) with N's own id, data dir
+#                             ($CLUSTER_DIR/broker-N) and ports, chosen as up
+#                             chooses them and saved in cluster.env; from then
+#                             on up, status, stop, restart and down include it
 #   cluster.sh stop N         stop broker N (SIGTERM, SIGKILL after STOP_TIMEOUT)
 #   cluster.sh restart N      check that N can start, stop it if it runs, start it
 #   cluster.sh down [--purge] stop everything; --purge also removes the state dir
@@ -28,15 +35,18 @@
 #                 (e.g. "--set remote.log.manager.task.interval.ms=1000")
 # `up` builds each broker's command line from this environment; `start N`
 # reuses the one broker N last ran with (saved in the state dir as
-# broker-N.cmd, NUL-separated), whatever the environment says now.
+# broker-N.cmd, NUL-separated), whatever the environment says now. The
+# cluster's brokers are 1, 2, 3 and every N with a broker-N.cmd.
 #
-# Ports are chosen once per state dir, the first time `up` needs them, and
-# saved in $CLUSTER_DIR/cluster.env; every later up / start reuses them, so
-# the addresses stay the same across down / up. If a saved port is taken by
-# another process when its service is to start, the script fails and names
-# the port (remove cluster.env while the cluster is down to choose new ones).
+# Ports are chosen once per state dir, the first time `up` (or `start N` of
+# a new broker) needs them, and saved in $CLUSTER_DIR/cluster.env; every
+# later up / start reuses them, so the addresses stay the same across
+# down / up. If a saved port is taken by another process when its service
+# is to start, the script fails and names the port (remove cluster.env
+# while the cluster is down to choose new ones).
 #
-# cluster.env (rewritten by each up that starts something; `source` it):
+# cluster.env (rewritten by each up that starts something and each start N
+# that adds a broker; `source` it):
 #   BOOTSTRAP          (exported) the brokers' Kafka addresses, HOST:PORT,...
 #   ZOOKEEPER          (exported) the brokers' ZooKeeper connect string, with chroot /strata
 #   METRICS            (exported) each broker's Prometheus endpoint, URL,... in
@@ -46,7 +56,8 @@
 #   S3_REGION          (exported, tier only) the region the brokers sign with
 #   TIER               (exported, tier only) the brokers' --tier, s3://BUCKET/PREFIX
 #   ZK_PORT            the saved ZooKeeper client port
-#   BROKER_N_PORT      the saved Kafka port of broker N (N = 1, 2, 3)
+#   BROKER_N_PORT      the saved Kafka port of broker N (N = 1, 2, 3 and each
+#                      broker added with start N)
 #   METRICS_N_PORT     the saved --metrics port of broker N
 #   MINIO_PORT         the saved MinIO S3 port (chosen the first time
 #                      CLUSTER_TIER=1)
@@ -76,7 +87,15 @@ ENVF="$DIR/cluster.env"
 CREDS="$DIR/minio/credentials"
 READY_TIMEOUT="${READY_TIMEOUT:-60}"
 STOP_TIMEOUT="${STOP_TIMEOUT:-30}"
+# The cluster's brokers: 1-3, and those added by start N (each has a
+# broker-N.cmd), in id order.
 BROKERS=(1 2 3)
+for f in "$DIR"/broker-*.cmd; do
+  [ -f "$f" ] || continue
+  f="${f##*/broker-}"; f="${f%.cmd}"
+  [[ "$f" =~ ^(0|[1-9][0-9]{0,8})$ ]] && [[ " ${BROKERS[*]} " != *" $f "* ]] && BROKERS+=("$f")
+done
+mapfile -t BROKERS < <(printf '%s\n' "${BROKERS[@]}" | sort -n)
 ZK_JAR=/usr/share/java/zookeeper.jar
 ZK_LOG_JAR=/usr/share/java/slf4j-simple.jar
 ZK_TICK_MS=200
@@ -199,10 +218,12 @@ ZK_PORT="" MINIO_PORT="" MINIO_CONSOLE_PORT=""
 declare -A BROKER_PORT=() METRICS_PORT=()
 
 # load_ports: the ports saved in cluster.env. A cluster.env written before
-# ports were saved has only the addresses; the ports are taken from those.
+# ports were saved has only the addresses (of brokers 1-3, in order); the
+# ports are taken from those.
 load_ports() {
-  local id v
+  local id v saved
   ZK_PORT="$(envget ZK_PORT)"
+  saved="$ZK_PORT" # empty in a cluster.env of addresses only
   MINIO_PORT="$(envget MINIO_PORT)"
   MINIO_CONSOLE_PORT="$(envget MINIO_CONSOLE_PORT)"
   if [ -z "$ZK_PORT" ] && v="$(envget ZOOKEEPER)" && [ -n "$v" ]; then
@@ -215,7 +236,7 @@ load_ports() {
   for id in "${BROKERS[@]}"; do
     BROKER_PORT[$id]="$(envget "BROKER_${id}_PORT")"
     METRICS_PORT[$id]="$(envget "METRICS_${id}_PORT")"
-    if [ -z "${BROKER_PORT[$id]}" ] && [ -n "${legacy[$((id - 1))]:-}" ]; then
+    if [ -z "${BROKER_PORT[$id]}" ] && [ -z "$saved" ] && [ "$id" -ge 1 ] && [ "$id" -le 3 ] && [ -n "${legacy[$((id - 1))]:-}" ]; then
       BROKER_PORT[$id]="${legacy[$((id - 1))]##*:}"
     fi
   done
@@ -333,14 +354,18 @@ wait_broker() {
   done
 }
 
-# What this run started: a run that fails stops these (logs stay).
+# What this run started: a run that fails stops these (logs stay), and
+# forgets the broker it was adding (ADDING, add_broker).
 STARTED=()
+ADDING=""
 stop_started() {
   local st=$? i
   [ "$st" != 0 ] || return 0
-  [ "${#STARTED[@]}" -gt 0 ] || return 0
-  log "failed; stopping what this run started: ${STARTED[*]} (logs in $DIR)"
-  for ((i = ${#STARTED[@]} - 1; i >= 0; i--)); do stop "${STARTED[$i]}"; done
+  if [ "${#STARTED[@]}" -gt 0 ]; then
+    log "failed; stopping what this run started: ${STARTED[*]} (logs in $DIR)"
+    for ((i = ${#STARTED[@]} - 1; i >= 0; i--)); do stop "${STARTED[$i]}"; done
+  fi
+  [ -z "$ADDING" ] || forget_broker "$ADDING"
 }
 
 cmd_up() {
@@ -473,8 +498,12 @@ CFG
 broker_id() {
   local id
   for id in "${BROKERS[@]}"; do [ "${1:-}" = "$id" ] && { echo "$id"; return 0; }; done
-  die "no broker ${1:-(none given)}: N is one of ${BROKERS[*]}"
+  die "no broker ${1:-(none given)}: N is one of ${BROKERS[*]} (start N adds a broker)"
 }
+
+# valid_id ARG: ARG is a broker id (broker.id: a number, 0 or more, without
+# leading zeros, so that it names one broker-N).
+valid_id() { [[ "${1:-}" =~ ^(0|[1-9][0-9]{0,8})$ ]]; }
 
 # load_argv ID: broker ID's last command line into ARGV, after checking
 # that it can start again now: ZooKeeper (and MinIO for a tiered broker)
@@ -515,8 +544,12 @@ start_again() {
 }
 
 cmd_start() {
-  local id
-  id="$(broker_id "${1:-}")"
+  local id="${1:-}"
+  valid_id "$id" || die "broker id $id: want a number, 0 or more"
+  if [[ " ${BROKERS[*]} " != *" $id "* ]]; then
+    add_broker "$id"
+    return 0
+  fi
   mkdir -p "$PIDS"
   if alive "$PIDS/broker-$id.pid"; then
     log "broker $id already running (pid $(cat "$PIDS/broker-$id.pid"))"
@@ -525,6 +558,58 @@ cmd_start() {
   rm -f "$PIDS/broker-$id.pid"
   load_argv "$id"
   start_again "$id"
+}
+
+# add_broker ID: start broker ID, which the cluster does not have yet,
+# with the command line of the lowest-numbered broker that has run (broker
+# 1 in a cluster made by up: ZooKeeper, tier, BROKER_ARGS and binary as it
+# has them) and ID's own --broker-id, --listen and --metrics ports (chosen
+# as up chooses them, saved in cluster.env) and --data-dir. Its log is
+# broker-ID.log beside the others'. If it does not get ready, it is
+# stopped and forgotten (cluster.env as before, no broker-ID.cmd).
+add_broker() {
+  local id="$1" tmpl="" b
+  for b in "${BROKERS[@]}"; do
+    [ -f "$DIR/broker-$b.cmd" ] && { tmpl="$b"; break; }
+  done
+  [ -n "$tmpl" ] || die "no broker has run in $DIR yet; start the cluster with: $0 up"
+  mkdir -p "$PIDS"
+  load_argv "$tmpl" # checks that ZooKeeper (and MinIO) run and the binary is there
+  load_ports
+  mapfile -t BROKERS < <(printf '%s\n' "${BROKERS[@]}" "$id" | sort -n)
+  BROKER_PORT[$id]="" METRICS_PORT[$id]=""
+  choose_ports
+  local -A own=([--broker-id]="$id" [--listen]="127.0.0.1:${BROKER_PORT[$id]}"
+    [--metrics]="127.0.0.1:${METRICS_PORT[$id]}" [--data-dir]="$DIR/broker-$id")
+  local argv=() a k skip=0 replaced=0
+  for a in "${ARGV[@]}"; do
+    if [ "$skip" = 1 ]; then skip=0; continue; fi
+    case "$a" in
+      --broker-id | --listen | --metrics | --data-dir) argv+=("$a" "${own[$a]}"); skip=1; replaced=$((replaced + 1)) ;;
+      --broker-id=* | --listen=* | --metrics=* | --data-dir=*) k="${a%%=*}"; argv+=("$k=${own[$k]}"); replaced=$((replaced + 1)) ;;
+      *) argv+=("$a") ;;
+    esac
+  done
+  [ "$replaced" = 4 ] || die "broker $tmpl's command line ($DIR/broker-$tmpl.cmd) lacks one of --broker-id, --listen, --metrics, --data-dir; cannot copy it for broker $id"
+  ARGV=("${argv[@]}")
+  ADDING="$id"
+  trap stop_started EXIT
+  write_env
+  log "adding broker $id with broker $tmpl's command line"
+  start_again "$id"
+  ADDING=""
+  log "broker $id added; \`strata admin cluster rebalance\` gives it partitions"
+}
+
+# forget_broker ID: undo add_broker: no broker-ID.cmd, cluster.env without
+# its ports (its data dir and log stay).
+forget_broker() {
+  local id="$1" b keep=()
+  rm -f "$DIR/broker-$id.cmd" "$PIDS/broker-$id.pid"
+  for b in "${BROKERS[@]}"; do [ "$b" = "$id" ] || keep+=("$b"); done
+  BROKERS=("${keep[@]}")
+  write_env
+  log "broker $id not added (its log: $DIR/broker-$id.log)"
 }
 
 cmd_stop() {
@@ -632,7 +717,7 @@ cmd_status() {
 }
 
 usage() {
-  echo "usage: $0 up | status | start N | stop N | restart N | down [--purge]   (N: ${BROKERS[*]})" >&2
+  echo "usage: $0 up | status | start N | stop N | restart N | down [--purge]   (N: ${BROKERS[*]}; start N of another id adds a broker)" >&2
   exit 2
 }
 

@@ -37,7 +37,8 @@ import (
 // back with start 2, restart 2, stop 2 and up (checkClusterBrokerRestart),
 // runs down and checks every process it started is gone, and runs up again
 // to check the ports (cluster.env, the printed addresses) and the data are
-// the same.
+// the same. Last it adds a fourth broker with start 4, sees it registered,
+// and stops it (checkClusterAddBroker).
 func TestClusterScript(t *testing.T) {
 	kcat := testenv.RequireKcat(t)
 	root, err := testenv.ModuleRoot()
@@ -68,7 +69,7 @@ func TestClusterScript(t *testing.T) {
 	run := func(args ...string) (string, error) { return runEnv([]string{brokerArgs}, args...) }
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, name := range []string{"zookeeper", "minio", "broker-1", "broker-2", "broker-3"} {
+			for _, name := range []string{"zookeeper", "minio", "broker-1", "broker-2", "broker-3", "broker-4"} {
 				b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
 				t.Logf("%s log, last lines:\n%s", name, lastLines(string(b), 20))
 			}
@@ -178,6 +179,136 @@ func TestClusterScript(t *testing.T) {
 	defer cancel2()
 	if got := consumeN(t, ctx2, seeds, topic, n); !slices.Equal(got, []string{"v0", "v1", "v2", "v3", "v4"}) {
 		t.Fatalf("topic %s after down / up: %v", topic, got)
+	}
+
+	checkClusterAddBroker(t, dir, seeds, run, runEnv)
+}
+
+// checkClusterAddBroker adds broker 4 with `start 4` from an environment
+// without BROKER_ARGS, and checks that it runs broker 1's command line with
+// its own id, ports (saved in cluster.env, added to BOOTSTRAP) and data
+// dir, registers (the cluster's metadata lists it, and it answers with
+// four brokers), and that status, stop 4 and start 4 (again, with the
+// same command line) know it. A start of something not a broker id adds
+// nothing.
+func checkClusterAddBroker(t *testing.T, dir string, seeds []string,
+	run func(...string) (string, error), runEnv func([]string, ...string) (string, error)) {
+	t.Helper()
+	if _, err := run("start", "four"); err == nil || !strings.Contains(err.Error(), "cluster: error: broker id four") {
+		t.Fatalf("start four: want an error naming the id, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "broker-four.cmd")); !os.IsNotExist(err) {
+		t.Fatalf("start four left broker-four.cmd: %v", err)
+	}
+
+	if _, err := runEnv([]string{"BROKER_ARGS="}, "start", "4"); err != nil {
+		t.Fatal(err)
+	}
+	env := clusterEnv(t, dir)
+	port, mport := env["BROKER_4_PORT"], env["METRICS_4_PORT"]
+	if port == "" || mport == "" {
+		t.Fatalf("cluster.env after start 4 has no BROKER_4_PORT or METRICS_4_PORT: %v", env)
+	}
+	addr := "127.0.0.1:" + port
+	if want := strings.Join(append(slices.Clone(seeds), addr), ","); env["BOOTSTRAP"] != want {
+		t.Errorf("BOOTSTRAP after start 4 = %s, want %s", env["BOOTSTRAP"], want)
+	}
+	pids := readClusterPIDs(t, dir)
+	pid := pids["broker-4.pid"]
+	if !processAlive(pid) {
+		t.Fatalf("after start 4: broker-4.pid holds %d, not running", pid)
+	}
+	cmdline := func(pid int) []string {
+		t.Helper()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	}
+	want := cmdline(pids["broker-1.pid"])
+	own := map[string]string{"--broker-id": "4", "--listen": addr, "--metrics": "127.0.0.1:" + mport, "--data-dir": filepath.Join(dir, "broker-4")}
+	for i := 0; i+1 < len(want); i++ {
+		if v, ok := own[want[i]]; ok {
+			want[i+1] = v
+		}
+	}
+	got := cmdline(pid)
+	if !slices.Equal(got, want) {
+		t.Fatalf("broker 4's command line:\n%q\nwant broker 1's with its own id, ports and data dir:\n%q", got, want)
+	}
+	if !slices.Contains(got, "remote.log.manager.task.interval.ms=200") || !slices.Contains(got, "--tier") {
+		t.Fatalf("broker 4 lacks the tier or BROKER_ARGS the others have: %q", got)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// brokers lists the broker ids the metadata from seeds names.
+	brokers := func(seeds []string) []int32 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
+		defer mcancel()
+		md, err := kadm.NewClient(cl).BrokerMetadata(mctx)
+		if err != nil {
+			return nil
+		}
+		var ids []int32
+		for _, b := range md.Brokers {
+			ids = append(ids, b.NodeID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	for ids := brokers(seeds); !slices.Equal(ids, []int32{1, 2, 3, 4}); ids = brokers(seeds) {
+		if ctx.Err() != nil {
+			t.Fatalf("the cluster's metadata lists brokers %v, want 1-4 after start 4", ids)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ids := brokers([]string{addr}); !slices.Equal(ids, []int32{1, 2, 3, 4}) {
+		t.Fatalf("broker 4 (%s) answers metadata with brokers %v, want 1-4", addr, ids)
+	}
+	st, err := run("status")
+	if err != nil || !strings.Contains(st, "broker-4: running (pid "+strconv.Itoa(pid)+")\n") {
+		t.Fatalf("status after start 4: %v\n%s", err, st)
+	}
+
+	// stop 4: gone from the processes, status and the cluster's metadata;
+	// start 4 again runs the same command line, and stop 4 stops it.
+	if _, err := run("stop", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(pid) {
+		t.Fatalf("broker 4 (pid %d) still runs after stop 4", pid)
+	}
+	if st, err := run("status"); err != nil || !strings.Contains(st, "broker-4: not running\n") {
+		t.Fatalf("status after stop 4: %v\n%s", err, st)
+	}
+	for ids := brokers(seeds); !slices.Equal(ids, []int32{1, 2, 3}); ids = brokers(seeds) {
+		if ctx.Err() != nil {
+			t.Fatalf("the cluster's metadata lists brokers %v after stop 4, want 1-3", ids)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := run("start", "4"); err != nil {
+		t.Fatal(err)
+	}
+	again := readClusterPIDs(t, dir)["broker-4.pid"]
+	if again == pid || !processAlive(again) {
+		t.Fatalf("start 4 of the stopped broker 4: pid %d (was %d), running %v", again, pid, processAlive(again))
+	}
+	if got := cmdline(again); !slices.Equal(got, want) {
+		t.Fatalf("start 4 of the stopped broker 4 ran another command line:\n%q\nwant\n%q", got, want)
+	}
+	if _, err := run("stop", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(again) {
+		t.Fatalf("broker 4 (pid %d) still runs after the second stop 4", again)
 	}
 }
 
