@@ -42,6 +42,8 @@ var behaviours = []struct {
 	{"ConcurrentPuts", testConcurrentPuts},
 	{"CanceledContext", testCanceledContext},
 	{"LargeObject", testLargeObject},
+	{"ConditionalPuts", testConditionalPuts},
+	{"ConditionalRace", testConditionalRace},
 }
 
 func runConformance(t *testing.T, newStore func(t *testing.T) ObjectStore) {
@@ -552,5 +554,104 @@ func testLargeObject(t *testing.T, s ObjectStore) {
 		if err != nil || !bytes.Equal(got, data[c[0]:end]) {
 			t.Errorf("get [%d,+%d): %d bytes, %v", c[0], c[1], len(got), err)
 		}
+	}
+}
+
+// testConditionalPuts: If-None-Match: * and If-Match hold, GetTagged
+// gives the ETag of the version it read, and every write (plain Put,
+// PutIf, Delete) ends a tag's match.
+func testConditionalPuts(t *testing.T, s ObjectStore) {
+	ctx := ctxT(t)
+	putIf := func(key, data string, c Cond) (string, error) {
+		return s.PutIf(ctx, key, strings.NewReader(data), int64(len(data)), c)
+	}
+	e1, err := putIf("c/a", "one", Cond{IfAbsent: true})
+	if err != nil || e1 == "" {
+		t.Fatalf("first If-None-Match put: etag %q, %v", e1, err)
+	}
+	if _, err := putIf("c/a", "two", Cond{IfAbsent: true}); !errors.Is(err, ErrPreconditionFailed) {
+		t.Fatalf("second If-None-Match put: %v, want ErrPreconditionFailed", err)
+	}
+	b, tag, err := s.GetTagged(ctx, "c/a", 100)
+	if err != nil || string(b) != "one" || tag != e1 {
+		t.Fatalf("GetTagged = %q, %q, %v; want \"one\", %q", b, tag, err, e1)
+	}
+	if _, _, err := s.GetTagged(ctx, "c/a", 2); err == nil {
+		t.Fatal("GetTagged of an object larger than max succeeded")
+	}
+	e2, err := putIf("c/a", "three", Cond{IfMatch: e1})
+	if err != nil || e2 == e1 {
+		t.Fatalf("If-Match put: etag %q (old %q), %v", e2, e1, err)
+	}
+	if _, err := putIf("c/a", "four", Cond{IfMatch: e1}); !errors.Is(err, ErrPreconditionFailed) {
+		t.Fatalf("If-Match put with a stale tag: %v, want ErrPreconditionFailed", err)
+	}
+	if got, _ := get(t, s, "c/a", 0, -1); string(got) != "three" {
+		t.Fatalf("object after a failed condition = %q, want \"three\"", got)
+	}
+	put(t, s, "c/a", []byte("plain"))
+	if _, err := putIf("c/a", "five", Cond{IfMatch: e2}); !errors.Is(err, ErrPreconditionFailed) {
+		t.Fatalf("If-Match after a plain Put: %v, want ErrPreconditionFailed", err)
+	}
+	if _, err := putIf("c/missing", "x", Cond{IfMatch: e2}); !errors.Is(err, ErrPreconditionFailed) {
+		t.Fatalf("If-Match of a missing object: %v, want ErrPreconditionFailed", err)
+	}
+	if _, _, err := s.GetTagged(ctx, "c/missing", 100); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetTagged of a missing object: %v, want ErrNotFound", err)
+	}
+	_, e3, err := s.GetTagged(ctx, "c/a", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "c/a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := putIf("c/a", "six", Cond{IfMatch: e3}); !errors.Is(err, ErrPreconditionFailed) {
+		t.Fatalf("If-Match after Delete: %v, want ErrPreconditionFailed", err)
+	}
+	if _, err := putIf("c/a", "seven", Cond{IfAbsent: true}); err != nil {
+		t.Fatalf("If-None-Match after Delete: %v", err)
+	}
+	if _, err := putIf("c/a", "x", Cond{}); err == nil || errors.Is(err, ErrPreconditionFailed) {
+		t.Fatalf("a put with no condition: %v, want a usage error", err)
+	}
+}
+
+// testConditionalRace: of writers racing with one tag, exactly one wins,
+// and the object is the winner's.
+func testConditionalRace(t *testing.T, s ObjectStore) {
+	ctx := ctxT(t)
+	tag, err := s.PutIf(ctx, "r/m", strings.NewReader("base"), 4, Cond{IfAbsent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := fmt.Sprintf("writer-%d", i)
+			_, errs[i] = s.PutIf(ctx, "r/m", strings.NewReader(v), int64(len(v)), Cond{IfMatch: tag})
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("writers %d and %d both won", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, ErrPreconditionFailed):
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no writer won")
+	}
+	if got, _ := get(t, s, "r/m", 0, -1); string(got) != fmt.Sprintf("writer-%d", won) {
+		t.Fatalf("object = %q, want writer-%d's", got, won)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -27,8 +28,9 @@ import (
 // this). The store is meant for one process per directory (the embedded
 // default).
 type FileStore struct {
-	root string
-	tmp  string
+	root   string
+	tmp    string
+	condMu sync.Mutex // with a flock on .cond.lock: see PutIf
 }
 
 // tmpDir holds files being written; keys never start with '.', so it is
@@ -71,7 +73,81 @@ func (s *FileStore) removeStaleTemp() {
 
 func (s *FileStore) path(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
 
-func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
+func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	return s.put(ctx, key, r, size, nil)
+}
+
+// PutIf checks the condition and renames the new object into place under
+// the store's condition lock (a mutex, and a flock on the root's
+// .cond.lock for other processes on the directory), which Delete takes
+// too. An object's ETag is its file's inode, size and modification time:
+// a rename brings a new inode, so a replaced object never keeps its tag.
+func (s *FileStore) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error) {
+	if err := cond.validate(key); err != nil {
+		return "", err
+	}
+	var etag string
+	err := s.put(ctx, key, r, size, func(dst string, commit func() error) error {
+		cur, err := fileETag(dst)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if !cond.IfAbsent {
+				return fmt.Errorf("put %s (%s): %w", key, cond, ErrPreconditionFailed)
+			}
+		case err != nil:
+			return fmt.Errorf("put %s: %w", key, err)
+		case cond.IfAbsent || cur != cond.IfMatch:
+			return fmt.Errorf("put %s (%s): %w", key, cond, ErrPreconditionFailed)
+		}
+		if err := commit(); err != nil {
+			return err
+		}
+		etag, err = fileETag(dst)
+		return err
+	})
+	return etag, err
+}
+
+// fileETag names one version of a file.
+func fileETag(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return statETag(st), nil
+}
+
+func statETag(st fs.FileInfo) string {
+	var ino uint64
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		ino = sys.Ino
+	}
+	return fmt.Sprintf("\"%x-%x-%x\"", ino, st.Size(), st.ModTime().UnixNano())
+}
+
+// condLock takes the condition lock (see PutIf) and returns its release.
+func (s *FileStore) condLock() (func(), error) {
+	s.condMu.Lock()
+	f, err := os.OpenFile(filepath.Join(s.root, ".cond.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		s.condMu.Unlock()
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		s.condMu.Unlock()
+		return nil, err
+	}
+	return func() {
+		f.Close() // releases the flock
+		s.condMu.Unlock()
+	}, nil
+}
+
+// put writes the object to a temporary file and renames it into place;
+// with check, the rename is commit, called by check under the condition
+// lock.
+func (s *FileStore) put(ctx context.Context, key string, r io.Reader, size int64, check func(dst string, commit func() error) error) (err error) {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
@@ -85,9 +161,12 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
+	closed := false
 	defer func() {
-		if err != nil {
+		if !closed {
 			f.Close()
+		}
+		if err != nil {
 			os.Remove(tmp)
 		}
 	}()
@@ -97,10 +176,26 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("put %s: fsync: %w", key, err)
 	}
+	closed = true
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	dst := s.path(key)
+	commit := func() error { return s.rename(key, tmp, dst) }
+	if check == nil {
+		return commit()
+	}
+	unlock, err := s.condLock()
+	if err != nil {
+		return fmt.Errorf("put %s: condition lock: %w", key, err)
+	}
+	defer unlock()
+	return check(dst, commit)
+}
+
+// rename moves a written temporary file to the key's path and fsyncs its
+// directory.
+func (s *FileStore) rename(key, tmp, dst string) (err error) {
 	// A concurrent Delete may remove the (then empty) parent between
 	// MkdirAll and Rename: try again.
 	for attempt := 0; ; attempt++ {
@@ -122,6 +217,38 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 		return fmt.Errorf("put %s: fsync directory: %w", key, err)
 	}
 	return nil
+}
+
+func (s *FileStore) GetTagged(ctx context.Context, key string, max int64) ([]byte, string, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	f, err := os.Open(s.path(key))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, "", fmt.Errorf("get %s: %w", key, ErrNotFound)
+		}
+		return nil, "", fmt.Errorf("get %s: %w", key, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, "", fmt.Errorf("get %s: %w", key, err)
+	}
+	if st.IsDir() {
+		return nil, "", fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	if st.Size() > max {
+		return nil, "", fmt.Errorf("get %s: %d bytes, more than %d", key, st.Size(), max)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, "", fmt.Errorf("get %s: %w", key, err)
+	}
+	return b, statETag(st), nil
 }
 
 // mkdirs creates dir and its missing parents below the root, fsyncing each
@@ -284,6 +411,11 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	p := s.path(key)
+	unlock, err := s.condLock()
+	if err != nil {
+		return fmt.Errorf("delete %s: condition lock: %w", key, err)
+	}
+	defer unlock()
 	if err := os.Remove(p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil

@@ -33,11 +33,13 @@ type MemStore struct {
 	fault   func(op Op, key string) error
 	calls   map[Op]int
 	now     func() time.Time
+	gen     uint64 // the last ETag handed out
 }
 
 type memObject struct {
 	data    []byte
 	modTime time.Time
+	etag    string
 }
 
 // NewMemStore returns an empty store.
@@ -108,9 +110,62 @@ func (s *MemStore) Put(ctx context.Context, key string, r io.Reader, size int64)
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	s.mu.Lock()
-	s.objects[key] = memObject{data: buf.Bytes(), modTime: s.now()}
+	s.store(key, buf.Bytes())
 	s.mu.Unlock()
 	return nil
+}
+
+// store sets an object with a fresh ETag; s.mu is held.
+func (s *MemStore) store(key string, data []byte) string {
+	s.gen++
+	etag := fmt.Sprintf("\"m%d\"", s.gen)
+	s.objects[key] = memObject{data: data, modTime: s.now(), etag: etag}
+	return etag
+}
+
+func (s *MemStore) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	if err := cond.validate(key); err != nil {
+		return "", err
+	}
+	if size < 0 {
+		return "", fmt.Errorf("put %s: negative size %d", key, size)
+	}
+	if err := s.begin(ctx, OpPut, key); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, &ctxReader{ctx: ctx, r: &exactReader{r: r, left: size}}); err != nil {
+		return "", fmt.Errorf("put %s: %w", key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objects[key]
+	if cond.IfAbsent && ok || !cond.IfAbsent && (!ok || o.etag != cond.IfMatch) {
+		return "", fmt.Errorf("put %s (%s): %w", key, cond, ErrPreconditionFailed)
+	}
+	return s.store(key, buf.Bytes()), nil
+}
+
+func (s *MemStore) GetTagged(ctx context.Context, key string, max int64) ([]byte, string, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, "", err
+	}
+	if err := s.begin(ctx, OpGet, key); err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	o, ok := s.objects[key]
+	s.mu.Unlock()
+	if !ok {
+		return nil, "", fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	if int64(len(o.data)) > max {
+		return nil, "", fmt.Errorf("get %s: %d bytes, more than %d", key, len(o.data), max)
+	}
+	return slices.Clone(o.data), o.etag, nil
 }
 
 func (s *MemStore) Get(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {

@@ -251,6 +251,79 @@ func (s *S3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 	return nil
 }
 
+// PutIf sends one PutObject with If-None-Match: * or If-Match (objects
+// under PartSize only: the writes that need a condition are small). A
+// retried request whose first attempt landed fails its condition; the
+// caller reads the object back to tell (see casManifest).
+func (s *S3Store) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	if err := cond.validate(key); err != nil {
+		return "", err
+	}
+	if size < 0 || size > s.cfg.PartSize {
+		return "", fmt.Errorf("put %s: a conditional put takes 0 to %d bytes, not %d", key, s.cfg.PartSize, size)
+	}
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(&exactReader{r: r, left: size}, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w: %d of %d bytes", ErrShortBody, len(buf), size)
+		}
+		return "", fmt.Errorf("put %s: %w", key, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout(size))
+	defer cancel()
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.cfg.Bucket),
+		Key:           aws.String(s.fullKey(key)),
+		Body:          bytes.NewReader(buf),
+		ContentLength: aws.Int64(size),
+	}
+	if cond.IfAbsent {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(cond.IfMatch)
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		err = s.mapErr("put", key, err)
+		if errors.Is(err, ErrNotFound) {
+			// If-Match on a missing object: S3 answers 404.
+			err = fmt.Errorf("put %s (%s): %w", key, cond, ErrPreconditionFailed)
+		}
+		return "", err
+	}
+	if aws.ToString(out.ETag) == "" {
+		return "", fmt.Errorf("put %s: the store answered no ETag", key)
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+func (s *S3Store) GetTagged(ctx context.Context, key string, max int64) ([]byte, string, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout(max))
+	defer cancel()
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(s.fullKey(key))})
+	if err != nil {
+		return nil, "", s.mapErr("get", key, err)
+	}
+	defer out.Body.Close()
+	if n := aws.ToInt64(out.ContentLength); n > max {
+		return nil, "", fmt.Errorf("get %s: %d bytes, more than %d", key, n, max)
+	}
+	b, err := io.ReadAll(io.LimitReader(out.Body, max+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("get %s: %w", key, err)
+	}
+	if int64(len(b)) > max {
+		return nil, "", fmt.Errorf("get %s: more than %d bytes", key, max)
+	}
+	return b, aws.ToString(out.ETag), nil
+}
+
 func (s *S3Store) Get(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -428,6 +501,8 @@ func (s *S3Store) mapErr(op, key string, err error) error {
 			return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
 		case "InvalidRange":
 			return fmt.Errorf("%s %s: %w", op, key, ErrInvalidRange)
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			return fmt.Errorf("%s %s: %w", op, key, ErrPreconditionFailed)
 		}
 	}
 	return fmt.Errorf("%s %s in %s: %w", op, key, s, err)

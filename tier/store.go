@@ -36,8 +36,42 @@ type ObjectStore interface {
 	// DeleteMany removes objects, in as few requests as the store allows;
 	// missing keys are not errors.
 	DeleteMany(ctx context.Context, keys []string) error
+	// PutIf stores an object as Put does, but only if cond holds when the
+	// store commits it: IfAbsent, no object is at key (S3's
+	// If-None-Match: *); IfMatch, the object at key has that ETag (S3's
+	// If-Match; a missing object does not match). Otherwise it fails
+	// with ErrPreconditionFailed and changes nothing. It returns the new
+	// object's ETag. Writes that must not race another writer (a
+	// segment's manifest, the cluster's snapshots) use it: it is the
+	// fence that holds on the store itself (see "Fencing" in the package
+	// doc).
+	PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (etag string, err error)
+	// GetTagged reads a whole object of at most max bytes with its ETag,
+	// both of one version of it. A missing key is ErrNotFound; a larger
+	// object is an error.
+	GetTagged(ctx context.Context, key string, max int64) (data []byte, etag string, err error)
 	// String describes the store for logs ("s3://bucket/prefix", "file:///dir").
 	String() string
+}
+
+// Cond is the condition of a PutIf: exactly one of IfAbsent and IfMatch.
+type Cond struct {
+	IfAbsent bool   // only if no object is at the key
+	IfMatch  string // only if the object at the key has this ETag
+}
+
+func (c Cond) validate(key string) error {
+	if c.IfAbsent == (c.IfMatch != "") {
+		return fmt.Errorf("put %s: a condition needs exactly one of IfAbsent and IfMatch", key)
+	}
+	return nil
+}
+
+func (c Cond) String() string {
+	if c.IfAbsent {
+		return "If-None-Match: *"
+	}
+	return "If-Match: " + c.IfMatch
 }
 
 // ListFromStore is a store that can start a listing after a key, as S3's
@@ -79,6 +113,10 @@ var (
 	ErrInvalidRange = errors.New("invalid object range")
 	ErrInvalidKey   = errors.New("invalid object key")
 	ErrShortBody    = errors.New("object body shorter than its size")
+	// ErrPreconditionFailed: a PutIf's condition did not hold (S3's 412
+	// Precondition Failed, or 409 ConditionalRequestConflict when another
+	// conditional write to the key was under way).
+	ErrPreconditionFailed = errors.New("precondition failed")
 )
 
 // MaxKeyLen is the longest key accepted (S3's limit is 1024 bytes,

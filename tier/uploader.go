@@ -218,7 +218,17 @@ func (u *Uploader) cleanup(ctx context.Context, tp index.TopicIDPartition, st *C
 				st.Unsettled++
 				continue
 			}
-			if err := u.deleteSegment(ctx, m); err != nil {
+			err = u.deleteSegment(ctx, m)
+			if errors.Is(err, errFinishedMeanwhile) {
+				// Its uploader wrote the FINISHED state before this
+				// cleanup's fence: adopt it.
+				if _, err := u.update(&m, index.CopySegmentFinished); err != nil {
+					return err
+				}
+				st.Finished++
+				continue
+			}
+			if err != nil {
 				return err
 			}
 			st.Abandoned++
@@ -285,7 +295,9 @@ func (u *Uploader) SettleOwn(ctx context.Context, tp index.TopicIDPartition) (in
 		if finished {
 			continue // the leader adopts it
 		}
-		if err := u.deleteSegment(ctx, m); err != nil {
+		if err := u.deleteSegment(ctx, m); errors.Is(err, errFinishedMeanwhile) {
+			continue
+		} else if err != nil {
 			return n, err
 		}
 		n++
@@ -300,17 +312,30 @@ func (u *Uploader) update(m *index.SegmentMetadata, s index.State) (index.Segmen
 }
 
 // deleteSegment removes a segment as the layout says: manifest rewritten
-// in DELETE_SEGMENT_STARTED, the other objects deleted, then the manifest,
-// then the index entry.
+// in DELETE_SEGMENT_STARTED (a compare-and-swap: markDeleting), the index
+// entry likewise, the other objects deleted, then the manifest, then the
+// index entry. An unfinished upload found finished in the bucket is left
+// as it is: errFinishedMeanwhile.
 func (u *Uploader) deleteSegment(ctx context.Context, m index.SegmentMetadata) error {
+	// An unfinished upload is fenced in the bucket first, so that one
+	// found finished there is adopted, not deleted; a finished segment
+	// leaves the index's reads first, as Kafka's RemoteLogManager does.
+	unfinished := m.State == index.CopySegmentStarted
+	if unfinished {
+		if err := markDeleting(ctx, u.Store, &m, true); err != nil {
+			return err
+		}
+	}
 	if m.State != index.DeleteSegmentStarted {
 		var err error
 		if m, err = u.update(&m, index.DeleteSegmentStarted); err != nil {
 			return err
 		}
 	}
-	if err := u.putManifest(ctx, &m); err != nil {
-		return err
+	if !unfinished {
+		if err := markDeleting(ctx, u.Store, &m, false); err != nil {
+			return err
+		}
 	}
 	keys := make([]string, 0, 6)
 	for k := index.ObjectKind(0); k.Valid(); k++ {
@@ -326,16 +351,6 @@ func (u *Uploader) deleteSegment(ctx context.Context, m index.SegmentMetadata) e
 	return err
 }
 
-func (u *Uploader) putManifest(ctx context.Context, m *index.SegmentMetadata) error {
-	b, err := index.EncodeManifest(m)
-	if err != nil {
-		return err
-	}
-	if err := u.Store.Put(ctx, ManifestKey(m), bytes.NewReader(b), int64(len(b))); err != nil {
-		return fmt.Errorf("put manifest of %s: %w", m.SegmentID, err)
-	}
-	return nil
-}
 
 // segUpload is a segment whose objects are going up (startCopy).
 type segUpload struct {
@@ -353,7 +368,15 @@ type segUpload struct {
 	// the bucket that counts: the first, then each heartbeat that landed
 	// within half the grace of the one before. Written by the heartbeat
 	// goroutine; read by fenced once it has stopped.
-	lease    atomic.Int64
+	lease atomic.Int64
+	// etag is the ETag of the upload's latest manifest: each later write
+	// of it is conditional on it (If-Match), so none lands once another
+	// broker has fenced the upload. Written by startCopy, then by the
+	// heartbeat goroutine; read by finish once it has stopped.
+	etag string
+	// taken: a heartbeat found the manifest changed by another broker
+	// (its condition failed): the upload is fenced.
+	taken    bool
 	beatStop chan struct{}
 	beatDone chan struct{}
 	stopOnce sync.Once
@@ -446,10 +469,14 @@ func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, top
 	}
 	// The STARTED manifest goes first: a leader's refresh replaces its
 	// index with what the bucket's manifests say, so objects without one
-	// would be forgotten by the index that is to clean them up.
-	if err := u.putManifest(ctx, m); err != nil {
+	// would be forgotten by the index that is to clean them up. The key
+	// is new (a fresh segment id): If-None-Match, so that a deleter's
+	// fence (a DELETE_SEGMENT_STARTED manifest) is never overwritten.
+	etag, err := casManifest(ctx, u.Store, m, Cond{IfAbsent: true})
+	if err != nil {
 		return nil, err
 	}
+	su.etag = etag
 	su.lease.Store(start)
 	// The objects go up side by side: on S3 a small object costs a round
 	// trip as a large one does, so in series they would add up.
@@ -523,12 +550,18 @@ func (su *segUpload) heartbeat(ctx context.Context) {
 		}
 		m := su.m
 		m.EventTimestamp = now
-		if err := u.putManifest(ctx, &m); err != nil {
+		etag, err := casManifest(ctx, u.Store, &m, Cond{IfMatch: su.etag})
+		if errors.Is(err, ErrPreconditionFailed) {
+			su.taken = true // another broker fenced it
+			return
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				u.logger().Debug("upload heartbeat failed; retrying", "partition", m.Partition.String(), "segment_id", m.SegmentID.String(), "err", err)
 			}
 			continue // the lease may still allow another try
 		}
+		su.etag = etag
 		if u.now()-lease >= half {
 			return // landed too late to count
 		}
@@ -566,6 +599,8 @@ func (su *segUpload) fenced(ctx context.Context) error {
 	switch {
 	case ctx.Err() != nil || !su.lead.leading():
 		return fmt.Errorf("%w: segment %d of %s (epoch %d)", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.m.UploadEpoch)
+	case su.taken:
+		return fmt.Errorf("%w: segment %d of %s (epoch %d): another broker changed its manifest", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.m.UploadEpoch)
 	case su.u.now()-su.lease.Load() >= su.u.grace().Milliseconds()/2:
 		return fmt.Errorf("%w: segment %d of %s: no heartbeat of its manifest within half the settle grace %v (the broker was frozen, or the bucket did not take it)", ErrNotLeading, su.m.StartOffset, su.m.Partition, su.u.grace())
 	}
@@ -595,7 +630,16 @@ func (su *segUpload) finish(ctx context.Context) (int64, error) {
 	}
 	u, m := su.u, &su.m
 	m.State, m.EventTimestamp = index.CopySegmentFinished, u.now()
-	if err := u.putManifest(ctx, m); err != nil {
+	// The fence: the FINISHED state lands only over the upload's own
+	// latest manifest, never over a deleter's DELETE_SEGMENT_STARTED nor
+	// where a deleter removed it.
+	if _, err := casManifest(ctx, u.Store, m, Cond{IfMatch: su.etag}); err != nil {
+		if errors.Is(err, ErrPreconditionFailed) {
+			m.State = index.CopySegmentStarted
+			su.abandon()
+			return 0, fmt.Errorf("%w: segment %d of %s (epoch %d): fenced on the store: %v", ErrNotLeading, m.StartOffset, m.Partition, m.UploadEpoch, err)
+		}
+		m.State = index.CopySegmentStarted
 		return 0, err
 	}
 	if _, err := u.Index.UpdateSegment(index.SegmentUpdate{

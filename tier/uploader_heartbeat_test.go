@@ -88,6 +88,18 @@ func (h *holdManifests) Put(ctx context.Context, key string, r io.Reader, size i
 	return h.ObjectStore.Put(ctx, key, r, size)
 }
 
+func (h *holdManifests) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error) {
+	h.mu.Lock()
+	gate := h.gate
+	h.mu.Unlock()
+	if gate != nil && strings.HasSuffix(key, ManifestSuffix) {
+		h.held.Add(1)
+		<-gate
+		defer h.landed.Add(1)
+	}
+	return h.ObjectStore.PutIf(ctx, key, r, size, cond)
+}
+
 // Regression (issue 15, the known gap of the leadership fence): an upload
 // could write its FINISHED state only within half the settle grace of its
 // start, so with a backlog behind one throttle every upload outlived it,
