@@ -211,6 +211,9 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier
 			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
 		b, err := tr.reader.ReadPinned(ctx, &m, offset, maxBytes)
+		if err != nil && s.segmentMissing(ctx, p, &m, err) {
+			continue // resolved again without it
+		}
 		if err != nil {
 			s.log.Warn("remote read failed", "topic", p.topic, "partition", p.index, "offset", offset,
 				"segment", m.SegmentID.String(), "err", err)
@@ -303,6 +306,9 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 			return -1, -1, -1, false, 0
 		}
 		off, rts, epoch, ok, err := s.tier.read.reader.OffsetForTimestamp(ctx, &m, ts, from)
+		if err != nil && s.segmentMissing(ctx, p, &m, err) {
+			continue
+		}
 		if err != nil {
 			s.log.Warn("remote read by timestamp failed", "topic", p.topic, "partition", p.index, "timestamp", ts,
 				"segment", m.SegmentID.String(), "err", err)
@@ -314,4 +320,29 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 		from = m.EndOffset + 1
 	}
 	return -1, -1, -1, false, kerr.KafkaStorageError.Code
+}
+
+// segmentMissing handles a remote read that found an object of a
+// finished segment missing: when the bucket confirms it (tier.CheckMissing),
+// the segment is marked missing in the index, which from then on resolves
+// its offsets through the other segments that cover them (a frozen former
+// leader's upload beside the new leader's), and the leader's next copy
+// pass deletes it if they cover it whole (tier.Uploader.RepairMissing).
+// It is reported once, at WARN, by the broker that marks it. It reports
+// whether the read should be resolved again.
+func (s *Server) segmentMissing(ctx context.Context, p *partition, m *index.SegmentMetadata, err error) bool {
+	if !errors.Is(err, tier.ErrNotFound) {
+		return false
+	}
+	marked, first, cerr := tier.CheckMissing(ctx, s.tier.store, s.tier.idx, m)
+	if cerr != nil {
+		s.log.Debug("check a remote segment's objects", "topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "err", cerr)
+		return false
+	}
+	if first {
+		s.log.Warn("remote segment's objects are missing from the bucket; its offsets are read from the segments that cover them",
+			"topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "start", m.StartOffset, "end", m.EndOffset,
+			"upload_epoch", m.UploadEpoch, "uploaded_by", m.BrokerID, "err", err)
+	}
+	return marked
 }

@@ -102,3 +102,91 @@ func markDeleting(ctx context.Context, store ObjectStore, m *index.SegmentMetada
 		}
 	}
 }
+
+// CheckMissing is what a reader does when a read of a finished segment
+// found one of its objects missing (ErrNotFound): it looks again, in the
+// bucket, whether the segment is still finished there (its manifest in
+// COPY_SEGMENT_FINISHED) while the object is gone (a HEAD), and if so
+// marks it missing in the index (Index.MarkMissing), which then resolves
+// its offsets through the other segments that cover them. A segment under
+// deletion (its manifest gone or in DELETE_SEGMENT_STARTED) is not
+// marked: the next refresh forgets it. first reports whether this call
+// marked it (so that the caller reports it once).
+func CheckMissing(ctx context.Context, store ObjectStore, idx *index.Index, m *index.SegmentMetadata) (marked, first bool, err error) {
+	got, err := readManifest(ctx, store, ManifestKey(m))
+	switch {
+	case errors.Is(err, ErrNotFound) || errors.Is(err, errBadManifest):
+		return false, false, nil
+	case err != nil:
+		return false, false, err
+	case got.State != index.CopySegmentFinished:
+		return false, false, nil
+	}
+	gone := false
+	for _, o := range m.Objects {
+		if o.Packed {
+			continue
+		}
+		if _, err := store.Head(ctx, ObjectKey(m, o.Kind)); errors.Is(err, ErrNotFound) {
+			gone = true
+			break
+		} else if err != nil {
+			return false, false, err
+		}
+	}
+	if !gone {
+		return false, false, nil // read again: it was a moment's miss
+	}
+	first, err = idx.MarkMissing(m.Partition, m.SegmentID)
+	if errors.Is(err, index.ErrNotFound) {
+		return false, false, nil // forgotten meanwhile
+	}
+	return err == nil, first, err
+}
+
+// RepairMissing deletes, from the bucket and the index, the segments of a
+// partition marked missing (CheckMissing) whose every offset another
+// readable segment covers, so that the bucket holds no finished manifest
+// without its objects. A segment whose offsets nothing else covers is
+// left (and stays out of reads): its records are lost, and deleting its
+// manifest would hide that. The partition's leader runs it in its copy
+// pass. It returns how many it deleted.
+func (u *Uploader) RepairMissing(ctx context.Context, tp index.TopicIDPartition) (int, error) {
+	ids, err := u.Index.Missing(tp)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		m, err := u.Index.Segment(tp, id)
+		if errors.Is(err, index.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m.State != index.CopySegmentFinished || !u.covered(tp, m.StartOffset, m.EndOffset) {
+			continue
+		}
+		if err := u.deleteSegment(ctx, m); err != nil {
+			return n, fmt.Errorf("repair segment %s of %s with missing objects: %w", id, tp, err)
+		}
+		u.logger().Info("deleted a remote segment whose objects were missing; other segments cover its offsets",
+			"partition", tp.String(), "segment_id", id.String(), "start", m.StartOffset, "end", m.EndOffset, "upload_epoch", m.UploadEpoch, "broker", m.BrokerID)
+		n++
+	}
+	return n, nil
+}
+
+// covered reports whether readable segments hold every offset of
+// [start, end].
+func (u *Uploader) covered(tp index.TopicIDPartition, start, end int64) bool {
+	for off := start; off <= end; {
+		s, err := u.Index.SegmentForOffset(tp, off)
+		if err != nil || s.StartOffset > off || s.EndOffset < off {
+			return false
+		}
+		off = s.EndOffset + 1
+	}
+	return true
+}

@@ -124,6 +124,9 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 	if err := u.cleanup(ctx, tp, &st); err != nil {
 		return st, err
 	}
+	if _, err := u.RepairMissing(ctx, tp); err != nil {
+		return st, err
+	}
 	if st.Unsettled > 0 {
 		return st, nil
 	}
