@@ -354,7 +354,6 @@ func (u *Uploader) deleteSegment(ctx context.Context, m index.SegmentMetadata) e
 	return err
 }
 
-
 // segUpload is a segment whose objects are going up (startCopy).
 type segUpload struct {
 	u      *Uploader
