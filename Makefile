@@ -51,7 +51,7 @@ compat:
 # eight minutes on two cores: 20 kill -9s and leadership moves under load
 # while segments are mid-upload, and a one-minute bucket outage
 # (internal/e2e/chaos_tier_test.go). `make test` runs short versions.
-# STRATA_CHAOS_KILLS, STRATA_CHAOS_OUTAGE_SECONDS and STRATA_CHAOS_SEED
+# STRATA_CHAOS_ROUNDS, STRATA_CHAOS_OUTAGE_SECONDS and STRATA_CHAOS_SEED
 # are passed through.
 CHAOSTIME ?= 60m
 chaos:

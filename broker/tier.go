@@ -334,6 +334,7 @@ func (s *Server) enforceRetention(p *partition) (int, error) {
 // tierLoop runs the uploader every remote.log.manager.task.interval.ms.
 func (s *Server) tierLoop() {
 	defer s.wg.Done()
+	s.probeConditionalWrites()
 	t := time.NewTicker(s.tier.interval)
 	defer t.Stop()
 	for {
@@ -556,4 +557,24 @@ func (w *bucketWarnings) warn(log *slog.Logger, msg string, args ...any) {
 		args = append(args, "similar_warnings_in_the_last_minute", suppressed)
 	}
 	log.Warn(msg, args...)
+}
+
+// probeConditionalWrites checks once, at start, that the store honours
+// the conditional writes that fence uploads and snapshots
+// (tier.ProbeConditionalWrites), and says at WARN what is at stake when it
+// does not: the fence then falls back to the upload heartbeat's lease, a
+// check followed by a write, which a broker frozen between the two
+// defeats.
+func (s *Server) probeConditionalWrites() {
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	err := tier.ProbeConditionalWrites(ctx, s.tier.store)
+	switch {
+	case err == nil:
+		s.log.Debug("the object store honours conditional writes", "tier", s.tier.store.String())
+	case errors.Is(err, tier.ErrNoConditionalWrites) || errors.Is(err, tier.ErrPreconditionFailed):
+		s.log.Warn("the object store does not honour conditional writes (If-None-Match, If-Match): a broker frozen in the middle of an upload may still write it over the new leader's cleanup; use a store that has them (AWS S3, MinIO, and most S3-compatible stores since 2024)", "tier", s.tier.store.String())
+	case s.ctx.Err() == nil:
+		s.log.Warn("could not check whether the object store honours conditional writes", "tier", s.tier.store.String(), "err", err)
+	}
 }

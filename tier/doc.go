@@ -38,12 +38,22 @@
 //     "a/b"); the layout below never does that.
 //   - Concurrent Puts of one key leave one of the versions whole, and
 //     readers meanwhile see a whole version.
+//   - PutIf is a conditional write: with IfAbsent it lands only where no
+//     object is (S3's If-None-Match: *), with IfMatch only over the
+//     version of that ETag (If-Match; a missing object matches no tag);
+//     otherwise ErrPreconditionFailed and nothing changes. Of writers
+//     racing with one tag exactly one wins. GetTagged reads a whole small
+//     object with the ETag of the version read, and every write of a key
+//     (Put, PutIf, Delete) ends its old tag's match.
 //
 // FileStore writes each object to a temporary file in <dir>/.tmp, fsyncs
 // it, renames it over the key's path and fsyncs the directory (new
 // directories too), so that a crash leaves the old object or the new one.
 // Temporary files of dead processes are removed at open; directories
-// left empty by Delete are removed.
+// left empty by Delete are removed. Its PutIf checks the condition and
+// renames under a lock (a mutex and a flock on <dir>/.cond.lock) that
+// Delete takes too; an ETag is the file's inode, size and modification
+// time.
 //
 // S3Store uses path-style addressing whenever an endpoint is given (MinIO
 // and other S3-compatible servers), signs for the region (default
@@ -165,16 +175,59 @@
 // uploads nothing (its objects must be there should it finish; when it
 // does, the pass adopts it). A grace after the newest manifest the new
 // leader reads, the uploader's lease has been over for at least half the
-// grace: the margin for a FINISHED write already in flight and for clock
-// skew between brokers. A broker deletes its own unfinished uploads in the partitions it
-// no longer leads (SettleOwn, each pass). So a FINISHED manifest never
-// names an object that a cleanup deleted. When two leaders uploaded
-// segments starting at one offset anyway, every index keeps the same one
-// (index.Prefer: the finished one, then the newer leader's), readers and
-// retention use only that one, and the leader's reconciliation deletes the
-// other after the grace; overlapping segments with different base offsets
-// are read by the greatest base at or below an offset (and retention.bytes
-// counts both, so it may delete the older a little early).
+// grace: the margin for clock skew between brokers. A broker deletes its
+// own unfinished uploads in the partitions it no longer leads (SettleOwn,
+// each pass). The lease and these checks decide when to write; what
+// makes a write safe is the fence on the store (below): a FINISHED
+// manifest never names an object that a cleanup deleted, however long its
+// uploader was frozen between its checks and its write. When two leaders
+// uploaded segments over the same offsets anyway (the new leader's
+// refresh ran before the old one's upload showed), both are kept: every
+// index resolves each offset to the same one (index.Prefer: the higher
+// upload epoch, then the greater end offset), readers and retention use
+// that one, and a new leader whose sealed segment starts at an uploaded
+// base but ends later uploads it beside the shorter one.
+//
+// # Fencing on the store
+//
+// The bucket is shared by every broker, the dead and the frozen
+// included, so a write that must not race another is a compare-and-swap
+// on the store itself (PutIf), never a check followed by a write. A
+// segment's manifest is the one object two brokers may both write:
+//
+//   - an upload writes its first STARTED manifest with If-None-Match: *
+//     (the key is new: a fresh segment id) and each later one, its
+//     heartbeats and its FINISHED state, with If-Match on the ETag of its
+//     own previous write;
+//   - whoever deletes a segment (a new leader's cleanup, SettleOwn,
+//     remote retention, the reconciliation) first rewrites its manifest
+//     in DELETE_SEGMENT_STARTED with If-Match on the version it read, or
+//     with If-None-Match: * when there is none, and only then deletes its
+//     objects; a cleanup that finds the upload FINISHED there adopts it
+//     instead (markDeleting).
+//
+// So once a deleter has fenced a manifest, no write of the upload lands
+// any more: its heartbeat and its FINISHED write fail with
+// ErrPreconditionFailed, and the uploader abandons the upload (a failed
+// heartbeat ends it at once). A retried request whose first attempt
+// landed reads the manifest back (casManifest). The same conditional
+// writes guard the cluster's snapshots (snapshot.go).
+//
+// What the store must give: conditional PutObject with If-None-Match: *
+// and If-Match, atomic per key (AWS S3 since 2024, MinIO, and most
+// S3-compatible stores). The broker checks at start
+// (ProbeConditionalWrites) and warns when the store ignores them: the
+// fence then falls back to the lease above, a check followed by a write,
+// which a broker frozen between the two for longer than half the settle
+// grace defeats. Conditional deletes are not needed.
+//
+// Reads that find an object of a finished segment missing all the same
+// (something outside Strata deleted it) look again in the bucket
+// (CheckMissing): when the manifest is still finished and the object
+// gone, the segment is marked missing in the index (index.MarkMissing:
+// reported once, at WARN), reads resolve its offsets through the other
+// segments that cover them, and the leader's next pass deletes it when
+// others cover it whole (RepairMissing).
 //
 // Object bytes are read through Uploader.Throttle, which paces all
 // uploads of the broker together to
@@ -187,8 +240,9 @@
 // steps 1 and 2 together with the loss of the index leaves objects no
 // manifest names, for the reconciliation pass below.)
 // Deleting a segment: index DELETE_SEGMENT_STARTED, the manifest rewritten
-// in that state, the other objects deleted, then the manifest, then index
-// DELETE_SEGMENT_FINISHED.
+// in that state (fenced, below; an unfinished upload's manifest first,
+// then the index), the other objects deleted, then the manifest, then
+// index DELETE_SEGMENT_FINISHED.
 //
 // Local copies of a tiered partition are deleted by local.retention.ms
 // and local.retention.bytes only once wholly uploaded (the segment's last

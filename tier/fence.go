@@ -190,3 +190,31 @@ func (u *Uploader) covered(tp index.TopicIDPartition, start, end int64) bool {
 	}
 	return true
 }
+
+// ErrNoConditionalWrites: the store took a PutIf whose condition did not
+// hold (it ignores If-None-Match).
+var ErrNoConditionalWrites = errors.New("the object store ignores conditional writes (If-None-Match: *)")
+
+// ProbeConditionalWrites checks that the store honours conditional
+// writes: it writes a probe object under SnapshotPrefix with
+// If-None-Match: *, writes it again under the same condition (which must
+// fail with ErrPreconditionFailed) and deletes it. ErrNoConditionalWrites
+// when the second write succeeded; another error when the store refused
+// the first (an S3-compatible server without conditional writes may
+// answer 501 Not Implemented) or failed.
+func ProbeConditionalWrites(ctx context.Context, store ObjectStore) error {
+	key := SnapshotPrefix + "probe/" + index.NewUUID().String()
+	defer store.Delete(context.WithoutCancel(ctx), key)
+	body := []byte("conditional write probe")
+	if _, err := store.PutIf(ctx, key, bytes.NewReader(body), int64(len(body)), Cond{IfAbsent: true}); err != nil {
+		return fmt.Errorf("probe conditional writes: %w", err)
+	}
+	_, err := store.PutIf(ctx, key, bytes.NewReader(body), int64(len(body)), Cond{IfAbsent: true})
+	switch {
+	case err == nil:
+		return ErrNoConditionalWrites
+	case errors.Is(err, ErrPreconditionFailed):
+		return nil
+	}
+	return fmt.Errorf("probe conditional writes: %w", err)
+}

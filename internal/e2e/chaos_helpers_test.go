@@ -106,11 +106,14 @@ type chaosCluster struct {
 	bs     map[int32]*testenv.Broker
 	seeds  []string
 	scan   *bucketScan
+	// zk is each broker's own link to ZooKeeper, which a campaign can
+	// cut while the broker still reaches the bucket and its peers.
+	zk map[int32]*netCut
 }
 
 func startChaosCluster(t *testing.T, ctx context.Context, m *testenv.MinIO, bucket string, ct chaosTier) *chaosCluster {
 	t.Helper()
-	c := &chaosCluster{t: t, ctx: ctx, start: time.Now(), m: m, bucket: bucket, bs: map[int32]*testenv.Broker{}}
+	c := &chaosCluster{t: t, ctx: ctx, start: time.Now(), m: m, bucket: bucket, bs: map[int32]*testenv.Broker{}, zk: map[int32]*netCut{}}
 	zk := testenv.StartZooKeeper(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey())
 	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey())
@@ -125,9 +128,11 @@ func startChaosCluster(t *testing.T, ctx context.Context, m *testenv.MinIO, buck
 		fmt.Sprintf("remote.log.manager.copy.max.bytes.per.second=%d", ct.copyRate),
 		fmt.Sprintf("remote.log.reconciliation.grace.ms=%d", ct.graceMs),
 	}
-	args := []string{"--zookeeper", zk.Addr() + "/chaos", "--tier", "s3://" + bucket + "/" + chaosPrefix,
-		"--s3-endpoint", m.Endpoint(), "--s3-region", testenv.MinIORegion}
 	for id := 1; id <= 3; id++ {
+		link := newNetCut(t, zk.Addr())
+		c.zk[int32(id)] = link
+		args := []string{"--zookeeper", link.Addr() + "/chaos", "--tier", "s3://" + bucket + "/" + chaosPrefix,
+			"--s3-endpoint", m.Endpoint(), "--s3-region", testenv.MinIORegion}
 		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: sets, Args: args, Metrics: "127.0.0.1:0", ReadyTimeout: 60 * time.Second})
 		c.bs[int32(id)] = b
 		c.seeds = append(c.seeds, b.Addr())
@@ -370,7 +375,7 @@ func (c *chaosCluster) brokerLogCounts(patterns ...string) map[string]int {
 // chaosLogPatterns are the broker log lines a campaign reports: the
 // uploader's fencing and settling at work.
 var chaosLogPatterns = []string{
-	"stopped copying to remote storage: leadership moved",
+	"stopped copying to remote storage: fenced",
 	"abandon upload",
 	"deleted own unfinished uploads",
 	"waiting for another broker's unfinished uploads",
@@ -378,6 +383,9 @@ var chaosLogPatterns = []string{
 	`copied segments to remote storage.* cleaned_up=[1-9]`,
 	"rebuilt follower log from remote storage",
 	"copy segments to remote storage; retrying next pass",
+	"fenced on the store",
+	"remote segment's objects are missing",
+	"deleted a remote segment whose objects were missing",
 }
 
 // ---- load ----

@@ -2,8 +2,8 @@ package e2e
 
 // Reliability campaigns of tiered storage (issue 15, "Campaigns" 1 and 2).
 // `make test` runs short versions; `make chaos` (STRATA_CHAOS=1) the long
-// ones. STRATA_CHAOS_KILLS, STRATA_CHAOS_OUTAGE_SECONDS and
-// STRATA_CHAOS_SEED change the number of kills, the length of the bucket
+// ones. STRATA_CHAOS_ROUNDS, STRATA_CHAOS_OUTAGE_SECONDS and
+// STRATA_CHAOS_SEED change the number of fault rounds, the length of the bucket
 // outage and the random choices (the seed is logged, to replay a run);
 // STRATA_CHAOS_LOGS=DIR keeps the brokers' logs there.
 
@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +26,10 @@ type chaosStats struct {
 	// faults that struck a broker while one of its uploads was in the
 	// bucket in COPY_SEGMENT_STARTED with its .log object not yet there
 	killsMid, shutdownsMid, electionsMid int
+	// SIGSTOPs past the ZooKeeper session and cuts of a broker's link to
+	// ZooKeeper (not to the bucket): the broker wakes, or reconnects, as
+	// a zombie that may still be uploading.
+	freezes, cuts, freezesMid, cutsMid int
 }
 
 // warmUp waits until every partition has finished segments in the bucket
@@ -92,9 +97,13 @@ func (c *chaosCluster) midUpload(rng *rand.Rand, d time.Duration, accept func(m 
 // uploads throttled to 128 KiB/s, 256 KiB segments and 512 KiB of local
 // retention, three idempotent acks=-1 producers running throughout. Round
 // after round a broker that is uploading a segment (seen in the bucket:
-// its COPY_SEGMENT_STARTED manifest is there, its .log not yet) is killed
-// with -9, or every fourth round stopped with SIGTERM (controlled
-// shutdown), and restarted; then ElectLeaders moves leadership back to the
+// its COPY_SEGMENT_STARTED manifest is there, its .log not yet) is, in
+// turn, killed with -9, stopped with SIGTERM (controlled shutdown),
+// frozen with SIGSTOP past its ZooKeeper session (6 s) or cut from
+// ZooKeeper but not from the bucket, and then restarted, woken with
+// SIGCONT or reconnected: the frozen and the cut broker come back as
+// zombies whose uploads may still be under way, which the new leader's
+// cleanup must win against (issue 22). Then ElectLeaders moves leadership back to the
 // preferred replicas, timed again while the current leader of a moved
 // partition is uploading. Afterwards the tier must settle (no unfinished
 // upload left, no stuck upload, no orphaned object) and an independent
@@ -105,27 +114,27 @@ func (c *chaosCluster) midUpload(rng *rand.Rand, d time.Duration, accept func(m 
 // name a missing object. 3 kills in `make test`, 20 in `make chaos`.
 func TestChaosTierKillsAndMoves(t *testing.T) {
 	long := chaosLong()
-	kills := chaosEnvInt(t, "STRATA_CHAOS_KILLS", map[bool]int{false: 3, true: 20}[long])
+	rounds := chaosEnvInt(t, "STRATA_CHAOS_ROUNDS", map[bool]int{false: 4, true: 24}[long])
 	seed := chaosSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0xc4a05))
 	m := testenv.SharedMinIO(t)
 	bucket := m.NewBucket(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+kills*2)*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+rounds*2)*time.Minute)
 	defer cancel()
 	// Uploads at 128 KiB/s for about 65 KB/s of records per partition:
 	// a leader is uploading about half the time, each segment for a
 	// second or two. A broker leading two partitions uploads four
 	// segments at once, 8 s each: half the grace is 15 s.
 	c := startChaosCluster(t, ctx, m, bucket, chaosTier{copyRate: 128 << 10, graceMs: 30000})
-	c.logf("cluster up; seed %d (STRATA_CHAOS_SEED to replay), %d kills", seed, kills)
+	c.logf("cluster up; seed %d (STRATA_CHAOS_SEED to replay), %d rounds", seed, rounds)
 	load := startChaosLoad(t, c.seeds, 3, 1)
 	c.warmUp(90 * time.Second)
 	c.logf("warm: %d records acknowledged", load.acks())
 
 	var st chaosStats
-	for round := 0; st.kills < kills; round++ {
+	for round := 0; round < rounds; round++ {
 		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
-		shutdown := round%4 == 1
+		kind := round % 4 // kill -9, SIGTERM, SIGSTOP, cut from ZooKeeper
 		// The victim: mostly a leader that is uploading, else (or one
 		// round in five) any broker: a follower, the controller.
 		var up index.SegmentMetadata
@@ -143,22 +152,36 @@ func TestChaosTierKillsAndMoves(t *testing.T) {
 			what = fmt.Sprintf("mid-upload of p%d [%d, %d]", up.Partition.Partition, up.StartOffset, up.EndOffset)
 		}
 		b := c.bs[victim]
-		if shutdown {
-			st.shutdowns++
+		mid := func(n *int) {
 			if hit {
-				st.shutdownsMid++
+				*n++
 			}
+		}
+		switch kind {
+		case 1:
+			st.shutdowns++
+			mid(&st.shutdownsMid)
 			c.logf("round %d: controlled shutdown (SIGTERM) of broker %d, %s; %d acknowledged", round, victim, what, load.acks())
 			b.Stop()
-		} else {
-			st.kills++
-			if hit {
-				st.killsMid++
+		case 2:
+			st.freezes++
+			mid(&st.freezesMid)
+			c.logf("round %d: SIGSTOP broker %d past its ZooKeeper session, %s; %d acknowledged", round, victim, what, load.acks())
+			if err := b.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
 			}
+		case 3:
+			st.cuts++
+			mid(&st.cutsMid)
+			c.logf("round %d: cut broker %d from ZooKeeper (not from the bucket), %s; %d acknowledged", round, victim, what, load.acks())
+			c.zk[victim].Cut()
+		default:
+			st.kills++
+			mid(&st.killsMid)
 			c.logf("round %d: kill -9 broker %d, %s; %d acknowledged", round, victim, what, load.acks())
 			b.Kill9()
 		}
-		waitState(t, 30*time.Second, fmt.Sprintf("leadership to move off broker %d", victim), func() (string, bool) {
+		waitState(t, 60*time.Second, fmt.Sprintf("leadership to move off broker %d", victim), func() (string, bool) {
 			leader, _, err := c.leaders()
 			if err != nil {
 				return err.Error(), false
@@ -171,7 +194,17 @@ func TestChaosTierKillsAndMoves(t *testing.T) {
 			return "", true
 		})
 		time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond)
-		b.Restart()
+		switch kind {
+		case 2:
+			// It wakes believing it leads, its uploads under way.
+			if err := b.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+		case 3:
+			c.zk[victim].Heal()
+		default:
+			b.Restart()
+		}
 		c.waitFullISR(90*time.Second, fmt.Sprintf("after broker %d restarted", victim), false)
 		c.logf("round %d: broker %d back in every ISR", round, victim)
 
@@ -195,8 +228,8 @@ func TestChaosTierKillsAndMoves(t *testing.T) {
 	view := c.settle(load, 90*time.Second)
 	v := c.verify(load, view)
 	logs := c.brokerLogCounts(chaosLogPatterns...)
-	c.logf("faults: %d kill -9 (%d mid-upload), %d controlled shutdowns (%d mid-upload), %d ElectLeaders (%d with the losing leader mid-upload) moving %d partitions",
-		st.kills, st.killsMid, st.shutdowns, st.shutdownsMid, st.elections, st.electionsMid, st.moved)
+	c.logf("faults: %d kill -9 (%d mid-upload), %d controlled shutdowns (%d mid-upload), %d SIGSTOPs past the session (%d mid-upload), %d cuts from ZooKeeper (%d mid-upload), %d ElectLeaders (%d with the losing leader mid-upload) moving %d partitions",
+		st.kills, st.killsMid, st.shutdowns, st.shutdownsMid, st.freezes, st.freezesMid, st.cuts, st.cutsMid, st.elections, st.electionsMid, st.moved)
 	c.logf("records: %d acknowledged of %d produced, %d consumed (%d never acknowledged), %d acknowledged ones read below the leaders' local log starts; %d remote fetches, %.1f MB from the bucket",
 		v.acked, load.produced, v.records, v.unacked, v.fromBucket, v.remoteFetches, float64(v.remoteBytes)/1e6)
 	c.logf("bucket: %d finished segments (%d overlapping an earlier one), %d records read from their .log objects; end offsets %v",
