@@ -1,7 +1,6 @@
 package tier
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -281,8 +280,10 @@ func (r *Reconciler) settle(ctx context.Context, s *stem, anyState bool, st *Rec
 	}
 	mkey := s.prefix + ManifestSuffix
 	var m *index.SegmentMetadata
+	var etag string
 	if s.manifest {
-		got, err := readManifest(ctx, r.Store, mkey)
+		got, tag, err := readManifestTagged(ctx, r.Store, mkey)
+		etag = tag
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil // deleted since the listing: someone is at it
@@ -318,14 +319,15 @@ func (r *Reconciler) settle(ctx context.Context, s *stem, anyState bool, st *Rec
 	if m != nil {
 		if m.State != index.DeleteSegmentStarted {
 			// As the uploader deletes: the manifest first says the
-			// segment is going, so that a refresh never brings it back.
+			// segment is going, so that a refresh never brings it back,
+			// written over the version read (If-Match), so that an
+			// upload that heartbeat or finished since is left alone.
 			m.State, m.EventTimestamp, m.BrokerID = index.DeleteSegmentStarted, r.now().UnixMilli(), r.BrokerID
-			b, err := index.EncodeManifest(m)
-			if err != nil {
+			if _, err := casManifest(ctx, r.Store, m, Cond{IfMatch: etag}); errors.Is(err, ErrPreconditionFailed) {
+				st.Young++
+				return nil // changed since it was read: the next pass looks again
+			} else if err != nil {
 				return err
-			}
-			if err := r.Store.Put(ctx, mkey, bytes.NewReader(b), int64(len(b))); err != nil {
-				return fmt.Errorf("put manifest of %s: %w", m.SegmentID, err)
 			}
 		}
 		for k := index.ObjectKind(0); k.Valid(); k++ {
