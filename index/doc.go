@@ -35,11 +35,13 @@
 // it: of the COPY_SEGMENT_FINISHED segments not marked missing that hold
 // it, the one Prefer picks serves it: the greatest upload epoch
 // (SegmentMetadata.UploadEpoch, the leader epoch the upload ran under),
-// then the greatest end offset, then the greatest segment id, so that
-// every broker serves an offset from the same segment. A segment that
-// another beats where both hold offsets still serves the offsets only it
-// holds. Offsets no readable segment holds are a gap: lookups there find
-// nothing (ErrNotFound), as below the first segment and past the last.
+// then the greatest end offset, then the latest event time, then the
+// greatest segment id. A segment that another beats where both hold
+// offsets still serves the offsets only it holds. Offsets no readable
+// segment holds are a gap: lookups there find nothing (ErrNotFound), as
+// below the first segment and past the last. (Manifests of versions 1
+// and 2 hold no upload epoch: their segments count as epoch 0, and the
+// later upload wins between two of them.)
 //
 // SegmentForOffset (which the broker also asks, at a segment's end offset
 // + 1, for the segment after it) answers the segment serving the offset.

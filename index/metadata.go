@@ -239,15 +239,18 @@ func (m SegmentMetadata) Clone() SegmentMetadata {
 // reconciliation): a readable (COPY_SEGMENT_FINISHED) segment over one
 // that is not, then the greater upload epoch (the newer leader's upload:
 // a frozen former leader's may have finished beside it), then the greater
-// end offset (fewer segments to read), then the greater segment id, so
-// that every broker picks the same one. It reports whether a is picked
-// over b. Whether a segment's objects are missing (Index.MarkMissing) is
-// not in the metadata: the index leaves such segments out before it asks.
+// end offset (fewer segments to read), then the later event time (of a
+// finished segment, when its upload finished: the later upload where
+// manifests without an upload epoch say 0 for both), then the greater
+// segment id. It reports whether a is picked over b. Whether a segment's
+// objects are missing (Index.MarkMissing) is not in the metadata: the
+// index leaves such segments out before it asks.
 func Prefer(a, b *SegmentMetadata) bool {
 	if ar, br := a.State == CopySegmentFinished, b.State == CopySegmentFinished; ar != br {
 		return ar
 	}
-	return prefer(a.UploadEpoch, a.EndOffset, a.SegmentID, b.UploadEpoch, b.EndOffset, b.SegmentID)
+	av, bv := viewSegOf(a), viewSegOf(b)
+	return prefer(&av, &bv)
 }
 
 // ErrInvalidMetadata wraps every reason Validate refuses metadata for.

@@ -40,6 +40,7 @@ type viewSeg struct {
 	id          UUID
 	start, end  int64
 	maxTS       int64
+	eventTS     int64
 	uploadEpoch int32
 }
 
@@ -66,19 +67,23 @@ func (v *partView) from(offset int64) int {
 }
 
 // prefer is Prefer's order of two readable segments: the greater upload
-// epoch, then the greater end offset, then the greater segment id.
-func prefer(aEpoch int32, aEnd int64, aID UUID, bEpoch int32, bEnd int64, bID UUID) bool {
+// epoch, then the greater end offset, then the later event time, then the
+// greater segment id.
+func prefer(a, b *viewSeg) bool {
 	switch {
-	case aEpoch != bEpoch:
-		return aEpoch > bEpoch
-	case aEnd != bEnd:
-		return aEnd > bEnd
+	case a.uploadEpoch != b.uploadEpoch:
+		return a.uploadEpoch > b.uploadEpoch
+	case a.end != b.end:
+		return a.end > b.end
+	case a.eventTS != b.eventTS:
+		return a.eventTS > b.eventTS
 	}
-	return bytes.Compare(aID[:], bID[:]) > 0
+	return bytes.Compare(a.id[:], b.id[:]) > 0
 }
 
-func (a *viewSeg) better(b *viewSeg) bool {
-	return prefer(a.uploadEpoch, a.end, a.id, b.uploadEpoch, b.end, b.id)
+// viewSegOf is the part of m a view keeps.
+func viewSegOf(m *SegmentMetadata) viewSeg {
+	return viewSeg{id: m.SegmentID, start: m.StartOffset, end: m.EndOffset, maxTS: m.MaxTimestamp, eventTS: m.EventTimestamp, uploadEpoch: m.UploadEpoch}
 }
 
 // resolve computes the pieces of segs (sorted by start offset): a sweep
@@ -137,7 +142,7 @@ type segHeap struct {
 }
 
 func (h *segHeap) Len() int           { return len(h.idx) }
-func (h *segHeap) Less(i, j int) bool { return h.segs[h.idx[i]].better(&h.segs[h.idx[j]]) }
+func (h *segHeap) Less(i, j int) bool { return prefer(&h.segs[h.idx[i]], &h.segs[h.idx[j]]) }
 func (h *segHeap) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
 func (h *segHeap) Push(x any)         { h.idx = append(h.idx, x.(int32)) }
 func (h *segHeap) Pop() any {
@@ -173,7 +178,7 @@ func (x *Index) buildView(tp TopicIDPartition) (*partView, error) {
 		}
 		return scan(txn, tp, false, func(m *SegmentMetadata) bool {
 			if m.State == CopySegmentFinished && !v.missing[m.SegmentID] {
-				v.segs = append(v.segs, viewSeg{id: m.SegmentID, start: m.StartOffset, end: m.EndOffset, maxTS: m.MaxTimestamp, uploadEpoch: m.UploadEpoch})
+				v.segs = append(v.segs, viewSegOf(m))
 			}
 			return true
 		})

@@ -241,7 +241,8 @@ func TestPrefer(t *testing.T) {
 		{"finished over started", func(m *SegmentMetadata) {}, func(m *SegmentMetadata) { m.State, m.UploadEpoch, m.EndOffset = CopySegmentStarted, 9, 500 }},
 		{"greater upload epoch", func(m *SegmentMetadata) { m.UploadEpoch = 4 }, func(m *SegmentMetadata) { m.UploadEpoch, m.EndOffset = 3, 500 }},
 		{"greater end", func(m *SegmentMetadata) { m.EndOffset = 120 }, func(m *SegmentMetadata) { m.SegmentID = hi }},
-		{"greater id", func(m *SegmentMetadata) { m.SegmentID = hi }, func(m *SegmentMetadata) { m.SegmentID, m.EventTimestamp = lo, 1<<40 }},
+		{"later event time", func(m *SegmentMetadata) { m.EventTimestamp = 7 }, func(m *SegmentMetadata) { m.SegmentID, m.EventTimestamp = hi, 6 }},
+		{"greater id", func(m *SegmentMetadata) { m.SegmentID = hi }, func(m *SegmentMetadata) { m.SegmentID = lo }},
 	} {
 		a, b := base.Clone(), base.Clone()
 		a.SegmentID, b.SegmentID = lo, lo
