@@ -243,18 +243,34 @@ func (c *chaosCluster) electPreferred() int {
 	for p := range int32(chaosPartitions) {
 		set.Add(chaosTopic, p)
 	}
-	res, err := kadm.NewClient(cl).ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
-	if err != nil {
-		c.t.Fatalf("elect leaders: %v", err)
-	}
 	moved := 0
-	for p, r := range res[chaosTopic] {
-		switch {
-		case r.Err == nil:
-			moved++
-		case errors.Is(r.Err, kerr.ElectionNotNeeded):
-		default:
-			c.t.Fatalf("elect leaders: partition %d: %v %s", p, r.Err, r.ErrMessage)
+	for {
+		res, err := kadm.NewClient(cl).ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+		if err != nil {
+			c.t.Fatalf("elect leaders: %v", err)
+		}
+		set = kadm.TopicsSet{}
+		for p, r := range res[chaosTopic] {
+			switch {
+			case r.Err == nil:
+				moved++
+			case errors.Is(r.Err, kerr.ElectionNotNeeded):
+			case errors.Is(r.Err, kerr.PreferredLeaderNotAvailable):
+				// A broker that woke from SIGSTOP, or whose link to
+				// ZooKeeper healed, is in the ISR before its new
+				// session has registered it again: ask again.
+				set.Add(chaosTopic, p)
+			default:
+				c.t.Fatalf("elect leaders: partition %d: %v %s", p, r.Err, r.ErrMessage)
+			}
+		}
+		if len(set) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("elect leaders: the preferred leaders of %v not available for 30s", set)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	c.waitFullISR(30*time.Second, "led by the preferred replicas after ElectLeaders", true)
