@@ -383,11 +383,16 @@
 //
 // RefreshPartition lists one partition's *.manifest keys, reads those
 // the index does not already hold finished, checks each against its key
-// and makes the index's partition hold what they say. When two manifests
-// claim one base offset, the most advanced state wins, then the later
-// event time. Undecodable manifests, or ones at another segment's key,
-// are skipped: the reconciliation reports them and leaves their objects
-// alone. A broker refreshes each tiered partition it hosts, never the
+// and makes the index's partition hold what they say: every manifest is
+// a segment of its own, by segment id, however many start at one base
+// offset or overlap (a retried upload, a new leader's longer segment at
+// its predecessor's base, a frozen former leader's upload beside the new
+// leader's); the index serves each offset from the readable segment
+// index.Prefer picks, and a refresh keeps the index's marks of segments
+// whose objects are missing (index.Index.MarkMissing). Undecodable
+// manifests, or ones at another segment's key, are skipped: the
+// reconciliation reports them and leaves their objects alone. A broker
+// refreshes each tiered partition it hosts, never the
 // whole bucket, so a new or wiped data directory costs one listing per
 // partition (see broker/tier.go).
 //

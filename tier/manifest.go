@@ -41,24 +41,3 @@ func readManifest(ctx context.Context, store ObjectStore, key string) (index.Seg
 	}
 	return m, nil
 }
-
-// wins reports whether manifest a should be kept over b for the same base
-// offset.
-func wins(a, b *index.SegmentMetadata) bool {
-	rank := func(s index.State) int {
-		switch s {
-		case index.CopySegmentFinished:
-			return 3
-		case index.DeleteSegmentStarted:
-			return 2
-		}
-		return 1
-	}
-	if ra, rb := rank(a.State), rank(b.State); ra != rb {
-		return ra > rb
-	}
-	if a.EventTimestamp != b.EventTimestamp {
-		return a.EventTimestamp > b.EventTimestamp
-	}
-	return bytes.Compare(a.SegmentID[:], b.SegmentID[:]) > 0
-}

@@ -3,6 +3,7 @@ package tier
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,9 +76,10 @@ func uploaded(t *testing.T, s ObjectStore, tp index.TopicIDPartition, start, end
 
 // TestRefreshFromManifests: RefreshPartition makes a partition of the
 // index hold what the bucket's manifests of it say, on the in-memory
-// store and on MinIO: of two manifests at one base the finished one wins,
-// a corrupt manifest and one at another segment's key are skipped, and
-// what the bucket does not hold (any more) is dropped.
+// store and on MinIO: two manifests at one base are both kept and the
+// finished one is read, a corrupt manifest and one at another segment's
+// key are skipped, and what the bucket does not hold (any more) is
+// dropped.
 func TestRefreshFromManifests(t *testing.T) {
 	stores := map[string]func(t *testing.T) ObjectStore{
 		"mem": func(t *testing.T) ObjectStore { return NewMemStore() },
@@ -100,8 +102,9 @@ func testRefreshFromManifests(t *testing.T, s ObjectStore) {
 
 	a := uploaded(t, s, x0, 0, 99, index.CopySegmentFinished, 10)
 	b := uploaded(t, s, x0, 100, 199, index.CopySegmentFinished, 10)
-	// A retried upload of base 100 that never finished loses to b.
-	uploaded(t, s, x0, 100, 199, index.CopySegmentStarted, 20)
+	// A retried upload of base 100 that never finished: kept beside b,
+	// which serves its offsets.
+	retry := uploaded(t, s, x0, 100, 199, index.CopySegmentStarted, 20)
 	c := uploaded(t, s, x0, 200, 299, index.DeleteSegmentStarted, 30)
 	d := uploaded(t, s, x1, 0, 9, index.CopySegmentStarted, 40)
 	e := uploaded(t, s, y0, 5, 50, index.CopySegmentFinished, 50)
@@ -125,7 +128,7 @@ func testRefreshFromManifests(t *testing.T, s ObjectStore) {
 	for _, c := range []struct {
 		tp                  index.TopicIDPartition
 		manifests, segments int
-	}{{x0, 5, 3}, {x1, 1, 1}, {y0, 2, 1}, {stale, 0, 0}} {
+	}{{x0, 5, 4}, {x1, 1, 1}, {y0, 2, 1}, {stale, 0, 0}} {
 		st, err := RefreshPartition(ctx, s, idx, c.tp)
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +138,7 @@ func testRefreshFromManifests(t *testing.T, s ObjectStore) {
 		}
 	}
 	for tp, want := range map[index.TopicIDPartition][]index.SegmentMetadata{
-		x0: {a, b, c}, x1: {d}, y0: {e}, stale: nil,
+		x0: slices.SortedFunc(slices.Values([]index.SegmentMetadata{a, b, retry, c}), compareSegments), x1: {d}, y0: {e}, stale: nil,
 	} {
 		got, err := idx.Segments(tp)
 		if err != nil {

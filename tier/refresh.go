@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -20,10 +21,13 @@ type RefreshStats struct {
 }
 
 // RefreshPartition makes one partition of the index hold what the
-// bucket's manifests of it say. When two manifests claim one base offset
-// (an upload retried under a new segment id) the most advanced state
-// wins (COPY_SEGMENT_FINISHED, then DELETE_SEGMENT_STARTED, then
-// COPY_SEGMENT_STARTED), then the later event time; undecodable
+// bucket's manifests of it say: every manifest is a segment of its own,
+// by segment id, in the state it says, however many start at one base
+// offset or overlap (an upload retried under a new segment id, a new
+// leader's longer segment at its predecessor's base, a frozen former
+// leader's upload beside the new leader's); the index's reads pick among
+// the readable ones by index.Prefer, and keep out those it marked missing
+// (index.Index.MarkMissing), whose marks a refresh keeps. Undecodable
 // manifests, or ones at another segment's key, are skipped. It reads
 // only the manifests it does not know in their final state: a listed
 // manifest whose segment id the
@@ -83,7 +87,7 @@ func refresh(ctx context.Context, store ObjectStore, idx *index.Index, tp index.
 	if from > 0 {
 		startAfter = basePrefix(tp, from)
 	}
-	byBase := map[int64]index.SegmentMetadata{}
+	byID := map[index.UUID]index.SegmentMetadata{}
 	for info, err := range listFrom(ctx, store, PartitionPrefix(tp), startAfter) {
 		if err != nil {
 			return st, fmt.Errorf("refresh %s: %w", tp, err)
@@ -110,20 +114,22 @@ func refresh(ctx context.Context, store ObjectStore, idx *index.Index, tp index.
 				return st, fmt.Errorf("refresh %s: %w", tp, err)
 			}
 		}
-		if old, dup := byBase[m.StartOffset]; !dup || wins(&m, &old) {
-			byBase[m.StartOffset] = m
+		// One segment id under two base offsets (no uploader writes that):
+		// every broker keeps the same one.
+		if old, dup := byID[m.SegmentID]; !dup || index.Prefer(&m, &old) {
+			byID[m.SegmentID] = m
 		}
 	}
-	segs := make([]index.SegmentMetadata, 0, len(byBase))
+	segs := make([]index.SegmentMetadata, 0, len(byID))
 	for _, m := range have {
 		if m.StartOffset < from {
 			segs = append(segs, m)
 		}
 	}
-	for _, m := range byBase {
+	for _, m := range byID {
 		segs = append(segs, m)
 	}
-	slices.SortFunc(segs, func(a, b index.SegmentMetadata) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
+	slices.SortFunc(segs, compareSegments)
 	st.Segments = len(segs)
 	if sameSegments(have, segs) {
 		return st, nil
@@ -135,8 +141,17 @@ func refresh(ctx context.Context, store ObjectStore, idx *index.Index, tp index.
 	return st, nil
 }
 
-// sameSegments reports whether two partition listings (by start offset)
-// hold the same segments in the same states.
+// compareSegments orders segments as the index lists them: by start
+// offset, then segment id.
+func compareSegments(a, b index.SegmentMetadata) int {
+	if c := cmp.Compare(a.StartOffset, b.StartOffset); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.SegmentID[:], b.SegmentID[:])
+}
+
+// sameSegments reports whether two partition listings (in the index's
+// order) hold the same segments in the same states.
 func sameSegments(a, b []index.SegmentMetadata) bool {
 	if len(a) != len(b) {
 		return false
@@ -150,14 +165,17 @@ func sameSegments(a, b []index.SegmentMetadata) bool {
 }
 
 // FindSegment returns the COPY_SEGMENT_FINISHED segment of the partition
-// that holds offset, reading the bucket directly (no index): it reads the
-// partition's manifests at or below offset, greatest base first, until
-// one holds it. A follower rebuilding its log from the leader's local
-// tail uses it when its own index does not know the segment yet. So that
-// its cost does not grow with the partition's history, it lists only the
-// manifests whose base lies in a window below offset (S3's StartAfter:
-// ListFromStore), widened sixteenfold while no segment in it holds
-// offset. ErrNotFound when no finished segment holds offset.
+// that serves offset, reading the bucket directly (no index): of the
+// finished manifests whose segment holds offset, the one index.Prefer
+// picks, as an index would (it cannot know which segments an index marked
+// missing). A follower rebuilding its log from the leader's local tail
+// uses it when its own index does not know the segment yet. So that its
+// cost does not grow with the partition's history, it lists and reads
+// only the manifests whose base lies in a window below offset (S3's
+// StartAfter: ListFromStore), widened sixteenfold while no segment in it
+// holds offset; a segment whose base lies below the window in which one
+// was found is not considered. ErrNotFound when no finished segment holds
+// offset.
 func FindSegment(ctx context.Context, store ObjectStore, tp index.TopicIDPartition, offset int64) (index.SegmentMetadata, error) {
 	fail := func(err error) (index.SegmentMetadata, error) {
 		return index.SegmentMetadata{}, fmt.Errorf("find segment of %s at %d: %w", tp, offset, err)
@@ -190,9 +208,6 @@ func FindSegment(ctx context.Context, store ObjectStore, tp index.TopicIDPartiti
 		}
 		var best *index.SegmentMetadata
 		for i := len(names) - 1; i >= 0; i-- {
-			if best != nil && bases[i] < best.StartOffset {
-				break // a finished segment at a greater base holds offset
-			}
 			if read[names[i]] {
 				continue
 			}
@@ -207,7 +222,7 @@ func FindSegment(ctx context.Context, store ObjectStore, tp index.TopicIDPartiti
 			if m.State != index.CopySegmentFinished || m.EndOffset < offset {
 				continue
 			}
-			if best == nil || wins(&m, best) {
+			if best == nil || index.Prefer(&m, best) {
 				best = &m
 			}
 		}
