@@ -215,7 +215,7 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier
 			continue // resolved again without it
 		}
 		if err != nil {
-			s.log.Warn("remote read failed", "topic", p.topic, "partition", p.index, "offset", offset,
+			s.tier.warnings.warn(s.log, "remote read failed", "topic", p.topic, "partition", p.index, "offset", offset,
 				"segment", m.SegmentID.String(), "err", err)
 			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
@@ -310,7 +310,7 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 			continue
 		}
 		if err != nil {
-			s.log.Warn("remote read by timestamp failed", "topic", p.topic, "partition", p.index, "timestamp", ts,
+			s.tier.warnings.warn(s.log, "remote read by timestamp failed", "topic", p.topic, "partition", p.index, "timestamp", ts,
 				"segment", m.SegmentID.String(), "err", err)
 			return -1, -1, -1, false, kerr.KafkaStorageError.Code
 		}
@@ -323,26 +323,29 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 }
 
 // segmentMissing handles a remote read that found an object of a
-// finished segment missing: when the bucket confirms it (tier.CheckMissing),
-// the segment is marked missing in the index, which from then on resolves
-// its offsets through the other segments that cover them (a frozen former
-// leader's upload beside the new leader's), and the leader's next copy
-// pass deletes it if they cover it whole (tier.Uploader.RepairMissing).
-// It is reported once, at WARN, by the broker that marks it. It reports
-// whether the read should be resolved again.
+// finished segment missing. When the bucket confirms it and other
+// segments cover its offsets (a frozen former leader's upload beside the
+// new leader's: tier.CheckMissing), the segment is marked missing in the
+// index, which from then on resolves its offsets through them, and the
+// leader's next copy pass deletes it (tier.Uploader.RepairMissing); the
+// broker that marks it reports it once, at WARN. When nothing else holds
+// its records, reads of them answer KAFKA_STORAGE_ERROR (and serve again
+// should the object come back), reported at most once a minute. It
+// reports whether the read should be resolved again.
 func (s *Server) segmentMissing(ctx context.Context, p *partition, m *index.SegmentMetadata, err error) bool {
 	if !errors.Is(err, tier.ErrNotFound) {
 		return false
 	}
-	marked, first, cerr := tier.CheckMissing(ctx, s.tier.store, s.tier.idx, m)
-	if cerr != nil {
+	gone, marked, first, cerr := tier.CheckMissing(ctx, s.tier.store, s.tier.idx, m)
+	args := []any{"topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "start", m.StartOffset, "end", m.EndOffset,
+		"upload_epoch", m.UploadEpoch, "uploaded_by", m.BrokerID, "err", err}
+	switch {
+	case cerr != nil:
 		s.log.Debug("check a remote segment's objects", "topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "err", cerr)
-		return false
-	}
-	if first {
-		s.log.Warn("remote segment's objects are missing from the bucket; its offsets are read from the segments that cover them",
-			"topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "start", m.StartOffset, "end", m.EndOffset,
-			"upload_epoch", m.UploadEpoch, "uploaded_by", m.BrokerID, "err", err)
+	case first:
+		s.log.Warn("remote segment's objects are missing from the bucket; its offsets are read from the other segments that hold them", args...)
+	case gone && !marked:
+		s.tier.warnings.warn(s.log, "remote segment's objects are missing from the bucket, and no other segment holds its records", args...)
 	}
 	return marked
 }

@@ -223,11 +223,13 @@
 //
 // Reads that find an object of a finished segment missing all the same
 // (something outside Strata deleted it) look again in the bucket
-// (CheckMissing): when the manifest is still finished and the object
-// gone, the segment is marked missing in the index (index.MarkMissing:
-// reported once, at WARN), reads resolve its offsets through the other
-// segments that cover them, and the leader's next pass deletes it when
-// others cover it whole (RepairMissing).
+// (CheckMissing): when the manifest is still finished, the object gone
+// and other segments cover all its offsets, the segment is marked missing
+// in the index (index.MarkMissing; reported once, at WARN), reads
+// resolve its offsets through the others, and the leader's next pass
+// deletes it (RepairMissing). A segment that alone holds its records is
+// left as it is: reads of them fail (KAFKA_STORAGE_ERROR, reported at
+// most once a minute) and serve again should the object come back.
 //
 // Object bytes are read through Uploader.Throttle, which paces all
 // uploads of the broker together to

@@ -2,9 +2,11 @@ package tier
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"strata/index"
 )
@@ -106,23 +108,25 @@ func markDeleting(ctx context.Context, store ObjectStore, m *index.SegmentMetada
 // CheckMissing is what a reader does when a read of a finished segment
 // found one of its objects missing (ErrNotFound): it looks again, in the
 // bucket, whether the segment is still finished there (its manifest in
-// COPY_SEGMENT_FINISHED) while the object is gone (a HEAD), and if so
-// marks it missing in the index (Index.MarkMissing), which then resolves
-// its offsets through the other segments that cover them. A segment under
-// deletion (its manifest gone or in DELETE_SEGMENT_STARTED) is not
-// marked: the next refresh forgets it. first reports whether this call
-// marked it (so that the caller reports it once).
-func CheckMissing(ctx context.Context, store ObjectStore, idx *index.Index, m *index.SegmentMetadata) (marked, first bool, err error) {
+// COPY_SEGMENT_FINISHED) while the object is gone (a HEAD): gone. A
+// segment under deletion (its manifest gone or in DELETE_SEGMENT_STARTED)
+// is not gone: the next refresh forgets it. When it is gone and other
+// readable segments cover all its offsets, it is marked missing in the
+// index (Index.MarkMissing), which from then on resolves its offsets
+// through them: marked, and first when this call marked it (so that the
+// caller reports it once). When nothing else covers them it is left as it
+// is: its records are only there, reads of them fail, and they serve
+// again should the object come back.
+func CheckMissing(ctx context.Context, store ObjectStore, idx *index.Index, m *index.SegmentMetadata) (gone, marked, first bool, err error) {
 	got, err := readManifest(ctx, store, ManifestKey(m))
 	switch {
 	case errors.Is(err, ErrNotFound) || errors.Is(err, errBadManifest):
-		return false, false, nil
+		return false, false, false, nil
 	case err != nil:
-		return false, false, err
+		return false, false, false, err
 	case got.State != index.CopySegmentFinished:
-		return false, false, nil
+		return false, false, false, nil
 	}
-	gone := false
 	for _, o := range m.Objects {
 		if o.Packed {
 			continue
@@ -131,17 +135,52 @@ func CheckMissing(ctx context.Context, store ObjectStore, idx *index.Index, m *i
 			gone = true
 			break
 		} else if err != nil {
-			return false, false, err
+			return false, false, false, err
 		}
 	}
 	if !gone {
-		return false, false, nil // read again: it was a moment's miss
+		return false, false, false, nil // read again: it was a moment's miss
+	}
+	covered, err := coveredByOthers(idx, m)
+	if err != nil || !covered {
+		return true, false, false, err
 	}
 	first, err = idx.MarkMissing(m.Partition, m.SegmentID)
 	if errors.Is(err, index.ErrNotFound) {
-		return false, false, nil // forgotten meanwhile
+		return true, false, false, nil // forgotten meanwhile
 	}
-	return err == nil, first, err
+	return true, err == nil, first, err
+}
+
+// coveredByOthers reports whether the partition's other readable segments
+// (finished, not marked missing) hold every offset of m.
+func coveredByOthers(idx *index.Index, m *index.SegmentMetadata) (bool, error) {
+	segs, err := idx.Segments(m.Partition)
+	if err != nil {
+		return false, err
+	}
+	missing, err := idx.Missing(m.Partition)
+	if err != nil {
+		return false, err
+	}
+	var others []index.SegmentMetadata
+	for _, s := range segs {
+		if s.State == index.CopySegmentFinished && s.SegmentID != m.SegmentID && !slices.Contains(missing, s.SegmentID) {
+			others = append(others, s)
+		}
+	}
+	slices.SortFunc(others, func(a, b index.SegmentMetadata) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
+	next := m.StartOffset // the first offset not yet covered
+	for _, s := range others {
+		if s.StartOffset > next {
+			break
+		}
+		next = max(next, s.EndOffset+1)
+		if next > m.EndOffset {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // RepairMissing deletes, from the bucket and the index, the segments of a

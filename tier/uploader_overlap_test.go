@@ -107,7 +107,7 @@ func TestLongerSegmentAtAnUploadedBase(t *testing.T) {
 // reader's check (CheckMissing) marks it missing once, reads then resolve
 // to the other segment, and the leader's next pass deletes it from the
 // bucket (RepairMissing), so that no finished manifest names a missing
-// object. A missing segment that nothing else covers is kept.
+// object. A missing segment that nothing else covers is kept, unmarked.
 func TestMissingSegmentIsSkippedAndRepaired(t *testing.T) {
 	l, _ := testLog(t, 20)
 	store := NewMemStore()
@@ -144,19 +144,25 @@ func TestMissingSegmentIsSkippedAndRepaired(t *testing.T) {
 		}
 		lost[base] = m
 	}
-	// A read that failed on it checks, and marks it once.
-	for i, base := range []int64{ls[0].BaseOffset, ls[2].BaseOffset} {
-		m := lost[base]
-		for try := range 2 {
-			marked, first, err := CheckMissing(ctx, store, reader, &m)
-			if err != nil || !marked || first != (try == 0) {
-				t.Fatalf("segment %d, check %d: marked %v, first %v, %v", i, try, marked, first, err)
-			}
+	// A read that failed on segment 0 checks, and marks it once: the old
+	// leader's upload covers it.
+	m0 := lost[ls[0].BaseOffset]
+	for try := range 2 {
+		gone, marked, first, err := CheckMissing(ctx, store, reader, &m0)
+		if err != nil || !gone || !marked || first != (try == 0) {
+			t.Fatalf("segment 0, check %d: gone %v, marked %v, first %v, %v", try, gone, marked, first, err)
 		}
 	}
 	checkResolves(t, store, reader, ls[0].BaseOffset, ls[0].NextOffset-1, z.BrokerID)
-	if m, err := reader.SegmentForOffset(upTP, ls[2].BaseOffset); err == nil {
-		t.Fatalf("offset %d resolves to segment %s of broker %d; want none (only the lost one held it)", ls[2].BaseOffset, m.SegmentID, m.BrokerID)
+	// Segment 2 is the only one holding its offsets: it is gone but not
+	// marked, and reads of it go on failing (a storage error) rather than
+	// skipping its records.
+	m2 := lost[ls[2].BaseOffset]
+	if gone, marked, _, err := CheckMissing(ctx, store, reader, &m2); err != nil || !gone || marked {
+		t.Fatalf("segment 2: gone %v, marked %v, %v; want gone and not marked", gone, marked, err)
+	}
+	if m, err := reader.SegmentForOffset(upTP, ls[2].BaseOffset); err != nil || m.SegmentID != m2.SegmentID {
+		t.Fatalf("offset %d resolves to %s, %v; want the lost segment still", ls[2].BaseOffset, m.SegmentID, err)
 	}
 	// The mark survives a refresh from the bucket.
 	if _, err := RefreshPartition(ctx, store, reader, upTP); err != nil {
@@ -169,6 +175,9 @@ func TestMissingSegmentIsSkippedAndRepaired(t *testing.T) {
 	repairer := &Uploader{Store: store, Index: reader, BrokerID: leader.BrokerID}
 	if n, err := repairer.RepairMissing(ctx, upTP); err != nil || n != 1 {
 		t.Fatalf("RepairMissing: %d, %v; want the covered segment deleted", n, err)
+	}
+	if missing, err := reader.Missing(upTP); err != nil || len(missing) != 0 {
+		t.Fatalf("marks after the repair: %v, %v", missing, err)
 	}
 	if _, err := store.Head(ctx, ManifestKey(ptr(lost[ls[0].BaseOffset]))); err == nil {
 		t.Fatal("the covered missing segment's manifest is still in the bucket")
