@@ -6,7 +6,9 @@ package broker
 // values are null. A tiered topic (remote.storage.enable=true on a broker
 // with tiered storage) also gets two read-only entries that are not
 // configs, strata.local.log.size.bytes and strata.remote.log.size.bytes
-// (tier_retention.go).
+// (tier_retention.go); a broker with tiered storage two more,
+// strata.snapshot.written.ms and strata.snapshot.cluster.id
+// (metadata_snapshot.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,6 +45,7 @@ func handleDescribeConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 				sr.Configs = config.DescribeBrokerDefault(r, o)
 			case s.brokerIDString():
 				sr.Configs = config.DescribeBroker(r, o)
+				sr.Configs = append(sr.Configs, s.snapshotConfigs(o)...)
 			default:
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				sr.ErrorMessage = kmsg.StringPtr("unexpected broker id " + rr.ResourceName + ", expected " + s.brokerIDString() + " or empty")

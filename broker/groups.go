@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,7 +33,13 @@ type groupsHost struct {
 	coord *group.Coordinator
 
 	mu  sync.Mutex
-	led map[int32]*partition // offsets partitions handed to the coordinator
+	led map[int32]*offsetsLog // offsets partitions handed to the coordinator
+
+	// snapshotAsOf is the time (ms) as of which this broker's metadata
+	// snapshots are all in the bucket; snapshotOwner the cluster id the
+	// bucket's cluster snapshot named when last read (metadata_snapshot.go).
+	snapshotAsOf  atomic.Int64
+	snapshotOwner atomic.Pointer[string]
 }
 
 func newGroupsHost(s *Server) *groupsHost {
@@ -42,7 +49,8 @@ func newGroupsHost(s *Server) *groupsHost {
 		t := s.ctrl.Metadata().Topics[topic]
 		return t != nil && part >= 0 && int(part) < len(t.Partitions)
 	}
-	h := &groupsHost{s: s, led: map[int32]*partition{}}
+	h := &groupsHost{s: s, led: map[int32]*offsetsLog{}}
+	h.snapshotAsOf.Store(-1)
 	// KIP-848 consumer groups (68_consumer_group_heartbeat.go); their
 	// timers reach the coordinator through h once it exists.
 	cfg.Modern = group.ConsumerGroupHooks(s.consumerGroupConfig(), s.consumerTopics,
@@ -74,16 +82,17 @@ func (s *Server) syncGroups(*controller.Metadata) {
 			}
 		}
 	}
-	for idx, p := range h.led {
-		if want[idx] != p {
+	for idx, l := range h.led {
+		if want[idx] != l.p {
 			h.coord.Resign(idx)
 			delete(h.led, idx)
 		}
 	}
 	for idx, p := range want {
 		if h.led[idx] == nil {
-			h.led[idx] = p
-			h.coord.Elect(idx, &offsetsLog{s: s, p: p})
+			l := &offsetsLog{s: s, p: p}
+			h.led[idx] = l
+			h.coord.Elect(idx, l)
 		}
 	}
 }
@@ -131,6 +140,11 @@ func (s *Server) ensureOffsetsTopic() (*controller.Topic, error) {
 type offsetsLog struct {
 	s *Server
 	p *partition
+	// bucketLoaded is set once the load has taken in what the bucket's
+	// group offsets snapshot of the partition holds (or found nothing of
+	// this cluster's to take): until then the snapshot is not written
+	// over (metadata_snapshot.go).
+	bucketLoaded atomic.Bool
 }
 
 func (l *offsetsLog) Append(batch []byte) (int64, error) {
@@ -185,10 +199,24 @@ func (l *offsetsLog) WaitDurable(end int64) error {
 // reading only to the high watermark would lose them, and reading them
 // before they are committed would serve what a later leader may not
 // have. Kafka's loader, too, reads to the log end.
+//
+// An empty partition (nothing was ever written to it: the disks were
+// wiped, ZooKeeper kept) first gets the committed offsets the bucket's
+// snapshot kept of it, appended as commits (seedOffsets), so that the
+// coordinator serves them from its first answer.
 func (l *offsetsLog) Replay(fn func([]byte) error) error {
 	end := l.p.log.LogEndOffset()
 	if err := l.waitHW(end); err != nil {
 		return err
+	}
+	if err := l.s.seedOffsets(l, end); err != nil {
+		return err
+	}
+	if e := l.p.log.LogEndOffset(); e != end {
+		end = e
+		if err := l.waitHW(end); err != nil {
+			return err
+		}
 	}
 	off := l.p.log.LogStartOffset()
 	for off < end {

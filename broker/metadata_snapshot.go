@@ -4,18 +4,53 @@ package broker
 // is the active controller writes the cluster snapshot, and every group
 // coordinator the committed offsets of the __consumer_offsets partitions
 // it leads, each when it changed and at least every snapshotRefresh.
+//
+// The bucket's metadata belongs to the cluster its cluster snapshot names.
+// A broker whose cluster (ZooKeeper's /cluster/id) is not that one writes
+// nothing over it and says so at WARN with the commands that restore it
+// or discard it; once strata admin restore adopts the snapshot's cluster
+// id, or restore --discard hands the bucket over, it writes again. The
+// cluster snapshot is only ever replaced through
+// tier.UpdateClusterSnapshot (a compare-and-swap that raises its
+// generation), and a topic it names that the metadata does not have stays
+// in it unless its deletion is recorded in the bucket: the active
+// controller records the deletion of each topic it had in its metadata
+// and no longer has, before anything of the topic is deleted
+// (tier/deletions.go). So a controller whose view has not (yet) loaded
+// a topic never drops it from the snapshot.
+//
+// A group offsets snapshot is only replaced by a coordinator that loaded
+// it: an empty partition loads the snapshot's offsets before it serves
+// (seedOffsets, from offsetsLog.Replay); a partition loaded while the
+// bucket was another cluster's takes in the offsets it lacks once the
+// bucket is this cluster's (mergeOffsets); a partition with a history
+// is what the snapshot was written from.
+//
+// groupsHost.snapshotAsOf is the time as of which everything this broker
+// writes is in the bucket (the cluster snapshot if it is the controller,
+// the offsets of every partition it coordinates); strata admin cluster
+// drain waits for every broker's to pass the end of the uploads, through
+// the read-only DescribeConfigs entries of snapshotConfigs.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/config"
+	"strata/broker/group"
+	"strata/controller"
+	"strata/index"
 	"strata/tier"
 )
 
@@ -23,46 +58,175 @@ const (
 	snapshotCheck   = time.Second // how often changes are looked for
 	snapshotRefresh = time.Minute // the longest a snapshot goes unwritten
 	snapshotTimeout = 30 * time.Second
+	// ownerRecheck is how long a read of the bucket's owner is trusted
+	// while it is this cluster; otherwise it is read at every check.
+	ownerRecheck = 10 * time.Second
+	// mergeTries bounds the checks at which a merge retries offsets of
+	// partitions the metadata does not have (yet).
+	mergeTries = 30
 )
+
+// Read-only entries of this broker's DescribeConfigs, not configs, that
+// strata admin cluster drain reads.
+const (
+	snapshotWrittenConfig = "strata.snapshot.written.ms"
+	snapshotOwnerConfig   = "strata.snapshot.cluster.id"
+)
+
+// snapshotState is the snapshot loop's.
+type snapshotState struct {
+	cluster        snapshotWritten
+	clusterVersion int64 // the metadata version cluster was written from
+	groups         map[*offsetsLog]*snapshotWritten
+	merges         map[*offsetsLog]int // merge attempts
+	// seen holds the topic ids of the metadata while this broker is the
+	// active controller: one that leaves it was deleted.
+	seen map[[16]byte]bool
+
+	owner     string // the cluster id the bucket's cluster snapshot names; "" none
+	ownerOK   bool   // owner was read
+	ownerRead time.Time
+	ownerFor  string // this cluster's id when owner was read
+	warned    string // the foreign snapshot last warned about
+	carried   map[string]bool
+}
 
 // snapshotLoop writes the snapshots while the broker runs.
 func (s *Server) snapshotLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(snapshotCheck)
 	defer t.Stop()
-	var cluster snapshotWritten
-	clusterVersion := int64(-1) // the metadata version cluster was written from
-	groups := map[int32]*snapshotWritten{}
+	st := &snapshotState{clusterVersion: -1, groups: map[*offsetsLog]*snapshotWritten{}, merges: map[*offsetsLog]int{},
+		seen: map[[16]byte]bool{}, carried: map[string]bool{}}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := time.Now()
-		version := s.ctrl.Metadata().Version
-		if version != clusterVersion || cluster.refreshDue(now) {
-			if snap, ok := s.clusterSnapshot(); ok {
-				if s.writeSnapshot(&cluster, snap, now, func(ctx context.Context) error {
-					snap.WrittenMs = now.UnixMilli()
-					return tier.WriteClusterSnapshot(ctx, s.tier.store, snap)
-				}, "write the cluster metadata snapshot to the bucket; retrying") {
-					clusterVersion = version
-				}
-			}
-		}
-		for _, g := range s.groupSnapshots() {
-			w := groups[g.Partition]
-			if w == nil {
-				w = &snapshotWritten{}
-				groups[g.Partition] = w
-			}
-			s.writeSnapshot(w, g, now, func(ctx context.Context) error {
-				g.WrittenMs = now.UnixMilli()
-				return tier.WriteGroupOffsets(ctx, s.tier.store, g)
-			}, "write group offsets snapshot to the bucket; retrying", "partition", g.Partition)
-		}
+		s.snapshotTick(st, time.Now())
 	}
+}
+
+// snapshotTick is one check: the owner, the cluster snapshot, the group
+// offsets, and the time they are all in the bucket as of.
+func (s *Server) snapshotTick(st *snapshotState, now time.Time) {
+	md := s.ctrl.Metadata()
+	if md.ClusterID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
+	defer cancel()
+	s.readOwner(ctx, st, md, now)
+	complete := true
+	if s.activeController() {
+		if !s.recordDeletions(ctx, st, md, now) {
+			complete = false
+		}
+		if !s.writeClusterSnapshot(ctx, st, md, now) {
+			complete = false
+		}
+	} else {
+		clear(st.seen) // a view other than the controller's proves no deletion
+	}
+	if !s.writeGroupSnapshots(ctx, st, md, now) {
+		complete = false
+	}
+	if complete && st.ownerOK && st.owner == md.ClusterID && s.ctx.Err() == nil {
+		s.groups.snapshotAsOf.Store(now.UnixMilli())
+	}
+}
+
+// activeController reports whether this broker is the active controller
+// (or the embedded one), whose metadata is the cluster's.
+func (s *Server) activeController() bool {
+	ac, ok := s.ctrl.(activeController)
+	return !ok || ac.IsActive()
+}
+
+// readOwner reads which cluster the bucket's cluster snapshot names when
+// the last read is stale, and warns once about another cluster's.
+func (s *Server) readOwner(ctx context.Context, st *snapshotState, md *controller.Metadata, now time.Time) {
+	if st.ownerOK && st.ownerFor == md.ClusterID && st.owner == md.ClusterID && now.Sub(st.ownerRead) < ownerRecheck {
+		return
+	}
+	snap, err := tier.ReadClusterSnapshot(ctx, s.tier.store)
+	switch {
+	case errors.Is(err, tier.ErrNotFound):
+		s.setOwner(st, md, "", nil, now)
+	case err != nil:
+		st.ownerOK = false
+		if s.ctx.Err() == nil {
+			s.tier.warnings.warn(s.log, "read the cluster metadata snapshot in the bucket; retrying", "tier", s.tier.store.String(), "err", err)
+		}
+	default:
+		s.setOwner(st, md, snap.ClusterID, &snap, now)
+	}
+}
+
+// setOwner records what the bucket's cluster snapshot names.
+func (s *Server) setOwner(st *snapshotState, md *controller.Metadata, owner string, snap *tier.ClusterSnapshot, now time.Time) {
+	wasForeign := st.ownerOK && st.owner != "" && st.owner != st.ownerFor
+	st.owner, st.ownerOK, st.ownerRead, st.ownerFor = owner, true, now, md.ClusterID
+	s.groups.snapshotOwner.Store(&owner)
+	if owner == "" || owner == md.ClusterID {
+		if wasForeign && owner == md.ClusterID {
+			s.log.Info("the metadata snapshot in the bucket is this cluster's: writing it again", "tier", s.tier.store.String(), "cluster_id", owner)
+		}
+		st.warned = ""
+		return
+	}
+	if snap == nil {
+		return
+	}
+	key := fmt.Sprintf("%s/%d", snap.ClusterID, snap.Generation)
+	if st.warned == key {
+		return
+	}
+	st.warned = key
+	s.log.Warn("the bucket holds the metadata snapshot of another cluster; this cluster writes nothing over it (cluster snapshot, group offsets) and deletes none of its objects until it is restored or discarded",
+		"tier", s.tier.store.String(), "snapshot_cluster_id", snap.ClusterID, "generation", snap.Generation,
+		"written", time.UnixMilli(snap.WrittenMs).UTC().Format(time.RFC3339), "topics", len(snap.Topics),
+		"cluster_id", md.ClusterID, "restore", s.restoreCommand(false), "discard", s.restoreCommand(true))
+}
+
+// restoreCommand is the strata admin restore command line for this
+// broker's cluster and tier.
+func (s *Server) restoreCommand(discard bool) string {
+	cmd := "strata admin --bootstrap " + s.AdvertisedAddr() + " restore"
+	if discard {
+		return cmd + " --discard --tier " + s.tier.store.String() + " (with the brokers' --s3-endpoint and --s3-region; throws away the snapshot's topics, their records and its group offsets)"
+	}
+	if s.cfg.ZooKeeperConnect == "" {
+		return "a restore needs a cluster on ZooKeeper (strata serve --zookeeper)"
+	}
+	return cmd + " --zookeeper " + s.cfg.ZooKeeperConnect + " --tier " + s.tier.store.String() + " (with the brokers' --s3-endpoint and --s3-region)"
+}
+
+// recordDeletions records in the bucket the deletion of every topic that
+// was in the active controller's metadata and is gone from it; false if
+// one failed (retried at the next check).
+func (s *Server) recordDeletions(ctx context.Context, st *snapshotState, md *controller.Metadata, now time.Time) bool {
+	ok := true
+	for id := range st.seen {
+		if _, there := md.TopicIDs[id]; there {
+			continue
+		}
+		d := tier.TopicDeletion{TopicID: index.UUID(id).String(), ClusterID: md.ClusterID, DeletedMs: now.UnixMilli()}
+		if err := tier.RecordTopicDeletion(ctx, s.tier.store, d); err != nil {
+			ok = false
+			if s.ctx.Err() == nil {
+				s.log.Warn("record a topic's deletion in the bucket; retrying", "topic_id", d.TopicID, "err", err)
+			}
+			continue
+		}
+		delete(st.seen, id)
+		s.log.Info("recorded a topic's deletion in the bucket: its objects may go", "topic_id", d.TopicID)
+	}
+	for id := range md.TopicIDs {
+		st.seen[id] = true
+	}
+	return ok
 }
 
 // snapshotWritten is what one snapshot object last held, and when.
@@ -73,37 +237,99 @@ type snapshotWritten struct {
 
 func (w *snapshotWritten) refreshDue(now time.Time) bool { return now.Sub(w.at) >= snapshotRefresh }
 
-// writeSnapshot writes v with write when it differs from what w says was
-// written, or the refresh is due, and reports whether v is now written.
-func (s *Server) writeSnapshot(w *snapshotWritten, v any, now time.Time, write func(context.Context) error, warn string, args ...any) bool {
-	sum := snapshotSum(v)
-	if sum == w.sum && !w.refreshDue(now) {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
-	err := write(ctx)
-	cancel()
-	if err != nil {
-		s.log.Warn(warn, append(args, "err", err)...)
-		return false
-	}
-	w.sum, w.at = sum, now
-	return true
-}
-
 func snapshotSum(v any) [32]byte {
 	b, _ := json.Marshal(v)
 	return sha256.Sum256(b)
 }
 
-// clusterSnapshot builds the cluster snapshot when this broker is the
-// active controller (or the embedded one).
-func (s *Server) clusterSnapshot() (tier.ClusterSnapshot, bool) {
-	if ac, ok := s.ctrl.(activeController); ok && !ac.IsActive() {
-		return tier.ClusterSnapshot{}, false
+// writeClusterSnapshot writes the cluster snapshot when the metadata
+// changed or the refresh is due, and reports whether it is in the bucket.
+func (s *Server) writeClusterSnapshot(ctx context.Context, st *snapshotState, md *controller.Metadata, now time.Time) bool {
+	if st.ownerOK && st.owner != "" && st.owner != md.ClusterID {
+		return false // another cluster's: readOwner warned
 	}
-	md := s.ctrl.Metadata()
-	snap := tier.ClusterSnapshot{ClusterID: md.ClusterID, NextProducerID: md.NextProducerID, BrokerConfigs: md.BrokerConfigs}
+	view := s.clusterSnapshot(md)
+	sum := snapshotSum(view)
+	if md.Version == st.clusterVersion && sum == st.cluster.sum && !st.cluster.refreshDue(now) {
+		return true
+	}
+	snap, err := tier.UpdateClusterSnapshot(ctx, s.tier.store, md.ClusterID, func(cur *tier.ClusterSnapshot) (tier.ClusterSnapshot, error) {
+		out := view
+		out.WrittenMs = now.UnixMilli()
+		if cur != nil {
+			out.Discarded = cur.Discarded
+			kept, err := s.carryOver(ctx, st, md, cur)
+			if err != nil {
+				return out, err
+			}
+			if len(kept) > 0 {
+				out.Topics = append(slices.Clip(out.Topics), kept...)
+				slices.SortFunc(out.Topics, func(a, b tier.SnapshotTopic) int { return strings.Compare(a.Name, b.Name) })
+			}
+		}
+		return out, nil
+	})
+	var foreign *tier.ForeignSnapshotError
+	switch {
+	case errors.As(err, &foreign):
+		s.setOwner(st, md, foreign.Snapshot.ClusterID, &foreign.Snapshot, now)
+		return false
+	case err != nil:
+		if s.ctx.Err() == nil {
+			s.tier.warnings.warn(s.log, "write the cluster metadata snapshot to the bucket; retrying", "err", err)
+		}
+		return false
+	}
+	s.setOwner(st, md, md.ClusterID, nil, now)
+	st.cluster, st.clusterVersion = snapshotWritten{sum: sum, at: now}, md.Version
+	s.log.Debug("wrote the cluster metadata snapshot", "generation", snap.Generation, "topics", len(snap.Topics))
+	return true
+}
+
+// carryOver returns the topics of cur the metadata does not have and
+// whose deletion is not recorded: they stay in the snapshot (the
+// metadata has not loaded them: a restore under way). A topic whose name
+// the metadata has under another id was deleted and created again: its
+// deletion is recorded and it goes.
+func (s *Server) carryOver(ctx context.Context, st *snapshotState, md *controller.Metadata, cur *tier.ClusterSnapshot) ([]tier.SnapshotTopic, error) {
+	var kept []tier.SnapshotTopic
+	for _, t := range cur.Topics {
+		id, err := index.ParseUUID(t.TopicID)
+		if err != nil {
+			kept = append(kept, t) // not ours to judge
+			continue
+		}
+		if _, ok := md.TopicIDs[[16]byte(id)]; ok {
+			continue
+		}
+		if other := md.Topics[t.Name]; other != nil {
+			d := tier.TopicDeletion{TopicID: t.TopicID, ClusterID: md.ClusterID, DeletedMs: time.Now().UnixMilli()}
+			if err := tier.RecordTopicDeletion(ctx, s.tier.store, d); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		recorded, err := tier.TopicDeletionRecorded(ctx, s.tier.store, id)
+		if err != nil {
+			return nil, err
+		}
+		if recorded {
+			continue
+		}
+		kept = append(kept, t)
+		if !st.carried[t.TopicID] {
+			st.carried[t.TopicID] = true
+			s.log.Warn("the metadata snapshot in the bucket names a topic this cluster's metadata does not have and whose deletion is not recorded; it stays in the snapshot and its objects stay in the bucket",
+				"topic", t.Name, "topic_id", t.TopicID)
+		}
+	}
+	return kept, nil
+}
+
+// clusterSnapshot builds the cluster snapshot of md (without the time).
+func (s *Server) clusterSnapshot(md *controller.Metadata) tier.ClusterSnapshot {
+	snap := tier.ClusterSnapshot{ClusterID: md.ClusterID, NextProducerID: md.NextProducerID, BrokerConfigs: md.BrokerConfigs,
+		Topics: []tier.SnapshotTopic{}}
 	for _, name := range slices.Sorted(maps.Keys(md.Topics)) {
 		if strings.HasPrefix(name, "__") {
 			continue // internal topics are created again by the brokers
@@ -115,71 +341,329 @@ func (s *Server) clusterSnapshot() (tier.ClusterSnapshot, bool) {
 		}
 		snap.Topics = append(snap.Topics, st)
 	}
-	return snap, true
+	return snap
 }
 
-// groupSnapshots returns the committed offsets of the groups of each
-// __consumer_offsets partition this broker's coordinator leads.
-func (s *Server) groupSnapshots() []tier.GroupOffsetsSnapshot {
-	h := s.groups
-	if h == nil {
-		return nil
-	}
+// ledOffsets returns the offsets partitions the coordinator was handed.
+func (h *groupsHost) ledOffsets() []*offsetsLog {
 	h.mu.Lock()
-	led := slices.Sorted(maps.Keys(h.led))
-	h.mu.Unlock()
-	if len(led) == 0 {
-		return nil
+	defer h.mu.Unlock()
+	out := make([]*offsetsLog, 0, len(h.led))
+	for _, idx := range slices.Sorted(maps.Keys(h.led)) {
+		out = append(out, h.led[idx])
 	}
-	byPart := map[int32]*tier.GroupOffsetsSnapshot{}
-	for _, p := range led {
-		byPart[p] = &tier.GroupOffsetsSnapshot{Partition: p, Groups: map[string]map[string]map[int32]tier.SnapshotOffset{}}
+	return out
+}
+
+// writeGroupSnapshots writes the committed offsets of each loaded
+// __consumer_offsets partition this broker coordinates when they changed
+// or the refresh is due, and reports whether all of them are in the
+// bucket.
+func (s *Server) writeGroupSnapshots(ctx context.Context, st *snapshotState, md *controller.Metadata, now time.Time) bool {
+	h := s.groups
+	led := h.ledOffsets()
+	for l := range st.groups {
+		if !slices.Contains(led, l) {
+			delete(st.groups, l)
+			delete(st.merges, l)
+		}
 	}
-	lreq := kmsg.NewPtrListGroupsRequest()
-	lreq.Version = 4
-	freq := kmsg.NewPtrOffsetFetchRequest()
-	freq.Version = 8
-	for _, g := range h.coord.ListGroups(lreq).Groups {
-		if _, ok := byPart[h.coord.PartitionFor(g.Group)]; !ok {
+	ours := st.ownerOK && st.owner == md.ClusterID
+	nparts := int32(0)
+	if t := md.Topics[offsetsTopic]; t != nil {
+		nparts = int32(len(t.Partitions))
+	}
+	complete := true
+	for _, l := range led {
+		idx := l.p.index
+		if !l.bucketLoaded.Load() {
+			if !ours || !s.mergeOffsets(ctx, st, l, md) {
+				complete = false
+				continue
+			}
+		}
+		offs, loaded := h.coord.PartitionOffsets(idx)
+		if !loaded {
+			complete = false
 			continue
 		}
-		rg := kmsg.NewOffsetFetchRequestGroup()
-		rg.Group = g.Group
-		freq.Groups = append(freq.Groups, rg)
+		snap := tier.GroupOffsetsSnapshot{ClusterID: md.ClusterID, Partition: idx, Partitions: nparts, Groups: snapshotGroups(offs)}
+		sum := snapshotSum(snap)
+		w := st.groups[l]
+		if w == nil {
+			w = &snapshotWritten{}
+			st.groups[l] = w
+		}
+		if sum == w.sum && !w.refreshDue(now) {
+			continue
+		}
+		if !ours {
+			complete = false
+			continue
+		}
+		snap.WrittenMs = now.UnixMilli()
+		if err := tier.WriteGroupOffsets(ctx, s.tier.store, snap); err != nil {
+			complete = false
+			if s.ctx.Err() == nil {
+				s.tier.warnings.warn(s.log, "write group offsets snapshot to the bucket; retrying", "partition", idx, "err", err)
+			}
+			continue
+		}
+		w.sum, w.at = sum, now
 	}
-	if len(freq.Groups) > 0 {
-		for _, g := range h.coord.OffsetFetch(freq).Groups {
-			if g.ErrorCode != 0 {
+	return complete
+}
+
+// snapshotGroups is the snapshot form of a partition's offsets.
+func snapshotGroups(offs map[string]map[group.TopicPartition]group.OffsetEntry) map[string]map[string]map[int32]tier.SnapshotOffset {
+	out := map[string]map[string]map[int32]tier.SnapshotOffset{}
+	for g, tps := range offs {
+		topics := map[string]map[int32]tier.SnapshotOffset{}
+		for tp, e := range tps {
+			if e.Offset < 0 {
 				continue
 			}
-			snap := byPart[h.coord.PartitionFor(g.Group)]
-			if snap == nil {
+			if topics[tp.Topic] == nil {
+				topics[tp.Topic] = map[int32]tier.SnapshotOffset{}
+			}
+			topics[tp.Topic][tp.Partition] = tier.SnapshotOffset{Offset: e.Offset, LeaderEpoch: e.LeaderEpoch, Metadata: e.Metadata}
+		}
+		if len(topics) > 0 {
+			out[g] = topics
+		}
+	}
+	return out
+}
+
+// bucketOffsets returns the committed offsets the bucket's group offsets
+// snapshots of cluster clusterID hold for the groups of offsets partition
+// idx (of nparts): from the partition's own object when it was written
+// with nparts partitions, else from all of them.
+func (s *Server) bucketOffsets(ctx context.Context, idx, nparts int32, clusterID string) (map[string]map[group.TopicPartition]group.OffsetEntry, error) {
+	var snaps []tier.GroupOffsetsSnapshot
+	g, err := tier.ReadGroupOffsetsPartition(ctx, s.tier.store, idx)
+	switch {
+	case err == nil && (g.Partitions == 0 || g.Partitions == nparts):
+		snaps = append(snaps, g)
+	case err == nil || errors.Is(err, tier.ErrNotFound):
+		// Written with another partition count (or not at all): the
+		// partition's groups may be in any object.
+		if snaps, err = tier.ReadGroupOffsets(ctx, s.tier.store, clusterID); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	now := time.Now().UnixMilli()
+	out := map[string]map[group.TopicPartition]group.OffsetEntry{}
+	for _, snap := range snaps {
+		if snap.ClusterID != "" && snap.ClusterID != clusterID {
+			continue // discarded
+		}
+		for gid, topics := range snap.Groups {
+			if group.PartitionFor(gid, nparts) != idx {
 				continue
 			}
-			topics := map[string]map[int32]tier.SnapshotOffset{}
-			for _, t := range g.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode != 0 || p.Offset < 0 {
-						continue
+			for t, parts := range topics {
+				for p, o := range parts {
+					if out[gid] == nil {
+						out[gid] = map[group.TopicPartition]group.OffsetEntry{}
 					}
-					if topics[t.Topic] == nil {
-						topics[t.Topic] = map[int32]tier.SnapshotOffset{}
+					out[gid][group.TopicPartition{Topic: t, Partition: p}] = group.OffsetEntry{
+						Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitTimestamp: now, ExpireTimestamp: -1,
 					}
-					o := tier.SnapshotOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch}
-					if p.Metadata != nil {
-						o.Metadata = *p.Metadata
-					}
-					topics[t.Topic][p.Partition] = o
 				}
-			}
-			if len(topics) > 0 {
-				snap.Groups[g.Group] = topics
 			}
 		}
 	}
-	out := make([]tier.GroupOffsetsSnapshot, 0, len(byPart))
-	for _, p := range led {
-		out = append(out, *byPart[p])
+	return out, nil
+}
+
+// seedOffsets runs before a load replays an offsets partition whose log
+// ends at end. An empty partition (nothing was ever written to it) gets
+// the offsets the bucket's snapshot holds of its groups, appended as
+// commits, when the bucket is this cluster's; the load waits (its groups
+// answer COORDINATOR_LOAD_IN_PROGRESS) while the bucket cannot be read
+// or the append fails. It sets l.bucketLoaded unless the bucket is
+// another cluster's.
+func (s *Server) seedOffsets(l *offsetsLog, end int64) error {
+	if s.tier == nil || end > 0 {
+		// A partition with a history is what the snapshot was written from.
+		l.bucketLoaded.Store(true)
+		return nil
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.trySeed(l)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, kerr.NotLeaderForPartition) {
+			return err
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			s.log.Warn("load the committed offsets of an empty __consumer_offsets partition from the bucket; its groups wait, retrying",
+				"partition", l.p.index, "attempt", attempt, "err", err)
+		}
+		select {
+		case <-s.ctx.Done():
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+		case <-time.After(snapshotCheck):
+		}
+		if !s.isLeader(l.p) {
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+		}
+	}
+}
+
+func (s *Server) trySeed(l *offsetsLog) error {
+	ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
+	defer cancel()
+	md := s.ctrl.Metadata()
+	if md.ClusterID == "" {
+		return errors.New("the cluster id is not known yet")
+	}
+	owner, err := tier.ReadClusterSnapshot(ctx, s.tier.store)
+	switch {
+	case errors.Is(err, tier.ErrNotFound):
+		l.bucketLoaded.Store(true) // nothing kept
+		return nil
+	case err != nil:
+		return err
+	case owner.ClusterID != md.ClusterID:
+		return nil // another cluster's: merged once it is this cluster's
+	}
+	nparts := int32(1)
+	if t := md.Topics[offsetsTopic]; t != nil {
+		nparts = int32(len(t.Partitions))
+	}
+	offs, err := s.bucketOffsets(ctx, l.p.index, nparts, md.ClusterID)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, b := range group.OffsetCommitBatches(offs, time.Now()) {
+		if _, err := l.Append(b); err != nil {
+			return fmt.Errorf("append: %w", err)
+		}
+	}
+	for _, tps := range offs {
+		n += len(tps)
+	}
+	l.bucketLoaded.Store(true)
+	if n > 0 {
+		s.log.Info("loaded committed offsets into an empty __consumer_offsets partition from the bucket's snapshot",
+			"partition", l.p.index, "groups", len(offs), "offsets", n)
+	}
+	return nil
+}
+
+// mergeOffsets commits into a loaded offsets partition that was loaded
+// while the bucket was another cluster's (before a restore adopted its
+// cluster id) the offsets the bucket's snapshot holds and the partition
+// lacks, and reports whether the partition now holds the snapshot's.
+// Commits the coordinator refuses for good (a group with members) are
+// left; offsets of partitions the metadata does not have yet are tried
+// again at the next checks, then left.
+func (s *Server) mergeOffsets(ctx context.Context, st *snapshotState, l *offsetsLog, md *controller.Metadata) bool {
+	h := s.groups
+	idx := l.p.index
+	cur, loaded := h.coord.PartitionOffsets(idx)
+	if !loaded {
+		return false
+	}
+	nparts := int32(1)
+	if t := md.Topics[offsetsTopic]; t != nil {
+		nparts = int32(len(t.Partitions))
+	}
+	offs, err := s.bucketOffsets(ctx, idx, nparts, md.ClusterID)
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.tier.warnings.warn(s.log, "read group offsets snapshot from the bucket; retrying", "partition", idx, "err", err)
+		}
+		return false
+	}
+	st.merges[l]++
+	merged, retry := 0, false
+	for _, gid := range slices.Sorted(maps.Keys(offs)) {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 8
+		req.Group, req.Generation, req.MemberID = gid, -1, ""
+		byTopic := map[string][]kmsg.OffsetCommitRequestTopicPartition{}
+		for tp, e := range offs[gid] {
+			if _, ok := cur[gid][tp]; ok {
+				continue
+			}
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = tp.Partition, e.Offset, e.LeaderEpoch, kmsg.StringPtr(e.Metadata)
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], rp)
+		}
+		if len(byTopic) == 0 {
+			continue
+		}
+		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic, rt.Partitions = t, byTopic[t]
+			req.Topics = append(req.Topics, rt)
+		}
+		for _, rt := range h.coord.OffsetCommit(req).Topics {
+			for _, rp := range rt.Partitions {
+				switch err := kerr.ErrorForCode(rp.ErrorCode); {
+				case err == nil:
+					merged++
+				case errors.Is(err, kerr.UnknownTopicOrPartition) && st.merges[l] < mergeTries,
+					errors.Is(err, kerr.CoordinatorLoadInProgress), errors.Is(err, kerr.RequestTimedOut),
+					errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.CoordinatorNotAvailable):
+					retry = true
+				default:
+					s.log.Info("left a committed offset of the bucket's snapshot unmerged", "group", gid, "topic", rt.Topic,
+						"partition", rp.Partition, "err", err)
+				}
+			}
+		}
+	}
+	if merged > 0 {
+		s.log.Info("merged committed offsets from the bucket's snapshot into a __consumer_offsets partition loaded before the bucket was this cluster's",
+			"partition", idx, "offsets", merged)
+	}
+	if retry {
+		return false
+	}
+	l.bucketLoaded.Store(true)
+	return true
+}
+
+// snapshotConfigs are this broker's read-only snapshot entries of its
+// DescribeConfigs (not configs): the time as of which its snapshots are
+// all in the bucket (-1: not yet, or the bucket is another cluster's),
+// and the cluster id the bucket's cluster snapshot names ("" when none).
+func (s *Server) snapshotConfigs(o config.DescribeOptions) []kmsgConfig {
+	if s.tier == nil || s.groups == nil {
+		return nil
+	}
+	owner := ""
+	if p := s.groups.snapshotOwner.Load(); p != nil {
+		owner = *p
+	}
+	var out []kmsgConfig
+	for _, e := range []struct {
+		name, doc, v string
+		typ          kmsg.ConfigType
+	}{
+		{snapshotWrittenConfig, "Read only, not a config: the time (ms) as of which this broker's metadata snapshots (the cluster's if it is the controller, the group offsets it coordinates) are all in the bucket; -1 when not yet.",
+			strconv.FormatInt(s.groups.snapshotAsOf.Load(), 10), kmsg.ConfigTypeLong},
+		{snapshotOwnerConfig, "Read only, not a config: the cluster id the bucket's cluster metadata snapshot names.", owner, kmsg.ConfigTypeString},
+	} {
+		if o.Names != nil && !slices.Contains(o.Names, e.name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ReadOnly = e.name, kmsg.StringPtr(e.v), true
+		c.Source = kmsg.ConfigSourceUnknown
+		c.ConfigType = e.typ
+		if o.IncludeDocumentation {
+			c.Documentation = kmsg.StringPtr(e.doc)
+		}
+		out = append(out, c)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -206,7 +207,12 @@ func (s *Server) markTopicDeleted(id [16]byte, name string) {
 }
 
 // deleteRemoteTopics deletes the objects and index entries of the topics
-// marked deleted; a failure leaves the mark for the next pass.
+// marked deleted. A mark comes from a topic this broker had and saw
+// leave the metadata (forgetRemoteTopic): its cluster deleted it. The
+// deletion is first recorded in the bucket (tier/deletions.go), and the
+// objects go once the cluster snapshot no longer names the topic
+// (tier.DeletableTopic); until then, or after a failure, the mark stays
+// for the next pass.
 func (s *Server) deleteRemoteTopics() {
 	ts, r := s.tier, s.tier.retention
 	md := s.ctrl.Metadata()
@@ -223,9 +229,30 @@ func (s *Server) deleteRemoteTopics() {
 		s.log.Warn("remote index: pending topic deletions", "err", err)
 		return
 	}
+	if len(pend) == 0 {
+		return
+	}
+	named, err := tier.SnapshotTopicIDs(s.ctx, ts.store)
+	if err != nil {
+		s.log.Warn("delete the remote data of deleted topics: read the cluster snapshot; retrying next pass", "err", err)
+		return
+	}
 	for _, d := range pend {
 		if s.ctx.Err() != nil {
 			return
+		}
+		rec := tier.TopicDeletion{TopicID: d.TopicID.String(), ClusterID: md.ClusterID, DeletedMs: time.Now().UnixMilli()}
+		if err := tier.RecordTopicDeletion(s.ctx, ts.store, rec); err != nil {
+			s.log.Warn("delete the remote data of a deleted topic: record its deletion; retrying next pass", "topic", d.Topic, "err", err)
+			continue
+		}
+		if ok, err := tier.DeletableTopic(s.ctx, ts.store, named, d.TopicID); err != nil || !ok {
+			if err != nil {
+				s.log.Warn("delete the remote data of a deleted topic: read its deletion record; retrying next pass", "topic", d.Topic, "err", err)
+			} else {
+				s.log.Debug("the remote data of a deleted topic waits for the cluster snapshot to drop it", "topic", d.Topic, "topic_id", d.TopicID.String())
+			}
+			continue
 		}
 		n, err := tier.DeleteTopic(s.ctx, ts.store, ts.idx, d.TopicID)
 		if err != nil {

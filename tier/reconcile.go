@@ -191,16 +191,26 @@ func (r *Reconciler) ReconcilePartition(ctx context.Context, tp index.TopicIDPar
 	return st, nil
 }
 
-// ReconcileDeletedTopics deletes the objects of topics the cluster no
-// longer has: every segment under a topic id for which known returns
-// false, once the newest object under that topic id is older than Grace.
-// known is asked when the listing reaches a topic, again once its objects
-// are listed and once more before they are deleted, so that a topic the
-// metadata learns meanwhile is spared; it must answer true whenever
-// unsure (this broker stopped being the controller, say). Segments whose
-// manifest does not decode are left alone.
+// ReconcileDeletedTopics deletes the objects of topics the cluster
+// deleted: every segment under a topic id for which known returns false
+// and whose deletion is recorded in the bucket while the cluster snapshot
+// does not name it (DeletableTopic, deletions.go), once the newest object
+// under that topic id is older than Grace. A topic id the cluster merely
+// does not know (a fresh cluster pointed at another cluster's bucket, a
+// restore under way) keeps its objects. known is asked when the listing
+// reaches a topic, again once its objects are listed and once more before
+// they are deleted, so that a topic the metadata learns meanwhile is
+// spared; it must answer true whenever unsure (this broker stopped being
+// the controller, say). Segments whose manifest does not decode are left
+// alone.
 func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(index.UUID) bool) (ReconcileStats, error) {
 	var st ReconcileStats
+	named, err := SnapshotTopicIDs(ctx, r.Store)
+	if err != nil {
+		return st, fmt.Errorf("reconcile deleted topics: %w", err)
+	}
+	var unrecorded []string // unknown topic ids whose deletion is not recorded
+	var deletableErr error
 	type topic struct {
 		id     index.UUID
 		known  bool // at the start of its listing: skipped
@@ -217,11 +227,18 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 		if r.now().Sub(cur.newest) < r.Grace {
 			st.Young += len(cur.stems)
 		} else if !known(cur.id) {
-			doomed = append(doomed, cur)
-			budget -= len(cur.stems)
+			switch ok, err := DeletableTopic(ctx, r.Store, named, cur.id); {
+			case err != nil:
+				deletableErr = errors.Join(deletableErr, err)
+			case !ok:
+				unrecorded = append(unrecorded, cur.id.String())
+			default:
+				doomed = append(doomed, cur)
+				budget -= len(cur.stems)
+			}
 		}
 	}
-	err := stems(ctx, r.Store, "", &st, func(s *stem) bool {
+	err = stems(ctx, r.Store, "", &st, func(s *stem) bool {
 		st.Segments++
 		if cur == nil || cur.id != s.key.Partition.TopicID {
 			finish()
@@ -246,6 +263,13 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 		return st, fmt.Errorf("reconcile deleted topics: %w", err)
 	}
 	finish()
+	if len(unrecorded) > 0 {
+		r.logger().Info("left the objects of topic ids the cluster does not know: no deletion of them is recorded in the bucket",
+			"topic_ids", len(unrecorded), "sample", strings.Join(unrecorded[:min(len(unrecorded), 3)], ","))
+	}
+	if deletableErr != nil {
+		return st, fmt.Errorf("reconcile deleted topics: %w", deletableErr)
+	}
 	for _, t := range doomed {
 		if known(t.id) {
 			continue

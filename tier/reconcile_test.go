@@ -248,6 +248,12 @@ func TestReconcileDeletedTopics(t *testing.T) {
 	corrupt := f.segment(t, gone, 10, nil)
 	put(t, f.store, ManifestKey(&corrupt), []byte("garbage"))
 	isKnown := func(id index.UUID) bool { return id == topicX }
+	// The cluster recorded topicY's deletion (deletions.go; without it
+	// nothing of an unknown topic goes: TestReconcileUnrecordedTopics).
+	if err := RecordTopicDeletion(ctx, f.store, TopicDeletion{TopicID: topicY.String(), ClusterID: "c", DeletedMs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	recordKey := deletionKey(topicY)
 
 	// An hour after the first upload, but not after the newest: the whole
 	// topic waits.
@@ -284,7 +290,7 @@ func TestReconcileDeletedTopics(t *testing.T) {
 		t.Fatalf("stats %+v; want 2 segments deleted and 1 unreadable manifest left", st)
 	}
 	want := append(stemKeys(&keep), stemKeys(&keepOrphan)...)
-	want = append(want, ObjectKey(&corrupt, index.ObjectLog), ObjectKey(&corrupt, index.ObjectOffsetIndex), ManifestKey(&corrupt))
+	want = append(want, ObjectKey(&corrupt, index.ObjectLog), ObjectKey(&corrupt, index.ObjectOffsetIndex), ManifestKey(&corrupt), recordKey)
 	slices.Sort(want)
 	if got := f.store.Keys(); !slices.Equal(got, want) {
 		t.Fatalf("left\n%v\nwant\n%v", got, want)

@@ -3,6 +3,7 @@ package group
 import (
 	"errors"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -296,3 +297,27 @@ func appendErrCode(err error, commit bool) int16 {
 }
 
 func nowMs() int64 { return time.Now().UnixMilli() }
+
+// PartitionOffsets returns a copy of the committed offsets of the groups
+// of an offsets partition this coordinator owns, by group; false while
+// the partition is loading or not owned.
+func (c *Coordinator) PartitionOffsets(partition int32) (map[string]map[TopicPartition]OffsetEntry, bool) {
+	c.mu.RLock()
+	s := c.shards[partition]
+	c.mu.RUnlock()
+	if s == nil {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.loaded || s.gone {
+		return nil, false
+	}
+	out := make(map[string]map[TopicPartition]OffsetEntry, len(s.offsets))
+	for g, m := range s.offsets {
+		if len(m) > 0 {
+			out[g] = maps.Clone(m)
+		}
+	}
+	return out, true
+}

@@ -9,9 +9,14 @@ package group
 // Key versions 3-8 belong to KIP-848 consumer groups (consumer_records.go).
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -143,4 +148,38 @@ func parseClassicGroupValue(val []byte) (*kmsg.GroupMetadataValue, error) {
 		return nil, fmt.Errorf("group metadata value: %w", err)
 	}
 	return &v, nil
+}
+
+// OffsetCommitBatches encodes committed offsets as the record batches of
+// __consumer_offsets that commits of them write (OffsetCommit records,
+// at most 1000 a batch), in group, topic, partition order; the broker
+// appends them to an empty partition to load the offsets a snapshot in
+// the bucket kept (groups.go). Loading them gives each group that has
+// no other record an Empty classic group, as a simple consumer's commit
+// does.
+func OffsetCommitBatches(offsets map[string]map[TopicPartition]OffsetEntry, now time.Time) [][]byte {
+	var out [][]byte
+	var recs []Record
+	flush := func() {
+		if len(recs) > 0 {
+			out = append(out, encodeBatch(recs, now))
+			recs = recs[:0]
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(offsets)) {
+		tps := slices.SortedFunc(maps.Keys(offsets[g]), func(a, b TopicPartition) int {
+			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Partition, b.Partition)
+		})
+		for _, tp := range tps {
+			recs = append(recs, Record{Key: offsetCommitKey(g, tp), Value: offsetCommitValue(offsets[g][tp])})
+			if len(recs) == 1000 {
+				flush()
+			}
+		}
+	}
+	flush()
+	return out
 }

@@ -295,7 +295,7 @@ func runRestore(bootstrap string, args []string) int {
 		}
 	}
 	fmt.Printf("every partition serves (%v after the restore began)\n", time.Since(began).Round(time.Millisecond))
-	groups, err := tierpkg.ReadGroupOffsets(ctx, store)
+	groups, err := tierpkg.ReadGroupOffsets(ctx, store, snap.ClusterID)
 	if err != nil {
 		return fail("restore: group offsets: %v", err)
 	}

@@ -163,8 +163,11 @@ func TestTierLifecycleRulesAndOrphans(t *testing.T) {
 	}
 
 	// Plant orphans: a segment's objects without a manifest, and a
-	// finished segment of a topic the cluster never had; and keys outside
-	// the layout, which are not ours to delete.
+	// finished segment of a topic the cluster deleted (its deletion
+	// recorded in the bucket, tier/deletions.go); and what is not ours to
+	// delete: keys outside the layout, and a finished segment of a topic
+	// the cluster never had and whose deletion nobody recorded (another
+	// cluster's, for all this one knows).
 	orphanStem := fmt.Sprintf("%s0/%020d-%s", topicPrefix, 999999, index.NewUUID())
 	gone := index.TopicIDPartition{TopicID: index.NewUUID(), Partition: 0}
 	gm := index.SegmentMetadata{Partition: gone, SegmentID: index.NewUUID(), Topic: "gone", StartOffset: 0, EndOffset: 9,
@@ -181,6 +184,17 @@ func TestTierLifecycleRulesAndOrphans(t *testing.T) {
 		prefix + "/" + tier.ManifestKey(&gm):                gmb,
 	}
 	foreign := []string{topicPrefix + "0/README.txt", prefix + "/notes.txt", "tmp/scratch"}
+	putObject(t, mc, bucket, prefix+"/"+tier.SnapshotPrefix+"deleted-topics/"+gone.TopicID.String(),
+		[]byte(`{"topic_id":"`+gone.TopicID.String()+`","cluster_id":"test","deleted_ms":1}`))
+	um := gm.Clone()
+	um.Partition.TopicID, um.SegmentID = index.NewUUID(), index.NewUUID()
+	umb, err := index.EncodeManifest(&um)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putObject(t, mc, bucket, prefix+"/"+tier.ObjectKey(&um, index.ObjectLog), []byte("abc"))
+	putObject(t, mc, bucket, prefix+"/"+tier.ManifestKey(&um), umb)
+	foreign = append(foreign, prefix+"/"+tier.ObjectKey(&um, index.ObjectLog), prefix+"/"+tier.ManifestKey(&um))
 	for k, v := range orphans {
 		putObject(t, mc, bucket, k, v)
 	}
