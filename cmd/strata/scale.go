@@ -30,12 +30,14 @@ const drainUsage = `usage: strata admin [--bootstrap HOST:PORT] cluster drain [-
        strata admin [--bootstrap HOST:PORT] cluster resume
 
 drain refuses writes on every broker and has each one roll and upload
-the active segment of every tiered partition it leads; it returns once
-every tiered partition's last tiered offset is its log end, when nothing
-exists only on a broker's disk and the brokers may all stop. Records of
-topics without remote.storage.enable stay on the brokers' disks: drain
-names them. resume accepts writes again (so does any broker started
-after the drain).
+the active segment of every tiered partition it leads; once every tiered
+partition's last tiered offset is its log end, it waits for every broker
+to have written the metadata snapshot and the consumer groups' committed
+offsets (__consumer_offsets is not tiered) to the bucket, and returns:
+nothing exists only on a broker's disk and the brokers may all stop.
+Records of topics without remote.storage.enable stay on the brokers'
+disks: drain names them. resume accepts writes again (so does any broker
+started after the drain).
 `
 
 // clusterDrain runs strata admin cluster drain.
@@ -68,8 +70,8 @@ func clusterDrain(cl *kgo.Client, args []string) int {
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "  %v (retrying)\n", err)
 		case left == 0:
-			fmt.Printf("drained: all %d partitions of tiered topics are in the bucket (%v); the brokers may stop\n", total, time.Since(began).Round(time.Millisecond))
-			return 0
+			fmt.Printf("drained: all %d partitions of tiered topics are in the bucket (%v)\n", total, time.Since(began).Round(time.Millisecond))
+			return drainSnapshots(ctx, adm, *timeout)
 		default:
 			fmt.Fprintf(os.Stderr, "  %d of %d partitions still uploading\n", left, total)
 		}
@@ -77,6 +79,75 @@ func clusterDrain(cl *kgo.Client, args []string) int {
 		case <-ctx.Done():
 			return fail("cluster drain: not drained within %v: %d partitions still uploading", *timeout, left)
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// drainSnapshots waits until every broker with tiered storage says its
+// metadata snapshots (the cluster's on the controller, the committed
+// offsets of the consumer groups it coordinates) are in the bucket as of
+// now: read-only entries of its DescribeConfigs (the broker's
+// metadata_snapshot.go).
+func drainSnapshots(ctx context.Context, adm *kadm.Client, timeout time.Duration) int {
+	const writtenKey, ownerKey = "strata.snapshot.written.ms", "strata.snapshot.cluster.id"
+	since := time.Now().UnixMilli()
+	var behind []string
+	for {
+		md, err := adm.Metadata(ctx)
+		if err == nil {
+			var rcs kadm.ResourceConfigs
+			rcs, err = adm.DescribeBrokerConfigs(ctx, md.Brokers.NodeIDs()...)
+			behind = behind[:0]
+			tiered := 0
+			for _, rc := range rcs {
+				if err == nil && rc.Err != nil {
+					err = fmt.Errorf("describe broker %s: %s", rc.Name, errName(rc.Err))
+				}
+				var written int64 = -1
+				owner, has := "", false
+				for _, c := range rc.Configs {
+					switch {
+					case c.Key == writtenKey && c.Value != nil:
+						written, _ = strconv.ParseInt(*c.Value, 10, 64)
+						has = true
+					case c.Key == ownerKey && c.Value != nil:
+						owner = *c.Value
+					}
+				}
+				if !has {
+					continue // no tiered storage
+				}
+				tiered++
+				if owner != "" && owner != md.Cluster {
+					return fail("cluster drain: the bucket's metadata snapshot belongs to cluster %s, not to this cluster %s: the brokers write neither metadata nor group offsets over it (strata admin restore adopts it, restore --discard throws it away)", owner, md.Cluster)
+				}
+				if written < since {
+					behind = append(behind, rc.Name)
+				}
+			}
+			if err == nil && len(behind) == 0 {
+				if tiered == 0 {
+					fmt.Println("no broker has tiered storage: no metadata snapshot or group offsets in a bucket; the brokers may stop")
+					return 0
+				}
+				groups := "the committed offsets of the consumer groups"
+				if lg, lerr := adm.ListGroups(ctx); lerr == nil {
+					groups = fmt.Sprintf("the committed offsets of %d consumer groups", len(lg))
+				}
+				fmt.Printf("group offsets: %s and the cluster's metadata are in the bucket's snapshot (as of %s; __consumer_offsets is not tiered, its offsets come back from the snapshot); the brokers may stop\n",
+					groups, time.UnixMilli(since).UTC().Format(time.RFC3339))
+				return 0
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "  %v (retrying)\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "  waiting for brokers %s to write the group offsets and metadata snapshot to the bucket\n", strings.Join(behind, ","))
+		}
+		select {
+		case <-ctx.Done():
+			return fail("cluster drain: the group offsets and metadata snapshot of brokers %s not in the bucket within %v (see their logs)", strings.Join(behind, ","), timeout)
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
@@ -199,14 +270,25 @@ func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, tota
 }
 
 const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT --tier URL [--s3-endpoint URL] [--s3-region R]
+       strata admin [--bootstrap HOST:PORT] restore --discard --tier URL [--s3-endpoint URL] [--s3-region R]
 
 Brings a cluster back from its bucket alone: the topics (with their ids,
 partitions and configs), dynamic broker configs and producer id block
 from the metadata snapshot the controller keeps in the bucket are written
-into ZooKeeper (a fresh one: start the brokers, on empty disks, first),
-the brokers take each partition's log end from the bucket, and the
-consumer groups' committed offsets are committed again through
---bootstrap once every partition serves.
+into ZooKeeper (a fresh one: start the brokers, on empty disks, first,
+and take your time: a cluster that finds another cluster's snapshot in
+its bucket writes nothing over it and deletes none of its objects), the
+cluster takes the snapshot's cluster id, the brokers take each
+partition's log end from the bucket, and the consumer groups' committed
+offsets are committed again through --bootstrap once every partition
+serves.
+
+--discard instead throws the bucket's snapshot away and gives the bucket
+to the cluster at --bootstrap: the snapshot's topics, their records in
+the bucket (deleted by the brokers' reconciliation once
+remote.log.reconciliation.grace.ms has passed), their configs, the
+dynamic broker configs and the consumer groups' committed offsets it
+kept are gone for good.
 `
 
 // runRestore runs strata admin restore.
@@ -217,11 +299,12 @@ func runRestore(bootstrap string, args []string) int {
 	s3Endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
 	s3Region := fs.String("s3-region", "", "S3 region for an s3:// tier")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for every partition to serve")
+	discard := fs.Bool("discard", false, "throw the bucket's snapshot away and give the bucket to the cluster at --bootstrap")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, restoreUsage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *zkConnect == "" || *tierURL == "" {
+	if *tierURL == "" || (*zkConnect == "") == !*discard {
 		fs.Usage()
 		return 2
 	}
@@ -235,6 +318,9 @@ func runRestore(bootstrap string, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	if *discard {
+		return discardSnapshot(ctx, bootstrap, store, *tierURL)
+	}
 	snap, err := tierpkg.ReadClusterSnapshot(ctx, store)
 	if errors.Is(err, tierpkg.ErrNotFound) {
 		return fail("restore: %s holds no cluster metadata snapshot", *tierURL)
@@ -242,7 +328,12 @@ func runRestore(bootstrap string, args []string) int {
 	if err != nil {
 		return fail("restore: %v", err)
 	}
-	req := zk.RestoreRequest{NextProducerID: snap.NextProducerID, BrokerConfigs: map[string]map[string]string{}}
+	// Everything is read before anything is written.
+	groups, err := tierpkg.ReadGroupOffsets(ctx, store, snap.ClusterID)
+	if err != nil {
+		return fail("restore: group offsets: %v", err)
+	}
+	req := zk.RestoreRequest{NextProducerID: snap.NextProducerID, BrokerConfigs: map[string]map[string]string{}, ClusterID: snap.ClusterID}
 	for b, cfg := range snap.BrokerConfigs {
 		c := map[string]string{}
 		for k, v := range cfg {
@@ -271,6 +362,9 @@ func runRestore(bootstrap string, args []string) int {
 		fmt.Printf("; replicas moved to registered brokers: %s", strings.Join(res.Remapped, ", "))
 	}
 	fmt.Println(")")
+	if res.PreviousClusterID != "" {
+		fmt.Printf("the cluster takes the snapshot's cluster id %s (was %s): the bucket's metadata (generation %d) is its own again\n", snap.ClusterID, res.PreviousClusterID, snap.Generation)
+	}
 
 	// Topics appear as the controller picks them up: ask for metadata
 	// again soon rather than after franz-go's default 5 s.
@@ -295,10 +389,6 @@ func runRestore(bootstrap string, args []string) int {
 		}
 	}
 	fmt.Printf("every partition serves (%v after the restore began)\n", time.Since(began).Round(time.Millisecond))
-	groups, err := tierpkg.ReadGroupOffsets(ctx, store, snap.ClusterID)
-	if err != nil {
-		return fail("restore: group offsets: %v", err)
-	}
 	adm := kadm.NewClient(cl)
 	n := 0
 	for _, g := range groups {
@@ -309,17 +399,60 @@ func runRestore(bootstrap string, args []string) int {
 					offs.Add(kadm.Offset{Topic: t, Partition: p, At: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
 				}
 			}
-			rs, err := adm.CommitOffsets(ctx, group, offs)
-			if err == nil {
-				err = rs.Error()
-			}
-			if err != nil {
+			if err := commitRestored(ctx, adm, group, offs); err != nil {
 				return fail("restore: commit offsets of group %s: %s", group, errName(err))
 			}
 			n++
 		}
 	}
 	fmt.Printf("committed the offsets of %d consumer groups\n", n)
+	return 0
+}
+
+// commitRestored commits a group's restored offsets, retrying while its
+// coordinator loads.
+func commitRestored(ctx context.Context, adm *kadm.Client, group string, offs kadm.Offsets) error {
+	for {
+		rs, err := adm.CommitOffsets(ctx, group, offs)
+		if err == nil {
+			err = rs.Error()
+		}
+		if err == nil || !kerr.IsRetriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// discardSnapshot runs strata admin restore --discard.
+func discardSnapshot(ctx context.Context, bootstrap string, store tierpkg.ObjectStore, tierURL string) int {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		return fail("restore --discard: %v", err)
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).Metadata(ctx)
+	if err != nil {
+		return fail("restore --discard: the cluster at %s: %v", bootstrap, err)
+	}
+	if md.Cluster == "" {
+		return fail("restore --discard: the cluster at %s has no cluster id", bootstrap)
+	}
+	old, err := tierpkg.DiscardClusterSnapshot(ctx, store, md.Cluster, time.Now())
+	switch {
+	case errors.Is(err, tierpkg.ErrNotFound):
+		return fail("restore --discard: %s holds no cluster metadata snapshot: nothing to discard", tierURL)
+	case errors.Is(err, tierpkg.ErrOwnSnapshot):
+		return fail("restore --discard: the metadata snapshot in %s is this cluster's (%s): nothing to discard", tierURL, md.Cluster)
+	case err != nil:
+		return fail("restore --discard: %v", err)
+	}
+	fmt.Printf("discarded the metadata snapshot of cluster %s (generation %d, written %s, %d topics): its topics and their records in the bucket (deleted by the brokers' reconciliation once remote.log.reconciliation.grace.ms has passed), their configs, the dynamic broker configs and the consumer groups' committed offsets it kept are gone; the bucket's metadata is now cluster %s's\n",
+		old.ClusterID, old.Generation, time.UnixMilli(old.WrittenMs).UTC().Format(time.RFC3339), len(old.Topics), md.Cluster)
 	return 0
 }
 

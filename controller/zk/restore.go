@@ -2,6 +2,7 @@ package zk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,7 +20,9 @@ import (
 // created topics: the config znode, then the topic znode with its topic id
 // and assignment, and a config change notification; the active controller
 // gives the new partitions their first states. Topics keep their ids, so
-// that their segments in the bucket are theirs again.
+// that their segments in the bucket are theirs again; last, the cluster
+// takes the snapshot's cluster id (/cluster/id), so that the bucket's
+// history keeps one owner and the brokers write its snapshots again.
 
 // RestoreTopic is one topic to write back.
 type RestoreTopic struct {
@@ -36,6 +39,9 @@ type RestoreRequest struct {
 	BrokerConfigs map[string]map[string]string
 	// NextProducerID is the first producer id the cluster may hand out.
 	NextProducerID int64
+	// ClusterID is the cluster id the cluster takes (the snapshot's),
+	// written after everything else; "" keeps the cluster's.
+	ClusterID string
 }
 
 // RestoreResult says what Restore did.
@@ -45,6 +51,9 @@ type RestoreResult struct {
 	// Remapped are the topics some of whose replicas named brokers that
 	// are not registered, moved to registered ones.
 	Remapped []string
+	// PreviousClusterID is the cluster id ZooKeeper held before, when
+	// Restore replaced it.
+	PreviousClusterID string
 }
 
 // Restore connects to ZooKeeper (connect as Kafka's zookeeper.connect,
@@ -148,7 +157,47 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 			return res, err
 		}
 	}
+	if req.ClusterID != "" {
+		prev, err := setClusterID(conn, c.p(clusterIDPath), req.ClusterID)
+		if err != nil {
+			return res, err
+		}
+		if prev != req.ClusterID {
+			res.PreviousClusterID = prev
+		}
+	}
 	return res, nil
+}
+
+// setClusterID makes /cluster/id name id, in Kafka's form, and returns
+// the id it named before ("" when it was missing).
+func setClusterID(conn *zk.Conn, path, id string) (string, error) {
+	data, _ := json.Marshal(clusterIDZNode{Version: "1", ID: id})
+	for {
+		cur, st, err := conn.Get(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			if _, err := conn.Create(path, data, 0, zk.WorldACL(zk.PermAll)); errors.Is(err, zk.ErrNodeExists) {
+				continue
+			} else if err != nil {
+				return "", fmt.Errorf("write %s: %w", clusterIDPath, err)
+			}
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", clusterIDPath, err)
+		}
+		var prev clusterIDZNode
+		_ = json.Unmarshal(cur, &prev)
+		if prev.ID == id {
+			return prev.ID, nil
+		}
+		if _, err := conn.Set(path, data, st.Version); errors.Is(err, zk.ErrBadVersion) {
+			continue
+		} else if err != nil {
+			return "", fmt.Errorf("write %s: %w", clusterIDPath, err)
+		}
+		return prev.ID, nil
+	}
 }
 
 // remapReplicas keeps each partition's replicas that are registered and
