@@ -23,7 +23,8 @@ package broker
 // -1 off): every broker deletes the orphaned segments of the tiered
 // partitions it leads (tier.Reconciler.ReconcilePartition), and the
 // controller, from its complete metadata, the objects of topic ids the
-// cluster no longer has (ReconcileDeletedTopics). Nothing younger than
+// cluster deleted: no longer in its metadata, their deletion recorded in
+// the bucket (ReconcileDeletedTopics, tier/deletions.go). Nothing younger than
 // the grace period is deleted: max(remote.log.reconciliation.grace.ms,
 // 10 × remote.log.manager.task.interval.ms).
 //

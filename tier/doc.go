@@ -308,10 +308,12 @@
 // (index.ForgetTopic). Both are idempotent and safe to run on several
 // brokers at once; the broker persists its pending topic deletions in the
 // index (index.MarkTopicDeleted) and retries them every pass until the
-// bucket answers. Objects of a topic deleted while every broker that
-// hosted it was down, or written by a straggling upload after the
-// deletion, are left to the reconciliation of orphaned objects (topic
-// ids the cluster does not know).
+// bucket answers; a broker deletes a topic's objects only once the
+// deletion is recorded in the bucket and the cluster snapshot no longer
+// names the topic (DeletableTopic). Objects of a topic deleted while
+// every broker that hosted it was down, or written by a straggling
+// upload after the deletion, are left to the reconciliation of deleted
+// topics.
 //
 // # Reads
 //
@@ -454,9 +456,12 @@
 //     uploaded it.
 //  2. ReconcileDeletedTopics, run only by the controller, whose metadata
 //     is the cluster's: every segment under a topic id the metadata does
-//     not have, once the newest object under that topic id is older than
-//     the grace period, so that metadata lagging behind a new topic
-//     deletes nothing; the metadata is asked again before deleting.
+//     not have and whose deletion is recorded in the bucket while the
+//     cluster snapshot does not name it (deletions.go), once the newest
+//     object under that topic id is older than the grace period, so that
+//     metadata lagging behind a new topic deletes nothing; the metadata
+//     is asked again before deleting. A topic id that is merely unknown
+//     (another cluster's, a restore under way) keeps its objects.
 //  3. Keys that do not parse in the layout (or have a suffix it does not
 //     write) are never deleted, only counted (ReconcileStats.Unrecognized);
 //     nor are segments whose manifest does not decode (perhaps a newer
