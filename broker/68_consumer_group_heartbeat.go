@@ -4,8 +4,13 @@ package broker
 // group protocol, with server-side assignors "uniform" and "range"; v1
 // adds SubscribedTopicRegex and client-generated member ids, KIP-1082).
 //
-// The request is validated before any group is touched; a join (epoch 0)
-// creates the group, anything else needs it. The coordinator runs the
+// The request's fields are validated before any group is touched, by
+// Kafka's rules (group.ValidateConsumerGroupHeartbeat: a join needs a
+// rebalance timeout, an empty non-null TopicPartitions and non-null
+// topic names or regex, either of which may be empty, as librdkafka 2.16
+// sends them); a regex that does not compile is refused once the member
+// is found, as Kafka's coordinator does. A join (epoch 0) creates the
+// group, anything else needs it. The coordinator runs the
 // heartbeat under the group's partition lock and answers only once the
 // records it produced are durable in __consumer_offsets; if they cannot be
 // written the member gets the coordinator error and retries.

@@ -178,10 +178,8 @@ func (g *ConsumerGroup) IsSubscribedTo(topic string) bool {
 				return true
 			}
 		}
-		if m.SubscribedTopicRegex != nil {
-			if re, err := compileTopicRegex(*m.SubscribedTopicRegex); err == nil && re.MatchString(topic) {
-				return true
-			}
+		if re := memberRegex(m); re != nil && re.MatchString(topic) {
+			return true
 		}
 	}
 	return false

@@ -407,40 +407,140 @@ func TestConsumerGroupMaxSize(t *testing.T) {
 	h.ok(joinReq("m1", "a")) // a known member may rejoin
 }
 
+// TestConsumerHeartbeatValidation has one case per rule of Kafka's
+// validation of a ConsumerGroupHeartbeat (GroupCoordinatorService.
+// throwIfConsumerGroupHeartbeatRequestIsInvalid in Kafka 4.4), each with a
+// request that breaks it and, where Kafka draws the line, one that does
+// not; the message is Kafka's.
 func TestConsumerHeartbeatValidation(t *testing.T) {
 	cfg := DefaultConsumerGroupConfig()
-	mod := func(f func(r *kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatRequest {
+	type req = kmsg.ConsumerGroupHeartbeatRequest
+	join := func(f func(r *req)) *req {
 		r := joinReq("m", "a")
 		f(r)
 		return r
 	}
-	for i, tc := range []struct {
-		req  *kmsg.ConsumerGroupHeartbeatRequest
+	beat := func(epoch int32, f func(r *req)) *req {
+		r := hbReq("m", epoch, nil)
+		f(r)
+		return r
+	}
+	none := func(*req) {}
+	const invalid, ok = "invalid", ""
+	for _, tc := range []struct {
+		name string
+		req  *req
 		code int16
+		msg  string
 	}{
-		{joinReq("m", "a"), 0},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "" }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = ""; r.Version = 0 }), 0},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = nil }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		{"a join as the Java client sends it", join(none), 0, ok},
+		// librdkafka 2.16 (issue 23): names and an empty, non-null regex.
+		{"a join with topic names and an empty regex", join(func(r *req) { r.SubscribedTopicRegex = kmsg.StringPtr("") }), 0, ok},
+
+		// MemberId: not blank from v1 on, and at any version above epoch 0 or at -1.
+		{"v1 join without a member id", join(func(r *req) { r.MemberID = "" }), kerr.InvalidRequest.Code, "MemberId can't be empty."},
+		{"v1 join with a blank member id", join(func(r *req) { r.MemberID = " \t" }), kerr.InvalidRequest.Code, "MemberId can't be empty."},
+		{"v0 join without a member id (the broker makes one)", join(func(r *req) { r.MemberID = ""; r.Version = 0 }), 0, ok},
+		{"v0 heartbeat without a member id", beat(3, func(r *req) { r.MemberID = ""; r.Version = 0 }), kerr.InvalidRequest.Code, "MemberId can't be empty."},
+		{"v0 leave without a member id", beat(EpochLeave, func(r *req) { r.MemberID = ""; r.Version = 0 }), kerr.InvalidRequest.Code, "MemberId can't be empty."},
+		{"v0 static leave without a member id (fenced later, not refused here)", beat(EpochStaticLeave, func(r *req) {
+			r.MemberID = ""
+			r.Version = 0
+			r.InstanceID = kmsg.StringPtr("i")
+		}), 0, ok},
+
+		// GroupId: not blank.
+		{"an empty group id", join(func(r *req) { r.Group = "" }), kerr.InvalidRequest.Code, "GroupId can't be empty."},
+		{"a blank group id", join(func(r *req) { r.Group = "  " }), kerr.InvalidRequest.Code, "GroupId can't be empty."},
+		{"a group id with spaces around it", join(func(r *req) { r.Group = " g " }), 0, ok},
+
+		// InstanceId and RackId: null, or not blank.
+		{"an empty instance id", join(func(r *req) { r.InstanceID = kmsg.StringPtr("") }), kerr.InvalidRequest.Code, "InstanceId can't be empty."},
+		{"a blank instance id", beat(2, func(r *req) { r.InstanceID = kmsg.StringPtr("\n") }), kerr.InvalidRequest.Code, "InstanceId can't be empty."},
+		{"an empty rack id", join(func(r *req) { r.RackID = kmsg.StringPtr("") }), kerr.InvalidRequest.Code, "RackId can't be empty."},
+		{"a blank rack id", join(func(r *req) { r.RackID = kmsg.StringPtr(" ") }), kerr.InvalidRequest.Code, "RackId can't be empty."},
+		{"a rack id", join(func(r *req) { r.RackID = kmsg.StringPtr("r1") }), 0, ok},
+
+		// A join: a rebalance timeout, an empty non-null TopicPartitions, names or a regex.
+		{"a join without a rebalance timeout", join(func(r *req) { r.RebalanceTimeoutMillis = -1 }), kerr.InvalidRequest.Code, "RebalanceTimeoutMs must be provided in first request."},
+		{"a join with a rebalance timeout below -1", join(func(r *req) { r.RebalanceTimeoutMillis = -5 }), 0, ok},
+		{"a join with a null TopicPartitions", join(func(r *req) { r.Topics = nil }), kerr.InvalidRequest.Code, "TopicPartitions must be empty when (re-)joining."},
+		{"a join that owns partitions", join(func(r *req) {
 			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{Partitions: []int32{0}}}
-		}), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("") }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RackID = kmsg.StringPtr("") }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -2 }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = kmsg.StringPtr("(") }), kerr.InvalidRegularExpression.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = kmsg.StringPtr("") }), kerr.InvalidRequest.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = kmsg.StringPtr("sticky") }), kerr.UnsupportedAssignor.Code},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = kmsg.StringPtr("range") }), 0},
-		{mod(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -5 }), kerr.InvalidRequest.Code},
+		}), kerr.InvalidRequest.Code, "TopicPartitions must be empty when (re-)joining."},
+		{"a join with neither names nor a regex", join(func(r *req) { r.SubscribedTopicNames = nil }), kerr.InvalidRequest.Code,
+			"Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."},
+		{"a join with empty names", join(func(r *req) { r.SubscribedTopicNames = []string{} }), 0, ok},
+		{"a join with an empty regex alone", join(func(r *req) { r.SubscribedTopicNames = nil; r.SubscribedTopicRegex = kmsg.StringPtr("") }), 0, ok},
+		// A regex that does not compile is Heartbeat's to refuse
+		// (TestConsumerHeartbeatInvalidRegex), as Kafka's coordinator does.
+		{"a join with a regex that does not compile", join(func(r *req) { r.SubscribedTopicRegex = kmsg.StringPtr("(") }), 0, ok},
+
+		// Other epochs: a heartbeat needs nothing of the above.
+		{"a heartbeat with nulls", beat(4, none), 0, ok},
+		{"a leave", beat(EpochLeave, none), 0, ok},
+		{"a static leave without an instance id", beat(EpochStaticLeave, none), kerr.InvalidRequest.Code, "InstanceId can't be null."},
+		{"a static leave", beat(EpochStaticLeave, func(r *req) { r.InstanceID = kmsg.StringPtr("i") }), 0, ok},
+		{"epoch -3", beat(-3, none), kerr.InvalidRequest.Code, "MemberEpoch is invalid."},
+
+		// ServerAssignor: null, or one the broker runs.
+		{"an unknown assignor", join(func(r *req) { r.ServerAssignor = kmsg.StringPtr("sticky") }), kerr.UnsupportedAssignor.Code,
+			"ServerAssignor sticky is not supported. Supported assignors: uniform, range."},
+		{"the range assignor", join(func(r *req) { r.ServerAssignor = kmsg.StringPtr("range") }), 0, ok},
+		{"an unknown assignor on a heartbeat", beat(2, func(r *req) { r.ServerAssignor = kmsg.StringPtr("x") }), kerr.UnsupportedAssignor.Code,
+			"ServerAssignor x is not supported. Supported assignors: uniform, range."},
 	} {
-		if code, msg := ValidateConsumerGroupHeartbeat(tc.req, cfg); code != tc.code {
-			t.Errorf("case %d: code %d (%s) want %d", i, code, msg, tc.code)
+		code, msg := ValidateConsumerGroupHeartbeat(tc.req, cfg)
+		if code != tc.code || msg != tc.msg {
+			t.Errorf("%s: got %d %q, want %d %q", tc.name, code, msg, tc.code, tc.msg)
 		}
+	}
+}
+
+// TestConsumerHeartbeatInvalidRegex: a regex that does not compile is
+// INVALID_REGULAR_EXPRESSION once the member is known, and the group is
+// unchanged; an empty regex subscribes to nothing.
+func TestConsumerHeartbeatInvalidRegex(t *testing.T) {
+	h := newHarness(t, ConsumerGroupConfig{}, map[string]int32{"a": 2})
+	bad := joinReq("m1")
+	bad.SubscribedTopicRegex = kmsg.StringPtr("(")
+	r := h.hb(bad)
+	if r.ErrorCode != kerr.InvalidRegularExpression.Code || r.ErrorMessage == nil ||
+		*r.ErrorMessage != "SubscribedTopicRegex `(` is not a valid regular expression: missing closing )." {
+		t.Fatalf("got %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if len(h.g.MemberIDs()) != 0 || len(h.recs) != 0 {
+		t.Fatalf("a refused join left members %v, records %d", h.g.MemberIDs(), len(h.recs))
+	}
+	// A fenced epoch is found before the regex, as in Kafka.
+	r = h.ok(joinReq("m1", "a"))
+	stale := hbReq("m1", r.MemberEpoch+5, nil)
+	stale.SubscribedTopicRegex = kmsg.StringPtr("(")
+	if code := h.hb(stale).ErrorCode; code != kerr.FencedMemberEpoch.Code {
+		t.Fatalf("stale epoch with a bad regex: %v", kerr.ErrorForCode(code))
+	}
+	// An empty regex beside names subscribes to the names alone.
+	j := joinReq("m2", "a")
+	j.SubscribedTopicRegex = kmsg.StringPtr("")
+	h.ok(j)
+	if h.g.IsSubscribedTo("b") || !h.g.IsSubscribedTo("a") {
+		t.Fatal("IsSubscribedTo with an empty regex")
+	}
+}
+
+// TestConsumerJoinAsLibrdkafka216 pins issue 23: librdkafka 2.16's KIP-848
+// consumer joins with v1, a member id of its own, epoch 0, its topic
+// names, an empty (not null) SubscribedTopicRegex and an empty
+// TopicPartitions. Strata refused the empty regex with INVALID_REQUEST,
+// which librdkafka treats as fatal; Kafka 4.4 accepts it.
+func TestConsumerJoinAsLibrdkafka216(t *testing.T) {
+	h := newHarness(t, ConsumerGroupConfig{}, map[string]int32{"t": 3})
+	req := joinReq("LQgCXkX0TSqSYGXJLhusHw", "t")
+	req.RebalanceTimeoutMillis = 300000
+	req.SubscribedTopicRegex = kmsg.StringPtr("")
+	r := h.ok(req)
+	if r.MemberEpoch != 1 || respTP(r).Len() != 3 {
+		t.Fatalf("join: epoch %d, assignment %v", r.MemberEpoch, respTP(r))
 	}
 }
 

@@ -7,8 +7,11 @@ package group
 // the target assignment, and reconcile the member one step.
 
 import (
+	"errors"
 	"fmt"
+	"regexp/syntax"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,22 +29,42 @@ type HeartbeatContext struct {
 }
 
 // ValidateConsumerGroupHeartbeat checks the request's fields as Kafka
-// does before touching any group; a non-zero code is INVALID_REQUEST,
-// UNSUPPORTED_ASSIGNOR or INVALID_REGULAR_EXPRESSION with a message.
+// does before touching any group (GroupCoordinatorService in Kafka 4.4;
+// GroupMetadataManager before it); a non-zero code is INVALID_REQUEST or
+// UNSUPPORTED_ASSIGNOR, with Kafka's message. The rules, in Kafka's order:
+//
+//   - MemberId must not be blank from v1 on (the client makes it up), and
+//     at any version when the epoch is above 0 or -1 (leave);
+//   - GroupId must not be blank; InstanceId and RackId, when not null,
+//     must not be blank ("blank" is Java's trim().isEmpty(): every byte a
+//     space or a control character);
+//   - a join (epoch 0) needs a RebalanceTimeoutMs other than -1, an empty
+//     and non-null TopicPartitions, and SubscribedTopicNames or
+//     SubscribedTopicRegex non-null (either may be empty: a member
+//     subscribed to nothing is still a member; an empty regex subscribes
+//     to nothing);
+//   - a static member's leave (epoch -2) needs an InstanceId; an epoch
+//     below -2 is invalid;
+//   - a ServerAssignor, when set, must be one the broker runs.
+//
+// Nothing else is refused here: a RebalanceTimeoutMs below -1 or an empty
+// SubscribedTopicRegex passes, as on Kafka, and a regex that does not
+// compile is refused by Heartbeat (INVALID_REGULAR_EXPRESSION) once the
+// member is known, where Kafka checks it.
 func ValidateConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, cfg ConsumerGroupConfig) (int16, string) {
 	cfg = cfg.withDefaults()
 	invalid := func(msg string) (int16, string) { return kerr.InvalidRequest.Code, msg }
-	if req.Group == "" {
+	if (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == EpochLeave) && blank(req.MemberID) {
+		return invalid("MemberId can't be empty.")
+	}
+	if blank(req.Group) {
 		return invalid("GroupId can't be empty.")
 	}
-	if req.InstanceID != nil && *req.InstanceID == "" {
+	if req.InstanceID != nil && blank(*req.InstanceID) {
 		return invalid("InstanceId can't be empty.")
 	}
-	if req.RackID != nil && *req.RackID == "" {
+	if req.RackID != nil && blank(*req.RackID) {
 		return invalid("RackId can't be empty.")
-	}
-	if req.Version >= 1 && req.MemberID == "" {
-		return invalid("MemberId can't be empty.")
 	}
 	switch {
 	case req.MemberEpoch == EpochJoin:
@@ -52,35 +75,49 @@ func ValidateConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, cfg
 			return invalid("TopicPartitions must be empty when (re-)joining.")
 		}
 		if req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil {
-			return invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-		}
-	case req.MemberEpoch > 0 || req.MemberEpoch == EpochLeave:
-		if req.MemberID == "" {
-			return invalid("MemberId can't be empty.")
+			return invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 		}
 	case req.MemberEpoch == EpochStaticLeave:
-		if req.MemberID == "" {
-			return invalid("MemberId can't be empty.")
-		}
 		if req.InstanceID == nil {
 			return invalid("InstanceId can't be null.")
 		}
-	default:
-		return invalid(fmt.Sprintf("MemberEpoch is invalid: %d.", req.MemberEpoch))
-	}
-	if req.RebalanceTimeoutMillis < -1 {
-		return invalid("RebalanceTimeoutMs must be -1 or positive.")
-	}
-	if req.SubscribedTopicRegex != nil {
-		if *req.SubscribedTopicRegex == "" {
-			return invalid("SubscribedTopicRegex must not be empty.")
-		}
-		if _, err := compileTopicRegex(*req.SubscribedTopicRegex); err != nil {
-			return kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex %q is invalid: %v", *req.SubscribedTopicRegex, err)
-		}
+	case req.MemberEpoch < EpochStaticLeave:
+		return invalid("MemberEpoch is invalid.")
 	}
 	if req.ServerAssignor != nil && !cfg.supportsAssignor(*req.ServerAssignor) {
-		return kerr.UnsupportedAssignor.Code, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: %v.", *req.ServerAssignor, cfg.Assignors)
+		return kerr.UnsupportedAssignor.Code, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: %s.",
+			*req.ServerAssignor, strings.Join(cfg.Assignors, ", "))
+	}
+	return 0, ""
+}
+
+// blank is Kafka's test for an empty string field: String.trim() strips
+// every character up to U+0020, so a value of spaces and control
+// characters alone is empty too.
+func blank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] > ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRegex refuses a SubscribedTopicRegex that does not compile, as
+// Kafka does when a member's regex changes to a non-empty one
+// (INVALID_REGULAR_EXPRESSION); an empty regex subscribes to nothing.
+func checkRegex(m *ConsumerMember, req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
+	re := req.SubscribedTopicRegex
+	if re == nil || *re == "" || (m != nil && m.SubscribedTopicRegex != nil && *m.SubscribedTopicRegex == *re) {
+		return 0, ""
+	}
+	if _, err := compileTopicRegex(*re); err != nil {
+		why := err.Error()
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			why = string(se.Code) // "missing closing )", as RE2/J describes it
+		}
+		return kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %s.", *re, why)
 	}
 	return 0, ""
 }
@@ -142,6 +179,9 @@ func (g *ConsumerGroup) Heartbeat(hc HeartbeatContext, req *kmsg.ConsumerGroupHe
 		memberID = hc.NewMemberID()
 	}
 	m, isNew, replaced, code, msg := g.resolveMember(req, memberID, owned)
+	if code == 0 {
+		code, msg = checkRegex(m, req)
+	}
 	if code != 0 {
 		return errResp(resp, code, msg), nil
 	}

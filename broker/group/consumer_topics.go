@@ -60,6 +60,20 @@ func compileTopicRegex(expr string) (*regexp.Regexp, error) {
 	return regexp.Compile("^(?:" + expr + ")$")
 }
 
+// memberRegex is the member's compiled subscription regex, nil when it has
+// none. An empty regex is none, as in Kafka: librdkafka's KIP-848 consumer
+// sends "" with its topic names.
+func memberRegex(m *ConsumerMember) *regexp.Regexp {
+	if m.SubscribedTopicRegex == nil || *m.SubscribedTopicRegex == "" {
+		return nil
+	}
+	re, err := compileTopicRegex(*m.SubscribedTopicRegex)
+	if err != nil {
+		return nil
+	}
+	return re
+}
+
 // memberTopics resolves the topics a member subscribes to that exist.
 func memberTopics(m *ConsumerMember, topics TopicLookup) []TopicInfo {
 	seen := map[string]bool{}
@@ -70,13 +84,11 @@ func memberTopics(m *ConsumerMember, topics TopicLookup) []TopicInfo {
 			out = append(out, t)
 		}
 	}
-	if m.SubscribedTopicRegex != nil {
-		if re, err := compileTopicRegex(*m.SubscribedTopicRegex); err == nil {
-			for _, t := range topics.Topics() {
-				if !t.Internal && !seen[t.Name] && re.MatchString(t.Name) {
-					seen[t.Name] = true
-					out = append(out, t)
-				}
+	if re := memberRegex(m); re != nil {
+		for _, t := range topics.Topics() {
+			if !t.Internal && !seen[t.Name] && re.MatchString(t.Name) {
+				seen[t.Name] = true
+				out = append(out, t)
 			}
 		}
 	}
