@@ -442,12 +442,23 @@ func snapshotGroups(offs map[string]map[group.TopicPartition]group.OffsetEntry) 
 func (s *Server) bucketOffsets(ctx context.Context, idx, nparts int32, clusterID string) (map[string]map[group.TopicPartition]group.OffsetEntry, error) {
 	var snaps []tier.GroupOffsetsSnapshot
 	g, err := tier.ReadGroupOffsetsPartition(ctx, s.tier.store, idx)
+	if errors.Is(err, tier.ErrNotFound) {
+		// None of its own: only with another partition count may the
+		// partition's groups be in the others.
+		n, found, cerr := tier.GroupOffsetsPartitionCount(ctx, s.tier.store)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if !found || n == 0 || n == nparts {
+			return nil, nil
+		}
+	}
 	switch {
 	case err == nil && (g.Partitions == 0 || g.Partitions == nparts):
 		snaps = append(snaps, g)
 	case err == nil || errors.Is(err, tier.ErrNotFound):
-		// Written with another partition count (or not at all): the
-		// partition's groups may be in any object.
+		// Written with another partition count: the partition's groups
+		// may be in any object.
 		if snaps, err = tier.ReadGroupOffsets(ctx, s.tier.store, clusterID); err != nil {
 			return nil, err
 		}

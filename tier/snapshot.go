@@ -305,6 +305,28 @@ func ReadGroupOffsets(ctx context.Context, store ObjectStore, clusterID string) 
 	return out, nil
 }
 
+// GroupOffsetsPartitionCount returns the __consumer_offsets partition
+// count one of the bucket's group offsets objects was written with (0
+// when it does not say), and false when the bucket has none.
+func GroupOffsetsPartitionCount(ctx context.Context, store ObjectStore) (int32, bool, error) {
+	for info, err := range store.List(ctx, groupSnapshotPrefix) {
+		if err != nil {
+			return 0, false, err
+		}
+		if !strings.HasSuffix(info.Key, ".json") {
+			continue
+		}
+		var g GroupOffsetsSnapshot
+		if _, err := getJSON(ctx, store, info.Key, &g); errors.Is(err, ErrNotFound) {
+			continue // replaced meanwhile
+		} else if err != nil {
+			return 0, false, err
+		}
+		return g.Partitions, true, nil
+	}
+	return 0, false, nil
+}
+
 type groupObject struct {
 	key  string
 	snap GroupOffsetsSnapshot
