@@ -51,7 +51,7 @@
 // directories too), so that a crash leaves the old object or the new one.
 // Temporary files of dead processes are removed at open; directories
 // left empty by Delete are removed. Its PutIf checks the condition and
-// renames under a lock (a mutex and a flock on <dir>/.cond.lock) that
+// renames under a lock (a mutex and a flock on <dir>/.tmp/cond.lock) that
 // Delete takes too; an ETag is the file's inode, size and modification
 // time.
 //

@@ -33,9 +33,12 @@ type FileStore struct {
 	condMu sync.Mutex // with a flock on .cond.lock: see PutIf
 }
 
-// tmpDir holds files being written; keys never start with '.', so it is
-// never listed.
-const tmpDir = ".tmp"
+// tmpDir holds files being written, and the condition lock (PutIf); keys
+// never start with '.', so it is never listed.
+const (
+	tmpDir       = ".tmp"
+	condLockName = "cond.lock"
+)
 
 // OpenFileStore opens (creating if needed) a store rooted at dir, an
 // absolute path, and removes temporary files that a crashed process left.
@@ -61,6 +64,9 @@ func (s *FileStore) Dir() string { return s.root }
 func (s *FileStore) removeStaleTemp() {
 	ents, _ := os.ReadDir(s.tmp)
 	for _, e := range ents {
+		if e.Name() == condLockName {
+			continue
+		}
 		pidStr, _, _ := strings.Cut(e.Name(), "-")
 		pid, err := strconv.Atoi(pidStr)
 		alive := err == nil && (pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH))
@@ -78,8 +84,8 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 }
 
 // PutIf checks the condition and renames the new object into place under
-// the store's condition lock (a mutex, and a flock on the root's
-// .cond.lock for other processes on the directory), which Delete takes
+// the store's condition lock (a mutex, and a flock on .tmp/cond.lock for
+// other processes on the directory), which Delete takes
 // too. An object's ETag is its file's inode, size and modification time:
 // a rename brings a new inode, so a replaced object never keeps its tag.
 func (s *FileStore) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error) {
@@ -128,7 +134,7 @@ func statETag(st fs.FileInfo) string {
 // condLock takes the condition lock (see PutIf) and returns its release.
 func (s *FileStore) condLock() (func(), error) {
 	s.condMu.Lock()
-	f, err := os.OpenFile(filepath.Join(s.root, ".cond.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(s.tmp, condLockName), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		s.condMu.Unlock()
 		return nil, err
