@@ -31,7 +31,7 @@ cluster-down:
 	./deploy/local/cluster.sh down
 
 test-deps:
-	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper minio kafka
+	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper minio kafka compat-confluent-kafka
 
 vet:
 	$(GO) vet ./...
@@ -40,11 +40,12 @@ test: test-deps vet
 	$(GO) test -count=1 -timeout $(TESTTIME) ./...
 
 # The client matrix (compat/): Kafka's Java client and tools, franz-go,
-# sarama, kafka-go, kcat, python3-confluent-kafka and kafkajs against a
+# sarama, kafka-go, kcat, python3-confluent-kafka (Debian's librdkafka),
+# confluent-kafka from PyPI (its own librdkafka) and kafkajs against a
 # real broker; rewrites docs/compatibility.md. `make test` runs the same
 # suite and only checks that file.
 compat:
-	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper compat-java compat-kafkajs
+	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper compat-java compat-kafkajs compat-confluent-kafka
 	STRATA_COMPAT_WRITE=1 $(GO) test -count=1 -timeout 10m -run '^TestCompat$$' -v ./compat/
 
 # The long reliability campaigns of tiered storage (issues 15 and 22),

@@ -118,7 +118,7 @@ func TestCompat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	javaDir, kafkajsDir := installDeps(t, root)
+	dirs := installDeps(t, root)
 
 	b := testenv.StartBroker(t, testenv.BrokerOptions{Sets: []string{"group.initial.rebalance.delay.ms=0"}})
 	e := &env{addr: b.Addr(), root: root, rec: &recorder{m: Matrix{Versions: map[string]string{}, Outcomes: map[cell]Outcome{}}}}
@@ -129,13 +129,16 @@ func TestCompat(t *testing.T) {
 		name string
 		run  func(t *testing.T, e *env)
 	}{
-		{"java", func(t *testing.T, e *env) { runJava(t, e, javaDir) }},
+		{"java", func(t *testing.T, e *env) { runJava(t, e, dirs.java) }},
 		{"franz-go", runFranz},
 		{"sarama", runSarama},
 		{"kafka-go", runKafkaGo},
 		{"kcat", runKcat},
-		{"confluent-kafka-python", runPython},
-		{"kafkajs", func(t *testing.T, e *env) { runKafkajs(t, e, kafkajsDir) }},
+		{"confluent-kafka-python", func(t *testing.T, e *env) { runPython(t, e, "confluent-kafka-python", debianPython) }},
+		{"confluent-kafka-pypi", func(t *testing.T, e *env) {
+			runPython(t, e, "confluent-kafka-pypi", filepath.Join(dirs.confluentKafka, "bin", "python"))
+		}},
+		{"kafkajs", func(t *testing.T, e *env) { runKafkajs(t, e, dirs.kafkajs) }},
 	}
 	t.Run("clients", func(t *testing.T) {
 		for _, d := range drivers {
@@ -184,17 +187,25 @@ func firstDiff(a, b string) string {
 	return ""
 }
 
-// installDeps builds the Java program and installs kafkajs through
+// depDirs are where deploy/install-deps.sh put the clients the suite
+// installs itself.
+type depDirs struct {
+	java, kafkajs, confluentKafka string
+}
+
+// installDeps builds the Java program, installs kafkajs and makes the
+// virtual environment with PyPI's confluent-kafka through
 // deploy/install-deps.sh (a no-op once they are in the cache) and returns
 // their directories. Debian's kcat and python3-confluent-kafka come from
 // `make test-deps`; a missing one fails its driver.
-func installDeps(t *testing.T, root string) (javaDir, kafkajsDir string) {
+func installDeps(t *testing.T, root string) depDirs {
 	t.Helper()
 	script := filepath.Join(root, "deploy", "install-deps.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, script, "compat-java", "compat-kafkajs").CombinedOutput(); err != nil {
-		t.Fatalf("deploy/install-deps.sh compat-java compat-kafkajs (needs java, mvn, node, npm): %v\n%s", err, out)
+	names := []string{"compat-java", "compat-kafkajs", "compat-confluent-kafka"}
+	if out, err := exec.CommandContext(ctx, script, names...).CombinedOutput(); err != nil {
+		t.Fatalf("deploy/install-deps.sh %s (needs java, mvn, node, npm, Debian's python3 with venv): %v\n%s", strings.Join(names, " "), err, out)
 	}
 	path := func(name string) string {
 		out, err := exec.Command(script, "--path", name).Output()
@@ -203,7 +214,7 @@ func installDeps(t *testing.T, root string) (javaDir, kafkajsDir string) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	return path("compat-java"), path("compat-kafkajs")
+	return depDirs{java: path("compat-java"), kafkajs: path("compat-kafkajs"), confluentKafka: path("compat-confluent-kafka")}
 }
 
 // leaderTopics are the cluster topics whose leader moves once, one per
@@ -480,11 +491,15 @@ func runJava(t *testing.T, e *env, dir string) {
 	runProcess(t, e, 4*time.Minute, cmd)
 }
 
-// runPython runs the librdkafka checks of python3-confluent-kafka with
-// Debian's python.
-func runPython(t *testing.T, e *env) {
-	cmd := exec.Command("/usr/bin/python3", filepath.Join(e.root, "compat", "scripts", "rdkafka.py"),
-		e.addr, strings.Join(e.seeds, ","), fmt.Sprint(newLeader))
+// debianPython is Debian's python, with Debian's python3-confluent-kafka.
+const debianPython = "/usr/bin/python3"
+
+// runPython runs the librdkafka checks (scripts/rdkafka.py) as client
+// with python: Debian's, or the virtual environment's with PyPI's
+// confluent-kafka.
+func runPython(t *testing.T, e *env, client, python string) {
+	cmd := exec.Command(python, filepath.Join(e.root, "compat", "scripts", "rdkafka.py"),
+		client, e.addr, strings.Join(e.seeds, ","), fmt.Sprint(newLeader))
 	runProcess(t, e, 3*time.Minute, cmd)
 }
 

@@ -49,6 +49,9 @@ func TestDeclarationsName(t *testing.T) {
 				t.Errorf("%s: NA names feature %q", c.Key, f)
 			}
 		}
+		if !c.Tool && c.From == "" {
+			t.Errorf("%s: no From (where its version comes from)", c.Key)
+		}
 		if _, na := c.NA["transactions"]; !na && !c.Tool && c.TxnError == "" {
 			t.Errorf("%s: runs the transactions check but has no TxnError", c.Key)
 		}

@@ -1,8 +1,18 @@
 // Package compat is the client matrix: a suite that drives a real Strata
 // broker with the clients people use against Kafka (Apache Kafka's Java
 // client and command-line tools, franz-go, IBM/sarama, segmentio/kafka-go,
-// librdkafka through kcat and python3-confluent-kafka, and kafkajs) and
-// records, for each client and feature, whether it works.
+// librdkafka through kcat and Debian's python3-confluent-kafka and through
+// PyPI's confluent-kafka with the librdkafka its wheel bundles, and
+// kafkajs) and records, for each client and feature, whether it works.
+//
+// Where each client comes from: the Go clients are modules of go.mod;
+// deploy/install-deps.sh puts the others outside the work tree, Kafka's
+// Java client from Maven Central (java/pom.xml), kafkajs from npm
+// (node/package.json) and confluent-kafka from PyPI in a virtual
+// environment (python/requirements.txt), each pinned to an exact
+// version; kcat and python3-confluent-kafka are Debian's packages
+// (`make test-deps`). scripts/rdkafka.py runs for both librdkafka
+// columns, with Debian's python and with the virtual environment's.
 //
 // The test (compat_test.go) starts one broker for most checks and a
 // two-broker cluster on ZooKeeper for the leader-change check, runs every

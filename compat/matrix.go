@@ -38,6 +38,9 @@ type Client struct {
 	Title string
 	Tool  bool   // a Kafka command-line tool: one feature, toolFeature
 	Run   string // for a tool: what the check runs
+	// From says where the version that runs comes from, and where it is
+	// pinned.
+	From string
 	// NA lists the features the client lacks, with why; they are not run.
 	NA map[string]string
 	// TxnError is a part of the error the client reports at once when a
@@ -47,36 +50,40 @@ type Client struct {
 
 const (
 	noKIP848     = "the client has no KIP-848 consumer"
-	librdkafkaV2 = "Debian's librdkafka 2.0.2 predates its KIP-848 consumer (2.10)"
+	librdkafkaV2 = "Debian's librdkafka 2.0.2 predates its KIP-848 consumer (2.10); the PyPI column runs it"
+	goModule     = "Go module proxy, pinned in go.mod"
 )
 
 // clients are the columns, in the order of the document, and the tools.
 var clients = []Client{
-	{Key: "java", Title: "Java kafka-clients",
+	{Key: "java", Title: "Java kafka-clients", From: "Maven Central, pinned in compat/java/pom.xml",
 		TxnError: "TransactionalIdAuthorizationException"},
-	{Key: "franz-go", Title: "franz-go",
+	{Key: "franz-go", Title: "franz-go", From: goModule,
 		TxnError: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"},
-	{Key: "sarama", Title: "IBM/sarama",
+	{Key: "sarama", Title: "IBM/sarama", From: goModule,
 		NA:       map[string]string{"group-kip848": noKIP848},
 		TxnError: "Transactional ID authorization failed"},
-	{Key: "kafka-go", Title: "segmentio/kafka-go",
+	{Key: "kafka-go", Title: "segmentio/kafka-go", From: goModule,
 		NA: map[string]string{
 			"produce-idempotent": "kafka-go's Writer has no idempotent mode",
 			"group-cooperative":  "kafka-go has no cooperative rebalance protocol (only eager Range and RoundRobin)",
 			"group-kip848":       noKIP848,
 			"transactions":       "kafka-go has no transactional producer",
 		}},
-	{Key: "kcat", Title: "kcat (librdkafka)",
+	{Key: "kcat", Title: "kcat (librdkafka)", From: "Debian's package kcat",
 		NA: map[string]string{
 			"group-kip848": librdkafkaV2,
 			"offsets":      "kcat has no command that commits or fetches offsets on demand; see python3-confluent-kafka, the same librdkafka",
 			"admin":        "kcat has no admin commands (only -L, metadata, used by the leader-change check)",
 		},
 		TxnError: "transactions are not supported by Strata yet"},
-	{Key: "confluent-kafka-python", Title: "python3-confluent-kafka (librdkafka)",
+	{Key: "confluent-kafka-python", Title: "python3-confluent-kafka (librdkafka)", From: "Debian's package python3-confluent-kafka",
 		NA:       map[string]string{"group-kip848": librdkafkaV2},
 		TxnError: "transactions are not supported by Strata yet"},
-	{Key: "kafkajs", Title: "kafkajs",
+	{Key: "confluent-kafka-pypi", Title: "confluent-kafka from PyPI (librdkafka)",
+		From:     "PyPI, pinned in compat/python/requirements.txt; its wheel bundles librdkafka",
+		TxnError: "transactions are not supported by Strata yet"},
+	{Key: "kafkajs", Title: "kafkajs", From: "npm, pinned in compat/node/package.json",
 		NA: map[string]string{
 			"consume-partition": "kafkajs consumes only in groups (no assign)",
 			"group-cooperative": "kafkajs has no cooperative rebalance protocol",
@@ -105,6 +112,15 @@ type cell struct{ client, feature string }
 var expectedFailures = map[cell]string{
 	// None today. An entry reads:
 	// {"client", "feature"}: "what fails, the request and version, what the broker answers and what Kafka would",
+}
+
+// differences are what a client found where Strata answered otherwise
+// than Kafka, kept in the document once fixed, so that the next reader
+// knows what the matrix has caught: the client, what it sent, what Strata
+// did, what Kafka does. A difference not fixed is an expectedFailures
+// entry instead.
+var differences = []string{
+	"confluent-kafka 2.16.1 (librdkafka 2.16.0), KIP-848 consumer (issue 23): its first ConsumerGroupHeartbeat (v1, its own member id, epoch 0) carries its topic names, an empty SubscribedTopicRegex (\"\", not null) and an empty TopicPartitions. Strata refused the empty regex with INVALID_REQUEST, which librdkafka treats as fatal; Kafka 4.4 accepts it and an empty regex subscribes to nothing. Fixed: the validation is Kafka 4.4's, rule by rule (broker/group/consumer_heartbeat.go). A null TopicPartitions on a join is refused by both.",
 }
 
 // Status is the outcome of one check.
@@ -221,10 +237,13 @@ func (m *Matrix) Render() string {
 	b.WriteString("Each check drives a real Strata broker (one broker; two brokers on ZooKeeper\n")
 	b.WriteString("for the leader change) and reads back what it wrote.\n\n")
 
-	b.WriteString("## Clients\n\n| client | version |\n|---|---|\n")
+	b.WriteString("## Clients\n\n")
+	b.WriteString("The version each column ran. A pinned version is the newest its registry\n")
+	b.WriteString("served when last checked; Debian's are what Debian's packages install.\n\n")
+	b.WriteString("| client | version | from |\n|---|---|---|\n")
 	for _, c := range clients {
 		if !c.Tool {
-			fmt.Fprintf(&b, "| %s | %s |\n", c.Title, m.Versions[c.Key])
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Title, m.Versions[c.Key], c.From)
 		}
 	}
 	b.WriteString("\n## Features\n\n| feature |")
@@ -259,6 +278,10 @@ func (m *Matrix) Render() string {
 	b.WriteString("\n## Notes\n\n")
 	for i, n := range notes {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, n)
+	}
+	b.WriteString("\n## Differences found by clients, and fixed\n\n")
+	for _, d := range differences {
+		b.WriteString("- " + d + "\n")
 	}
 	b.WriteString("\n## What each feature checks\n\n")
 	for _, line := range featureDocs {

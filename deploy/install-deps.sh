@@ -6,10 +6,12 @@
 # (Apache Kafka's jars from Maven Central with mvn, about 45 MB, for the
 # benchmark's kafka targets), and for the client matrix (compat/):
 # compat-java (compat/java built with Maven: Kafka's Java client and
-# tools) and compat-kafkajs (compat/node's kafkajs and codecs from npm).
+# tools), compat-kafkajs (compat/node's kafkajs and codecs from npm) and
+# compat-confluent-kafka (compat/python's pinned confluent-kafka from
+# PyPI, with the librdkafka its wheel bundles, in a virtual environment).
 # Usage: install-deps.sh NAME...
-# `install-deps.sh --path minio|kafka|compat-java|compat-kafkajs` prints
-# where MinIO's binary or the directory of the others is (or goes).
+# `install-deps.sh --path minio|kafka|compat-java|compat-kafkajs|compat-confluent-kafka`
+# prints where MinIO's binary or the directory of the others is (or goes).
 set -euo pipefail
 
 need_apt_update=1
@@ -145,13 +147,44 @@ compat_kafkajs_install() {
   mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
 }
 
+# confluent-kafka from PyPI for the client matrix
+# (compat/python/requirements.txt, an exact version), installed with pip
+# from binary wheels (each bundles its librdkafka) into a virtual
+# environment of Debian's python3, once per hash of that folder, at
+# ${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-confluent-kafka-HASH.
+# The suite runs its bin/python; the environment is built under a
+# temporary name and renamed, so use `bin/python -m pip`, not bin/pip.
+compat_confluent_kafka_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-confluent-kafka-$(compat_hash python)"; }
+compat_confluent_kafka_install() {
+  local dir tmp
+  dir="$(compat_confluent_kafka_path)"
+  [ -f "$dir/installed" ] && return 0
+  # Debian splits venv and ensurepip out of python3 (package python3-venv).
+  [ -x /usr/bin/python3 ] || apt_install python3
+  /usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || apt_install python3-venv
+  mkdir -p "$(dirname "$dir")"
+  tmp="$(mktemp -d "$dir.install-XXXXXX")"
+  echo "install-deps: installing $(grep -v '^#' "$COMPAT_DIR/python/requirements.txt" | xargs) from PyPI into a virtual environment" >&2
+  if ! /usr/bin/python3 -m venv "$tmp" >&2 ||
+     ! "$tmp/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+         -r "$COMPAT_DIR/python/requirements.txt" >&2 ||
+     ! "$tmp/bin/python" -c 'import confluent_kafka' >&2; then
+    rm -rf "$tmp"
+    echo "install-deps: pip install of compat/python/requirements.txt failed" >&2
+    exit 1
+  fi
+  touch "$tmp/installed"
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+}
+
 if [ "${1:-}" = --path ]; then
   case "${2:-}" in
     minio) minio_path; exit 0 ;;
     kafka) kafka_path; exit 0 ;;
     compat-java) compat_java_path; exit 0 ;;
     compat-kafkajs) compat_kafkajs_path; exit 0 ;;
-    *) echo "install-deps: --path knows minio, kafka, compat-java and compat-kafkajs" >&2; exit 2 ;;
+    compat-confluent-kafka) compat_confluent_kafka_path; exit 0 ;;
+    *) echo "install-deps: --path knows minio, kafka, compat-java, compat-kafkajs and compat-confluent-kafka" >&2; exit 2 ;;
   esac
 fi
 
@@ -166,6 +199,7 @@ for dep in "$@"; do
     kafka) kafka_install ;;
     compat-java) compat_java_install ;;
     compat-kafkajs) compat_kafkajs_install ;;
+    compat-confluent-kafka) compat_confluent_kafka_install ;;
     *) echo "install-deps: unknown dependency $dep" >&2; exit 2 ;;
   esac
 done

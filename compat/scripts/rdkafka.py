@@ -1,16 +1,22 @@
-# The librdkafka checks of the client matrix (compat/), with Debian's
-# python3-confluent-kafka. Prints one "RESULT client|feature|status|detail"
-# line per check; for the leader change prints "MOVE topic" and waits for
-# a line on stdin. Usage: rdkafka.py BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID
+# The librdkafka checks of the client matrix (compat/), run once with
+# Debian's python3-confluent-kafka and once with PyPI's confluent-kafka
+# (its own librdkafka) from a virtual environment. Prints one
+# "RESULT client|feature|status|detail" line per check; for the leader
+# change prints "MOVE topic" and waits for a line on stdin.
+# Usage: rdkafka.py CLIENT BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID
+# CLIENT is the matrix's key for this column; it also prefixes every topic
+# and group, so that both columns share one broker.
 import sys
 import time
 
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-CLIENT = "confluent-kafka-python"
+CLIENT, bootstrap, cluster, new_leader = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+P = CLIENT + "-"
 N = 50
-bootstrap, cluster, new_leader = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# librdkafka's KIP-848 consumer (group.protocol=consumer) is in 2.10 on.
+KIP848 = ck.libversion()[1] >= 0x020A0000
 
 
 def result(feature, status, detail):
@@ -54,7 +60,7 @@ def produce(topic, partitions, conf):
 
 
 def read_assigned(topic, partitions, n):
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": P + "unused", "enable.auto.commit": False})
     c.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
     got = []
     deadline = time.time() + 20
@@ -80,9 +86,9 @@ def produce_check(topic, conf):
 
 
 def consume_partition():
-    create("p-assign", 3)
-    vs = produce("p-assign", 3, {})
-    got = read_assigned("p-assign", 3, N)
+    create(P + "assign", 3)
+    vs = produce(P + "assign", 3, {})
+    got = read_assigned(P + "assign", 3, N)
     if sorted(got) != sorted(vs):
         raise RuntimeError("read %d records from 3 assigned partitions, want %d" % (len(got), N))
 
@@ -116,19 +122,24 @@ def group(topic, conf):
 
 
 def offsets():
-    create("p-offsets", 1)
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "p-offsets-g", "enable.auto.commit": False})
-    # TopicPartition has no metadata before confluent-kafka 2.x.
-    c.commit(offsets=[ck.TopicPartition("p-offsets", 0, 17)], asynchronous=False)
-    got = c.committed([ck.TopicPartition("p-offsets", 0)], 15)[0]
+    topic = P + "offsets"
+    create(topic, 1)
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": topic + "-g", "enable.auto.commit": False})
+    # TopicPartition has metadata from confluent-kafka 2.0 on.
+    try:
+        tp, meta = ck.TopicPartition(topic, 0, 17, metadata="m17"), "m17"
+    except TypeError:
+        tp, meta = ck.TopicPartition(topic, 0, 17), None
+    c.commit(offsets=[tp], asynchronous=False)
+    got = c.committed([ck.TopicPartition(topic, 0)], 15)[0]
     c.close()
-    if got.offset != 17:
-        raise RuntimeError("committed() = %s, want offset 17" % got)
+    if got.offset != 17 or (meta is not None and got.metadata != meta):
+        raise RuntimeError("committed() = %s, want offset 17 metadata %s" % (got, meta))
 
 
 def admin_check():
     a = admin()
-    topic = "p-admin"
+    topic = P + "admin"
     a.create_topics([NewTopic(topic, 2, 1, config={"retention.ms": "3600000"})], request_timeout=20)[topic].result(20)
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     cfg = a.describe_configs([res])[res].result(20)
@@ -168,7 +179,7 @@ def leader_change():
 
 
 def transactions():
-    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "p-txn"})
+    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": P + "txn"})
     start = time.time()
     try:
         p.init_transactions(30)
@@ -177,13 +188,15 @@ def transactions():
         result("transactions", "UNSUPPORTED", "%d ms %s" % ((time.time() - start) * 1000, e.args[0].str()))
 
 
-print("VERSION %s %s (librdkafka %s)" % (CLIENT, ck.version()[0], ck.libversion()[0]), flush=True)
+print("VERSION %s %s (librdkafka %s)" % (CLIENT, ck.__version__, ck.libversion()[0]), flush=True)
 for codec in ("gzip", "snappy", "lz4", "zstd"):
-    check("produce-" + codec, produce_check("p-" + codec, {"compression.type": codec}))
-check("produce-idempotent", produce_check("p-idem", {"enable.idempotence": True}))
+    check("produce-" + codec, produce_check(P + codec, {"compression.type": codec}))
+check("produce-idempotent", produce_check(P + "idem", {"enable.idempotence": True}))
 check("consume-partition", consume_partition)
-check("group-default", group("p-grp-default", {}))
-check("group-cooperative", group("p-grp-coop", {"partition.assignment.strategy": "cooperative-sticky"}))
+check("group-default", group(P + "grp-default", {}))
+check("group-cooperative", group(P + "grp-coop", {"partition.assignment.strategy": "cooperative-sticky"}))
+if KIP848:
+    check("group-kip848", group(P + "grp-kip848", {"group.protocol": "consumer"}))
 check("offsets", offsets)
 check("admin", admin_check)
 check("leader-change", leader_change)
