@@ -319,7 +319,10 @@ func (s *Server) enforceRetention(p *partition) (int, error) {
 	if !ok {
 		return p.log.EnforceRetention()
 	}
-	end, have, err := s.tier.idx.LogEnd(tierPartition(p))
+	// Only what the bucket holds without a gap from the local log start
+	// on may go (index.ContiguousEnd), not all below the greatest remote
+	// end.
+	end, have, err := s.tier.idx.ContiguousEnd(tierPartition(p), p.log.LogStartOffset())
 	if err != nil {
 		return 0, fmt.Errorf("remote index: %w", err)
 	}

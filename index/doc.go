@@ -52,9 +52,12 @@
 // answers the first segment serving one whose max timestamp reaches the
 // time (a segment that serves no offset is never answered). LogStart is
 // the least start offset of a readable segment, LogEnd the greatest end
-// offset: the remote log end, up to which the leader has copied its log,
-// below which local retention may delete local segments, and which
-// LATEST_TIERED and a leader restored from the bucket take.
+// offset: the remote log end, which LATEST_TIERED and a leader restored
+// from the bucket take. ContiguousEnd is the end of the unbroken run of
+// readable offsets from a given offset on: the uploader copies from it
+// (from its local log start), and local retention deletes only below it,
+// so that a gap under LogEnd never lets a local segment go that nothing
+// in the bucket holds.
 //
 // MarkMissing marks a segment whose objects turned out to be missing from
 // the bucket (the broker marks one when a read of it finds them gone).
@@ -63,14 +66,8 @@
 // until the segment is deleted (DELETE_SEGMENT_FINISHED, ForgetTopic, or
 // a ReplacePartition that no longer holds it): a refresh from the bucket,
 // which re-reads its manifest unchanged, does not make it readable again.
-// A missing segment at the end of the remote log moves LogEnd back below
-// it, so that the leader copies that range again if its local log still
-// holds it, and keeps it locally until then. One below the end does not
-// move LogEnd: a broker reads (and so marks) a remote segment only below
-// its local log start, so its local log no longer holds that range, and
-// stopping LogEnd there would make the leader copy every local segment
-// above it again on every pass (and a leader restored from the bucket
-// restart its log inside offsets already used).
+// A segment is marked only when other readable segments hold all its
+// offsets (tier.CheckMissing), so a mark never opens a gap.
 //
 // Each partition's resolution (its readable segments by start offset, and
 // the runs of offsets each serves) is computed from one scan of the

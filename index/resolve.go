@@ -368,6 +368,31 @@ func (x *Index) LogEnd(tp TopicIDPartition) (int64, bool, error) {
 	return v.end, true, nil
 }
 
+// ContiguousEnd returns the last offset of the unbroken run of readable
+// offsets that starts at from (or at the remote log start, when from lies
+// below it): from-1 when no readable segment holds that first offset.
+// Local retention deletes only what this covers, and the uploader copies
+// from it on, so a gap in the remote log (a segment deleted while another
+// overlapping it was kept, a refresh that has not seen an upload yet)
+// never lets a local segment go that nothing in the bucket holds. ok is
+// false when there is no readable segment.
+func (x *Index) ContiguousEnd(tp TopicIDPartition, from int64) (int64, bool, error) {
+	v, err := x.resolved(tp)
+	if err != nil || len(v.segs) == 0 {
+		return 0, false, err
+	}
+	from = max(from, v.start)
+	i := v.from(from)
+	if i == len(v.pieces) || v.pieces[i].from > from {
+		return from - 1, true, nil
+	}
+	end := v.pieces[i].to
+	for i++; i < len(v.pieces) && v.pieces[i].from == end+1; i++ {
+		end = v.pieces[i].to
+	}
+	return end, true, nil
+}
+
 // epochEntry parses an 'e' key and its value.
 func epochEntry(item *badger.Item) (start int64, id UUID, base int64, err error) {
 	k := item.Key()

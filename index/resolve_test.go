@@ -449,3 +449,30 @@ func TestManySegments(t *testing.T) {
 		t.Fatalf("log end %d", end)
 	}
 }
+
+// ContiguousEnd: the end of the unbroken run of readable offsets from an
+// offset on (from the remote log start when below it), across segments
+// that meet or overlap, and from-1 where no readable segment holds it;
+// a missing-marked segment breaks the run.
+func TestContiguousEnd(t *testing.T) {
+	x := openMem(t)
+	tp := TopicIDPartition{TopicID: UUID{9}, Partition: 1}
+	if _, ok, err := x.ContiguousEnd(tp, 0); err != nil || ok {
+		t.Fatalf("empty partition: ok %v, %v", ok, err)
+	}
+	load(t, x, tp, []spec{
+		{name: "a", start: 10, end: 19, up: 1},
+		{name: "b", start: 20, end: 29, up: 1},
+		{name: "c", start: 15, end: 39, up: 0},
+		{name: "d", start: 50, end: 59, up: 2},
+		{name: "e", start: 60, end: 69, up: 2, missing: true},
+		{name: "f", start: 70, end: 79, up: 2},
+	}, false)
+	for _, c := range []struct{ from, want int64 }{
+		{0, 39}, {10, 39}, {25, 39}, {39, 39}, {40, 39}, {45, 44}, {50, 59}, {55, 59}, {60, 59}, {70, 79}, {80, 79},
+	} {
+		if got, ok, err := x.ContiguousEnd(tp, c.from); err != nil || !ok || got != c.want {
+			t.Errorf("ContiguousEnd(%d) = %d, %v, %v; want %d", c.from, got, ok, err, c.want)
+		}
+	}
+}

@@ -193,8 +193,9 @@ func (r *Reconciler) ReconcilePartition(ctx context.Context, tp index.TopicIDPar
 
 // ReconcileDeletedTopics deletes the objects of topics the cluster
 // deleted: every segment under a topic id for which known returns false
-// and whose deletion is recorded in the bucket while the cluster snapshot
-// does not name it (DeletableTopic, deletions.go), once the newest object
+// and whose deletion is recorded in the bucket by the cluster that owns
+// it while the cluster snapshot does not name it (DeletableTopic,
+// deletions.go), once the newest object
 // under that topic id is older than Grace. A topic id the cluster merely
 // does not know (a fresh cluster pointed at another cluster's bucket, a
 // restore under way) keeps its objects. known is asked when the listing
@@ -205,7 +206,7 @@ func (r *Reconciler) ReconcilePartition(ctx context.Context, tp index.TopicIDPar
 // alone.
 func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(index.UUID) bool) (ReconcileStats, error) {
 	var st ReconcileStats
-	named, err := SnapshotTopicIDs(ctx, r.Store)
+	named, err := ReadSnapshotTopics(ctx, r.Store)
 	if err != nil {
 		return st, fmt.Errorf("reconcile deleted topics: %w", err)
 	}
@@ -264,7 +265,7 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 	}
 	finish()
 	if len(unrecorded) > 0 {
-		r.logger().Info("left the objects of topic ids the cluster does not know: no deletion of them is recorded in the bucket",
+		r.logger().Info("left the objects of topic ids the cluster does not know: no deletion of them is recorded in the bucket by the cluster that owns it",
 			"topic_ids", len(unrecorded), "sample", strings.Join(unrecorded[:min(len(unrecorded), 3)], ","))
 	}
 	if deletableErr != nil {
@@ -290,7 +291,19 @@ func (r *Reconciler) ReconcileDeletedTopics(ctx context.Context, known func(inde
 // the index keeps the one index.Prefer picks, which every broker reads.
 func (r *Reconciler) superseded(m *index.SegmentMetadata) bool {
 	cur, err := r.Index.SegmentForOffset(m.Partition, m.StartOffset)
-	return err == nil && cur.StartOffset == m.StartOffset && cur.SegmentID != m.SegmentID && index.Prefer(&cur, m)
+	if err != nil || cur.SegmentID == m.SegmentID || !index.Prefer(&cur, m) {
+		return false
+	}
+	// Only when the index's readable segments hold every offset of it:
+	// a longer segment of a former leader (its upload landed after this
+	// leader's refresh) may hold offsets that nothing else does yet, and
+	// which followers' local retention may already have let go.
+	start, ok, err := r.Index.LogStart(m.Partition)
+	if err != nil || !ok || start > m.StartOffset {
+		return false
+	}
+	end, ok, err := r.Index.ContiguousEnd(m.Partition, m.StartOffset)
+	return err == nil && ok && end >= m.EndOffset
 }
 
 // settle deletes one orphan candidate if it still is one. With anyState

@@ -253,6 +253,9 @@ func TestReconcileDeletedTopics(t *testing.T) {
 	if err := RecordTopicDeletion(ctx, f.store, TopicDeletion{TopicID: topicY.String(), ClusterID: "c", DeletedMs: 1}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := UpdateClusterSnapshot(ctx, f.store, "c", func(*ClusterSnapshot) (ClusterSnapshot, error) { return ClusterSnapshot{}, nil }); err != nil {
+		t.Fatal(err)
+	}
 	recordKey := deletionKey(topicY)
 
 	// An hour after the first upload, but not after the newest: the whole
@@ -290,7 +293,7 @@ func TestReconcileDeletedTopics(t *testing.T) {
 		t.Fatalf("stats %+v; want 2 segments deleted and 1 unreadable manifest left", st)
 	}
 	want := append(stemKeys(&keep), stemKeys(&keepOrphan)...)
-	want = append(want, ObjectKey(&corrupt, index.ObjectLog), ObjectKey(&corrupt, index.ObjectOffsetIndex), ManifestKey(&corrupt), recordKey)
+	want = append(want, ObjectKey(&corrupt, index.ObjectLog), ObjectKey(&corrupt, index.ObjectOffsetIndex), ManifestKey(&corrupt), recordKey, clusterSnapshotKey)
 	slices.Sort(want)
 	if got := f.store.Keys(); !slices.Equal(got, want) {
 		t.Fatalf("left\n%v\nwant\n%v", got, want)
@@ -407,5 +410,55 @@ func TestReconcileSupersededSegment(t *testing.T) {
 	slices.Sort(want)
 	if got := f.store.Keys(); !slices.Equal(got, want) {
 		t.Fatalf("left\n%v\nwant\n%v (superseded: %s)", got, want, oldLeader.SegmentID)
+	}
+}
+
+// Regression (issue 22 review): a former leader's longer finished segment
+// ([0, 47], epoch 0), which landed after the new leader's refresh, lost
+// to the new leader's shorter one at its base ([0, 9], epoch 4) and was
+// deleted as superseded, though it alone held [10, 47], which followers'
+// local retention may have let go. It is superseded only once readable
+// segments of the index hold every offset of it.
+func TestReconcileKeepsALongerSegmentNothingElseCovers(t *testing.T) {
+	f := newReconcileFixture(t)
+	ctx := ctxT(t)
+	tp := index.TopicIDPartition{TopicID: topicX, Partition: 3}
+	// Packed objects make the manifests version 3, which carry the
+	// upload epoch.
+	packed := []index.ObjectEntry{{Kind: index.ObjectIndexes, Size: 4}, {Kind: index.ObjectLeaderEpochCheckpoint, Packed: true, Size: 4}}
+	old := f.segment(t, tp, 0, nil)
+	old.EndOffset, old.State = 47, index.CopySegmentFinished
+	old.Objects = append(old.Objects, packed...)
+	b, _ := index.EncodeManifest(&old)
+	put(t, f.store, ManifestKey(&old), b)
+	finishInIndex := func(base, end int64) {
+		m := f.segment(t, tp, base, nil)
+		m.EndOffset, m.UploadEpoch, m.State = end, 4, index.CopySegmentStarted
+		m.LeaderEpochs = []index.EpochEntry{{Epoch: 4, StartOffset: base}}
+		m.Objects = append(m.Objects, packed...)
+		if err := f.idx.AddSegment(m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.idx.UpdateSegment(index.SegmentUpdate{Partition: tp, SegmentID: m.SegmentID, State: index.CopySegmentFinished, EventTimestamp: 2}); err != nil {
+			t.Fatal(err)
+		}
+		m.State = index.CopySegmentFinished
+		b, _ := index.EncodeManifest(&m)
+		put(t, f.store, ManifestKey(&m), b)
+	}
+	finishInIndex(0, 9)
+	f.advance(61 * time.Minute)
+	if st, err := f.rec.ReconcilePartition(ctx, tp); err != nil || st.Orphans != 0 {
+		t.Fatalf("with [10, 47] only in the old segment: %+v, %v; want it kept", st, err)
+	}
+	if s, ok := manifestState(t, f.store, &old); !ok || s != index.CopySegmentFinished {
+		t.Fatalf("old segment's manifest: %v, %v", s, ok)
+	}
+	finishInIndex(10, 47)
+	if st, err := f.rec.ReconcilePartition(ctx, tp); err != nil || st.Orphans != 1 {
+		t.Fatalf("once the new leader's segments hold [0, 47]: %+v, %v; want the old one deleted", st, err)
+	}
+	if _, ok := manifestState(t, f.store, &old); ok {
+		t.Fatal("the superseded segment's manifest is still there")
 	}
 }

@@ -130,7 +130,15 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 	if st.Unsettled > 0 {
 		return st, nil
 	}
-	remoteEnd, ok, err := u.Index.LogEnd(tp)
+	// Copy from the end of what the bucket holds without a gap from the
+	// local log's start on (index.ContiguousEnd): a gap (an overlapping
+	// segment deleted, say) is filled again from the local log.
+	segs := src.Segments()
+	from := int64(0)
+	if len(segs) > 0 {
+		from = segs[0].BaseOffset
+	}
+	remoteEnd, ok, err := u.Index.ContiguousEnd(tp, from)
 	if err != nil {
 		return st, err
 	}
@@ -155,7 +163,7 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 		st.Bytes += n
 		return nil
 	}
-	for _, seg := range src.Segments() {
+	for _, seg := range segs {
 		if !seg.Sealed || seg.NextOffset > hw {
 			break
 		}
