@@ -572,9 +572,11 @@ func (s *Server) trySeed(l *offsetsLog) error {
 // while the bucket was another cluster's (before a restore adopted its
 // cluster id) the offsets the bucket's snapshot holds and the partition
 // lacks, and reports whether the partition now holds the snapshot's.
-// Commits the coordinator refuses for good (a group with members) are
-// left; offsets of partitions the metadata does not have yet are tried
-// again at the next checks, then left.
+// They are written as a load writes them (group.RestoreOffsets), without
+// member checks, so a group that has members meanwhile takes them in
+// too; a write that fails is retried at the next check and the partition
+// is not taken as loaded before. Offsets of partitions the metadata does
+// not have yet are tried again at the next checks, then left.
 func (s *Server) mergeOffsets(ctx context.Context, st *snapshotState, l *offsetsLog, md *controller.Metadata) bool {
 	h := s.groups
 	idx := l.p.index
@@ -594,43 +596,29 @@ func (s *Server) mergeOffsets(ctx context.Context, st *snapshotState, l *offsets
 		return false
 	}
 	st.merges[l]++
-	merged, retry := 0, false
-	for _, gid := range slices.Sorted(maps.Keys(offs)) {
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Version = 8
-		req.Group, req.Generation, req.MemberID = gid, -1, ""
-		byTopic := map[string][]kmsg.OffsetCommitRequestTopicPartition{}
-		for tp, e := range offs[gid] {
+	missing := map[string]map[group.TopicPartition]group.OffsetEntry{}
+	for gid, tps := range offs {
+		for tp, e := range tps {
 			if _, ok := cur[gid][tp]; ok {
 				continue
 			}
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = tp.Partition, e.Offset, e.LeaderEpoch, kmsg.StringPtr(e.Metadata)
-			byTopic[tp.Topic] = append(byTopic[tp.Topic], rp)
-		}
-		if len(byTopic) == 0 {
-			continue
-		}
-		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic, rt.Partitions = t, byTopic[t]
-			req.Topics = append(req.Topics, rt)
-		}
-		for _, rt := range h.coord.OffsetCommit(req).Topics {
-			for _, rp := range rt.Partitions {
-				switch err := kerr.ErrorForCode(rp.ErrorCode); {
-				case err == nil:
-					merged++
-				case errors.Is(err, kerr.UnknownTopicOrPartition) && st.merges[l] < mergeTries,
-					errors.Is(err, kerr.CoordinatorLoadInProgress), errors.Is(err, kerr.RequestTimedOut),
-					errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.CoordinatorNotAvailable):
-					retry = true
-				default:
-					s.log.Info("left a committed offset of the bucket's snapshot unmerged", "group", gid, "topic", rt.Topic,
-						"partition", rp.Partition, "err", err)
-				}
+			if missing[gid] == nil {
+				missing[gid] = map[group.TopicPartition]group.OffsetEntry{}
 			}
+			missing[gid][tp] = e
 		}
+	}
+	// Restored as a load takes them, without member checks: a group that
+	// has members meanwhile takes them in too; what a group committed
+	// itself is not replaced.
+	merged, unknown, err := h.coord.RestoreOffsets(missing)
+	retry := err != nil || unknown > 0 && st.merges[l] < mergeTries
+	if err != nil && s.ctx.Err() == nil {
+		s.tier.warnings.warn(s.log, "merge the bucket's committed offsets into a __consumer_offsets partition; retrying", "partition", idx, "err", err)
+	}
+	if unknown > 0 && !retry {
+		s.log.Info("left committed offsets of the bucket's snapshot unmerged: their topic partitions do not exist",
+			"partition", idx, "offsets", unknown)
 	}
 	if merged > 0 {
 		s.log.Info("merged committed offsets from the bucket's snapshot into a __consumer_offsets partition loaded before the bucket was this cluster's",

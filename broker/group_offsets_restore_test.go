@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"strata/broker/group"
+	"strata/tier"
+)
+
+// A group that has members while the bucket is another cluster's still
+// gets the offsets the bucket keeps of it once the bucket becomes this
+// cluster's (as after strata admin restore), and the snapshot written
+// back keeps them.
+func TestBucketOffsetsMergeIntoAGroupWithMembers(t *testing.T) {
+	store := tier.NewMemStore()
+	ctx := testCtx(t)
+	if _, err := tier.UpdateClusterSnapshot(ctx, store, "old-cluster", func(*tier.ClusterSnapshot) (tier.ClusterSnapshot, error) {
+		return tier.ClusterSnapshot{WrittenMs: time.Now().UnixMilli()}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	b := startSnapshotServer(t, t.TempDir(), store, &logs)
+	adm := b.admin(t)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	cons := b.client(t, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	go func() {
+		for ctx.Err() == nil {
+			if cons.PollFetches(ctx).IsClientClosed() {
+				return
+			}
+		}
+	}()
+	waitFor(t, "the group's member", 15*time.Second, func() bool {
+		gs, err := adm.DescribeGroups(ctx, "g")
+		return err == nil && len(gs["g"].Members) == 1 && gs["g"].State == "Stable"
+	})
+
+	// The bucket becomes this cluster's, holding offsets of g.
+	id := b.ctrl.Metadata().ClusterID
+	if _, err := tier.DiscardClusterSnapshot(ctx, store, id, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	idx := group.PartitionFor("g", 4)
+	if err := tier.WriteGroupOffsets(ctx, store, tier.GroupOffsetsSnapshot{ClusterID: id, Partition: idx, Partitions: 4,
+		Groups: map[string]map[string]map[int32]tier.SnapshotOffset{"g": {"orders": {0: {Offset: 17, LeaderEpoch: -1}, 1: {Offset: 42, LeaderEpoch: -1, Metadata: "m"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the merged offsets", 15*time.Second, func() bool {
+		got, err := adm.FetchOffsets(ctx, "g")
+		if err != nil || got.Error() != nil {
+			return false
+		}
+		o, ok := got.Lookup("orders", 1)
+		return ok && o.At == 42 && o.Metadata == "m"
+	})
+	time.Sleep(3 * snapshotCheck)
+	snap, err := tier.ReadGroupOffsetsPartition(ctx, store, idx)
+	if err != nil || snap.Groups["g"]["orders"][0].Offset != 17 || snap.Groups["g"]["orders"][1].Offset != 42 {
+		t.Fatalf("the bucket's object lost the offsets: %+v, %v\n%s", snap, err, logs.String())
+	}
+	if strings.Contains(logs.String(), "unmerged") {
+		t.Fatalf("offsets left unmerged:\n%s", logs.String())
+	}
+}
