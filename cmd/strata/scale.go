@@ -399,7 +399,15 @@ func runRestore(bootstrap string, args []string) int {
 					offs.Add(kadm.Offset{Topic: t, Partition: p, At: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
 				}
 			}
-			if err := commitRestored(ctx, adm, group, offs); err != nil {
+			err := commitRestored(ctx, adm, group, offs)
+			switch {
+			case memberError(err):
+				// The group has members: its coordinator merges the
+				// offsets it lacks from the bucket (without member checks)
+				// once the bucket is this cluster's.
+				fmt.Fprintf(os.Stderr, "restore: warning: group %s has members (%s): its coordinator takes in the offsets it lacks from the bucket's snapshot\n", group, errName(err))
+				continue
+			case err != nil:
 				return fail("restore: commit offsets of group %s: %s", group, errName(err))
 			}
 			n++
@@ -410,12 +418,31 @@ func runRestore(bootstrap string, args []string) int {
 }
 
 // commitRestored commits a group's restored offsets, retrying while its
-// coordinator loads.
+// coordinator loads. A partition the group has a committed offset for
+// already is left as it is: that one is newer than the snapshot's.
 func commitRestored(ctx context.Context, adm *kadm.Client, group string, offs kadm.Offsets) error {
 	for {
-		rs, err := adm.CommitOffsets(ctx, group, offs)
+		have, err := adm.FetchOffsets(ctx, group)
 		if err == nil {
-			err = rs.Error()
+			err = have.Error()
+		}
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			have, err = nil, nil // no offsets
+		}
+		if err == nil {
+			todo := kadm.Offsets{}
+			offs.Each(func(o kadm.Offset) {
+				if c, ok := have.Lookup(o.Topic, o.Partition); !ok || c.At < 0 {
+					todo.Add(o)
+				}
+			})
+			if len(todo) == 0 {
+				return nil
+			}
+			var rs kadm.OffsetResponses
+			if rs, err = adm.CommitOffsets(ctx, group, todo); err == nil {
+				err = rs.Error()
+			}
 		}
 		if err == nil || !kerr.IsRetriable(err) {
 			return err
@@ -426,6 +453,18 @@ func commitRestored(ctx context.Context, adm *kadm.Client, group string, offs ka
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// memberError tells whether a commit failed because the group has
+// members (a commit without a member id is refused then).
+func memberError(err error) bool {
+	for _, e := range []error{kerr.UnknownMemberID, kerr.IllegalGeneration, kerr.RebalanceInProgress,
+		kerr.FencedInstanceID, kerr.StaleMemberEpoch} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // discardSnapshot runs strata admin restore --discard.
