@@ -564,10 +564,11 @@ func (w *bucketWarnings) warn(log *slog.Logger, msg string, args ...any) {
 
 // probeConditionalWrites checks once, at start, that the store honours
 // the conditional writes that fence uploads and snapshots
-// (tier.ProbeConditionalWrites), and says at WARN what is at stake when it
-// does not: the fence then falls back to the upload heartbeat's lease, a
-// check followed by a write, which a broker frozen between the two
-// defeats.
+// (tier.ProbeConditionalWrites), and says what is at stake when it does
+// not: a store that ignores them (WARN) leaves only the upload
+// heartbeat's lease, a check followed by a write, which a broker frozen
+// between the two defeats; one that refuses them (ERROR) fails every
+// upload and snapshot write.
 func (s *Server) probeConditionalWrites() {
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
@@ -575,8 +576,10 @@ func (s *Server) probeConditionalWrites() {
 	switch {
 	case err == nil:
 		s.log.Debug("the object store honours conditional writes", "tier", s.tier.store.String())
-	case errors.Is(err, tier.ErrNoConditionalWrites) || errors.Is(err, tier.ErrPreconditionFailed):
+	case errors.Is(err, tier.ErrNoConditionalWrites):
 		s.log.Warn("the object store does not honour conditional writes (If-None-Match, If-Match): a broker frozen in the middle of an upload may still write it over the new leader's cleanup; use a store that has them (AWS S3, MinIO, and most S3-compatible stores since 2024)", "tier", s.tier.store.String())
+	case errors.Is(err, tier.ErrConditionalWritesRefused):
+		s.log.Error("the object store refuses conditional writes (If-None-Match, If-Match), which fence uploads and the metadata snapshots: uploads, their cleanups and snapshot writes fail on it; use a store that has them (AWS S3, MinIO, and most S3-compatible stores since 2024)", "tier", s.tier.store.String(), "err", err)
 	case s.ctx.Err() == nil:
 		s.log.Warn("could not check whether the object store honours conditional writes", "tier", s.tier.store.String(), "err", err)
 	}

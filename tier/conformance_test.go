@@ -576,8 +576,8 @@ func testConditionalPuts(t *testing.T, s ObjectStore) {
 	if err != nil || string(b) != "one" || tag != e1 {
 		t.Fatalf("GetTagged = %q, %q, %v; want \"one\", %q", b, tag, err, e1)
 	}
-	if _, _, err := s.GetTagged(ctx, "c/a", 2); err == nil {
-		t.Fatal("GetTagged of an object larger than max succeeded")
+	if _, tag, err := s.GetTagged(ctx, "c/a", 2); !errors.Is(err, ErrTooLarge) || tag != e1 {
+		t.Fatalf("GetTagged of an object larger than max: %q, %v; want ErrTooLarge with its ETag", tag, err)
 	}
 	e2, err := putIf("c/a", "three", Cond{IfMatch: e1})
 	if err != nil || e2 == e1 {

@@ -216,10 +216,12 @@
 // What the store must give: conditional PutObject with If-None-Match: *
 // and If-Match, atomic per key (AWS S3 since 2024, MinIO, and most
 // S3-compatible stores). The broker checks at start
-// (ProbeConditionalWrites) and warns when the store ignores them: the
-// fence then falls back to the lease above, a check followed by a write,
-// which a broker frozen between the two for longer than half the settle
-// grace defeats. Conditional deletes are not needed.
+// (ProbeConditionalWrites). A store that ignores the conditions leaves
+// only the lease above, a check followed by a write, which a broker
+// frozen between the two for longer than half the settle grace defeats:
+// the broker warns. One that refuses them (an error for the header)
+// fails every upload, cleanup and snapshot write: the broker says so at
+// ERROR. Conditional deletes are not needed.
 //
 // Reads that find an object of a finished segment missing all the same
 // (something outside Strata deleted it) look again in the bucket

@@ -33,6 +33,9 @@ func readManifestTagged(ctx context.Context, store ObjectStore, key string) (ind
 		return index.SegmentMetadata{}, "", fmt.Errorf("%w: %v", errBadManifest, err)
 	}
 	b, etag, err := store.GetTagged(ctx, key, index.MaxManifestSize)
+	if errors.Is(err, ErrTooLarge) {
+		return index.SegmentMetadata{}, etag, fmt.Errorf("%w: %v", errBadManifest, err)
+	}
 	if err != nil {
 		return index.SegmentMetadata{}, "", err
 	}
@@ -234,18 +237,23 @@ func (u *Uploader) covered(tp index.TopicIDPartition, start, end int64) bool {
 // hold (it ignores If-None-Match).
 var ErrNoConditionalWrites = errors.New("the object store ignores conditional writes (If-None-Match: *)")
 
+// ErrConditionalWritesRefused: the store refused a conditional write it
+// should have answered (a server without them may answer 501 Not
+// Implemented or 400): every upload, cleanup and snapshot write fails on
+// it.
+var ErrConditionalWritesRefused = errors.New("the object store refuses conditional writes (If-None-Match, If-Match)")
+
 // ProbeConditionalWrites checks that the store honours conditional
-// writes: it writes a probe object under SnapshotPrefix with
-// If-None-Match: *, writes it again under the same condition (which must
-// fail with ErrPreconditionFailed) and deletes it. ErrNoConditionalWrites
-// when the second write succeeded; another error when the store refused
-// the first (an S3-compatible server without conditional writes may
-// answer 501 Not Implemented) or failed.
+// writes: it writes a probe object under SnapshotPrefix, writes it again
+// with If-None-Match: * (which must fail with ErrPreconditionFailed) and
+// deletes it. ErrNoConditionalWrites when the conditional write
+// succeeded; ErrConditionalWritesRefused (wrapping the store's answer)
+// when it failed otherwise; another error when the plain write failed.
 func ProbeConditionalWrites(ctx context.Context, store ObjectStore) error {
 	key := SnapshotPrefix + "probe/" + index.NewUUID().String()
 	defer store.Delete(context.WithoutCancel(ctx), key)
 	body := []byte("conditional write probe")
-	if _, err := store.PutIf(ctx, key, bytes.NewReader(body), int64(len(body)), Cond{IfAbsent: true}); err != nil {
+	if err := store.Put(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
 		return fmt.Errorf("probe conditional writes: %w", err)
 	}
 	_, err := store.PutIf(ctx, key, bytes.NewReader(body), int64(len(body)), Cond{IfAbsent: true})
@@ -254,6 +262,8 @@ func ProbeConditionalWrites(ctx context.Context, store ObjectStore) error {
 		return ErrNoConditionalWrites
 	case errors.Is(err, ErrPreconditionFailed):
 		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("probe conditional writes: %w", err)
 	}
-	return fmt.Errorf("probe conditional writes: %w", err)
+	return fmt.Errorf("%w: %v", ErrConditionalWritesRefused, err)
 }

@@ -248,7 +248,7 @@ func (s *FileStore) GetTagged(ctx context.Context, key string, max int64) ([]byt
 		return nil, "", fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
 	if st.Size() > max {
-		return nil, "", fmt.Errorf("get %s: %d bytes, more than %d", key, st.Size(), max)
+		return nil, statETag(st), fmt.Errorf("get %s: %d bytes, more than %d: %w", key, st.Size(), max, ErrTooLarge)
 	}
 	b := make([]byte, st.Size())
 	if _, err := io.ReadFull(f, b); err != nil {

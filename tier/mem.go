@@ -163,7 +163,7 @@ func (s *MemStore) GetTagged(ctx context.Context, key string, max int64) ([]byte
 		return nil, "", fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
 	if int64(len(o.data)) > max {
-		return nil, "", fmt.Errorf("get %s: %d bytes, more than %d", key, len(o.data), max)
+		return nil, o.etag, fmt.Errorf("get %s: %d bytes, more than %d: %w", key, len(o.data), max, ErrTooLarge)
 	}
 	return slices.Clone(o.data), o.etag, nil
 }

@@ -2,6 +2,7 @@ package tier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -154,7 +155,15 @@ func (u *Uploader) DeletePartition(ctx context.Context, tp index.TopicIDPartitio
 	}
 	for _, m := range segs {
 		st.Attempts++
-		if err := u.deleteSegment(ctx, m); err != nil {
+		err := u.deleteSegment(ctx, m)
+		if errors.Is(err, errFinishedMeanwhile) {
+			// An upload this index holds unfinished finished in the
+			// bucket: it goes too, as the finished segment it is.
+			if m, err = u.update(&m, index.CopySegmentFinished); err == nil {
+				err = u.deleteSegment(ctx, m)
+			}
+		}
+		if err != nil {
 			st.Failed++
 			return st, err
 		}

@@ -359,3 +359,33 @@ func TestExpireByTimeAndSize(t *testing.T) {
 	}
 	checkRemaining(t, u, store, upTP, segs, 2)
 }
+
+// Regression (issue 22 review): DeletePartition of a partition whose index
+// holds an upload unfinished that finished in the bucket (its uploader's
+// FINISHED write landed after this index learnt it) stopped at that
+// segment on every pass: the fence found it finished and left it for the
+// copy pass to adopt, which a disabled topic never runs. It goes as the
+// finished segment it is.
+func TestDeletePartitionOfAnUploadFinishedInTheBucket(t *testing.T) {
+	u, store, segs := uploadedLog(t, upTP)
+	ctx := context.Background()
+	// A fresh index that learnt segment 0 while it was still uploading.
+	idx, err := index.Open(index.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	started := segs[0]
+	started.State = index.CopySegmentStarted
+	if err := idx.AddSegment(started); err != nil {
+		t.Fatal(err)
+	}
+	d := &Uploader{Store: store, Index: idx, BrokerID: u.BrokerID}
+	st, err := d.DeletePartition(ctx, upTP)
+	if err != nil || st.Deleted != 1 {
+		t.Fatalf("DeletePartition: %+v, %v", st, err)
+	}
+	if keys := store.Keys(); len(keys) != 0 {
+		t.Fatalf("left %v", keys)
+	}
+}

@@ -312,14 +312,14 @@ func (s *S3Store) GetTagged(ctx context.Context, key string, max int64) ([]byte,
 	}
 	defer out.Body.Close()
 	if n := aws.ToInt64(out.ContentLength); n > max {
-		return nil, "", fmt.Errorf("get %s: %d bytes, more than %d", key, n, max)
+		return nil, aws.ToString(out.ETag), fmt.Errorf("get %s: %d bytes, more than %d: %w", key, n, max, ErrTooLarge)
 	}
 	b, err := io.ReadAll(io.LimitReader(out.Body, max+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("get %s: %w", key, err)
 	}
 	if int64(len(b)) > max {
-		return nil, "", fmt.Errorf("get %s: more than %d bytes", key, max)
+		return nil, aws.ToString(out.ETag), fmt.Errorf("get %s: more than %d bytes: %w", key, max, ErrTooLarge)
 	}
 	return b, aws.ToString(out.ETag), nil
 }

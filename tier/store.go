@@ -48,7 +48,7 @@ type ObjectStore interface {
 	PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (etag string, err error)
 	// GetTagged reads a whole object of at most max bytes with its ETag,
 	// both of one version of it. A missing key is ErrNotFound; a larger
-	// object is an error.
+	// object is ErrTooLarge, with its ETag.
 	GetTagged(ctx context.Context, key string, max int64) (data []byte, etag string, err error)
 	// String describes the store for logs ("s3://bucket/prefix", "file:///dir").
 	String() string
@@ -117,6 +117,8 @@ var (
 	// Precondition Failed, or 409 ConditionalRequestConflict when another
 	// conditional write to the key was under way).
 	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrTooLarge: GetTagged found an object larger than it may read.
+	ErrTooLarge = errors.New("object larger than allowed")
 )
 
 // MaxKeyLen is the longest key accepted (S3's limit is 1024 bytes,
