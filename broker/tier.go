@@ -117,6 +117,9 @@ type tierState struct {
 	passMu sync.Mutex
 	// wake starts a pass before the interval is up (kickTier).
 	wake chan struct{}
+	// missingChecks spaces the checks of segments found missing
+	// (tier_fetch.go).
+	missingChecks missingChecks
 	// warnings rate-limits the per-partition warnings of a failing
 	// bucket.
 	warnings bucketWarnings

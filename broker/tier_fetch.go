@@ -336,6 +336,9 @@ func (s *Server) segmentMissing(ctx context.Context, p *partition, m *index.Segm
 	if !errors.Is(err, tier.ErrNotFound) {
 		return false
 	}
+	if !s.tier.missingChecks.due(m.SegmentID) {
+		return false // checked a moment ago: a storage error, without the bucket round trips
+	}
 	gone, marked, first, cerr := tier.CheckMissing(ctx, s.tier.store, s.tier.idx, m)
 	args := []any{"topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "start", m.StartOffset, "end", m.EndOffset,
 		"upload_epoch", m.UploadEpoch, "uploaded_by", m.BrokerID, "err", err}
@@ -348,4 +351,30 @@ func (s *Server) segmentMissing(ctx context.Context, p *partition, m *index.Segm
 		s.tier.warnings.warn(s.log, "remote segment's objects are missing from the bucket, and no other segment holds its records", args...)
 	}
 	return marked
+}
+
+// missingChecks spaces the checks of one segment whose objects a read
+// found missing (a manifest GET, HEADs and a scan of the partition's
+// index each) to one per missingCheckEvery, since consumers retry a
+// failed fetch about every 100 ms.
+type missingChecks struct {
+	mu   sync.Mutex
+	last map[index.UUID]time.Time
+}
+
+const missingCheckEvery = 30 * time.Second
+
+// due reports whether a check of id may run now, and if so records it.
+func (c *missingChecks) due(id index.UUID) bool {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil || len(c.last) > 10000 {
+		c.last = map[index.UUID]time.Time{}
+	}
+	if t, ok := c.last[id]; ok && now.Sub(t) < missingCheckEvery {
+		return false
+	}
+	c.last[id] = now
+	return true
 }
