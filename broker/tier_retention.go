@@ -17,6 +17,7 @@ import (
 
 	"strata/broker/config"
 	"strata/controller"
+	"strata/index"
 	"strata/tier"
 )
 
@@ -208,9 +209,12 @@ func (s *Server) markTopicDeleted(id [16]byte, name string) {
 
 // deleteRemoteTopics deletes the objects and index entries of the topics
 // marked deleted. A mark comes from a topic this broker had and saw
-// leave the metadata (forgetRemoteTopic): its cluster deleted it. The
-// deletion is first recorded in the bucket (tier/deletions.go), and the
-// objects go once the cluster snapshot no longer names the topic
+// leave the metadata (forgetRemoteTopic). A topic id the metadata has
+// (again: a wiped ZooKeeper, then a restore) is not deleted: its mark is
+// cleared. Otherwise the deletion is first recorded in the bucket
+// (tier/deletions.go), only while the bucket's cluster snapshot names
+// this broker's cluster, and the objects go once the snapshot no longer
+// names the topic and the record is of the bucket's owner
 // (tier.DeletableTopic); until then, or after a failure, the mark stays
 // for the next pass.
 func (s *Server) deleteRemoteTopics() {
@@ -229,12 +233,32 @@ func (s *Server) deleteRemoteTopics() {
 		s.log.Warn("remote index: pending topic deletions", "err", err)
 		return
 	}
-	if len(pend) == 0 {
+	live := func(id [16]byte) bool {
+		_, ok := s.ctrl.Metadata().TopicIDs[id]
+		return ok
+	}
+	pend = slices.DeleteFunc(pend, func(d index.PendingTopicDeletion) bool {
+		if !live(d.TopicID) {
+			return false
+		}
+		if err := ts.idx.UnmarkTopicDeleted(d.TopicID); err != nil {
+			s.log.Warn("remote index: clear the deletion mark of a topic the metadata has", "topic", d.Topic, "err", err)
+		} else {
+			s.log.Info("a topic marked deleted is in the metadata: its remote data stays", "topic", d.Topic, "topic_id", d.TopicID.String())
+		}
+		return true
+	})
+	if len(pend) == 0 || md.ClusterID == "" {
 		return
 	}
-	named, err := tier.SnapshotTopicIDs(s.ctx, ts.store)
+	snap, err := tier.ReadSnapshotTopics(s.ctx, ts.store)
 	if err != nil {
 		s.log.Warn("delete the remote data of deleted topics: read the cluster snapshot; retrying next pass", "err", err)
+		return
+	}
+	if snap.Owner != md.ClusterID {
+		s.log.Debug("the remote data of deleted topics waits: the bucket's metadata is not this cluster's",
+			"snapshot_cluster_id", snap.Owner, "cluster_id", md.ClusterID, "topics", len(pend))
 		return
 	}
 	for _, d := range pend {
@@ -246,13 +270,16 @@ func (s *Server) deleteRemoteTopics() {
 			s.log.Warn("delete the remote data of a deleted topic: record its deletion; retrying next pass", "topic", d.Topic, "err", err)
 			continue
 		}
-		if ok, err := tier.DeletableTopic(s.ctx, ts.store, named, d.TopicID); err != nil || !ok {
+		if ok, err := tier.DeletableTopic(s.ctx, ts.store, snap, d.TopicID); err != nil || !ok {
 			if err != nil {
 				s.log.Warn("delete the remote data of a deleted topic: read its deletion record; retrying next pass", "topic", d.Topic, "err", err)
 			} else {
 				s.log.Debug("the remote data of a deleted topic waits for the cluster snapshot to drop it", "topic", d.Topic, "topic_id", d.TopicID.String())
 			}
 			continue
+		}
+		if live(d.TopicID) {
+			continue // learned meanwhile: the next pass clears its mark
 		}
 		n, err := tier.DeleteTopic(s.ctx, ts.store, ts.idx, d.TopicID)
 		if err != nil {

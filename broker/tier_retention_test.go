@@ -416,3 +416,36 @@ func TestTieredForgetMovedOrDeleted(t *testing.T) {
 		t.Fatal("a deleted topic was not marked")
 	}
 }
+
+// TestTieredLiveTopicMarkedDeleted: a topic marked deleted in the index
+// whose id is in the metadata (ZooKeeper wiped while the brokers ran, then
+// restored) keeps its objects, even with its deletion recorded by this
+// cluster and gone from the cluster snapshot; its mark is cleared.
+func TestTieredLiveTopicMarkedDeleted(t *testing.T) {
+	store := tier.NewMemStore()
+	const topic = "tiered-live-marked"
+	ts, p, tp := tieredBroker(t, store, topic, 1, 40)
+	if len(keysUnder(t, store, tier.TopicPrefix(tp.TopicID))) == 0 {
+		t.Fatal("nothing in the bucket")
+	}
+	rec := tier.TopicDeletion{TopicID: index.UUID(p.topicID).String(), ClusterID: ts.ctrl.Metadata().ClusterID, DeletedMs: 1}
+	if err := tier.RecordTopicDeletion(testCtx(t), store, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.tier.idx.MarkTopicDeleted(p.topicID, topic); err != nil {
+		t.Fatal(err)
+	}
+	// The worst case: the cluster snapshot does not name it.
+	if _, err := tier.UpdateClusterSnapshot(testCtx(t), store, rec.ClusterID, func(*tier.ClusterSnapshot) (tier.ClusterSnapshot, error) {
+		return tier.ClusterSnapshot{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ts.deleteRemoteTopics()
+	if pend, err := ts.tier.idx.PendingTopicDeletions(); err != nil || len(pend) != 0 {
+		t.Fatalf("pending %v, %v; want the live topic's mark cleared", pend, err)
+	}
+	if len(keysUnder(t, store, tier.TopicPrefix(tp.TopicID))) == 0 || len(segmentsOf(t, ts, tp)) == 0 {
+		t.Fatal("the live topic's remote data was deleted")
+	}
+}

@@ -149,6 +149,13 @@ func (x *Index) MarkTopicDeleted(id UUID, name string) error {
 	return x.update(func(txn *badger.Txn) error { return txn.Set(topicDeletionKey(id), []byte(name)) })
 }
 
+// UnmarkTopicDeleted removes the mark of MarkTopicDeleted and nothing
+// else: the topic turned out not to be deleted (its id is in the
+// metadata again).
+func (x *Index) UnmarkTopicDeleted(id UUID) error {
+	return x.update(func(txn *badger.Txn) error { return txn.Delete(topicDeletionKey(id)) })
+}
+
 // PendingTopicDeletion is a topic marked by MarkTopicDeleted.
 type PendingTopicDeletion struct {
 	TopicID UUID

@@ -24,8 +24,10 @@ import (
 // strata admin restore --discard for the topics of the snapshot it
 // throws away. A cluster that merely does not know a topic id (a fresh
 // one pointed at another cluster's bucket) therefore deletes nothing of
-// it. Records are never removed: a late upload of a deleted topic is
-// still an orphan.
+// it. Only a record written by the cluster that owns the bucket counts
+// (DeletableTopic), and a cluster records deletions only while it owns
+// the bucket. Records are never removed: a late upload of a deleted topic
+// is still an orphan.
 
 const deletedTopicsPrefix = SnapshotPrefix + "deleted-topics/"
 
@@ -54,7 +56,11 @@ func parseTopicID(s string) (index.UUID, error) {
 }
 
 // RecordTopicDeletion records d unless its topic's deletion is recorded
-// already.
+// already by the same writer (d.DiscardedBy for a discard, d.ClusterID
+// otherwise). A record of another writer is replaced: it is one no owner
+// of the bucket accepts (a failed discard's, or one written while the
+// bucket was another cluster's), and the caller has checked that the
+// bucket is its writer's.
 func RecordTopicDeletion(ctx context.Context, store ObjectStore, d TopicDeletion) error {
 	id, err := parseTopicID(d.TopicID)
 	if err != nil {
@@ -65,14 +71,43 @@ func RecordTopicDeletion(ctx context.Context, store ObjectStore, d TopicDeletion
 		return err
 	}
 	key := deletionKey(id)
-	if _, err := store.PutIf(ctx, key, bytes.NewReader(b), int64(len(b)), Cond{IfAbsent: true}); err != nil && !errors.Is(err, ErrPreconditionFailed) {
-		return fmt.Errorf("record the deletion of topic %s: %w", id, err)
+	cond := Cond{IfAbsent: true}
+	for range 3 {
+		_, err := store.PutIf(ctx, key, bytes.NewReader(b), int64(len(b)), cond)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrPreconditionFailed) {
+			return fmt.Errorf("record the deletion of topic %s: %w", id, err)
+		}
+		var cur TopicDeletion
+		etag, gerr := getJSON(ctx, store, key, &cur)
+		switch {
+		case errors.Is(gerr, ErrNotFound):
+			cond = Cond{IfAbsent: true}
+			continue
+		case errors.Is(gerr, errBadSnapshot):
+		case gerr != nil:
+			return fmt.Errorf("record the deletion of topic %s: %w", id, gerr)
+		case cur.writer() == d.writer():
+			return nil
+		}
+		cond = Cond{IfMatch: etag}
 	}
-	return nil
+	return fmt.Errorf("record the deletion of topic %s: %w", id, ErrSnapshotChanged)
+}
+
+// writer is the cluster that wrote the record: the one that discarded
+// the topic's snapshot, or else the one that deleted the topic.
+func (d TopicDeletion) writer() string {
+	if d.DiscardedBy != "" {
+		return d.DiscardedBy
+	}
+	return d.ClusterID
 }
 
 // TopicDeletionRecorded reports whether the deletion of topic id is
-// recorded in the bucket.
+// recorded in the bucket, by any cluster.
 func TopicDeletionRecorded(ctx context.Context, store ObjectStore, id index.UUID) (bool, error) {
 	_, err := store.Head(ctx, deletionKey(id))
 	switch {
@@ -85,34 +120,63 @@ func TopicDeletionRecorded(ctx context.Context, store ObjectStore, id index.UUID
 	}
 }
 
-// SnapshotTopicIDs returns the topic ids the bucket's cluster snapshot
-// names, with their names; none when the bucket has no snapshot.
-func SnapshotTopicIDs(ctx context.Context, store ObjectStore) (map[index.UUID]string, error) {
+// ReadTopicDeletion reads the record of topic id's deletion; ErrNotFound
+// when there is none.
+func ReadTopicDeletion(ctx context.Context, store ObjectStore, id index.UUID) (TopicDeletion, error) {
+	var d TopicDeletion
+	_, err := getJSON(ctx, store, deletionKey(id), &d)
+	return d, err
+}
+
+// SnapshotTopics is what the bucket's cluster snapshot says about topics:
+// the cluster that owns the bucket ("" when it has no snapshot) and the
+// ids of the topics it names, with their names.
+type SnapshotTopics struct {
+	Owner string
+	Named map[index.UUID]string
+}
+
+// ReadSnapshotTopics reads the owner and the topic ids of the bucket's
+// cluster snapshot; none when the bucket has no snapshot.
+func ReadSnapshotTopics(ctx context.Context, store ObjectStore) (SnapshotTopics, error) {
 	cur, _, err := readClusterTagged(ctx, store)
 	if err != nil {
-		return nil, err
+		return SnapshotTopics{}, err
 	}
-	out := map[index.UUID]string{}
+	out := SnapshotTopics{Named: map[index.UUID]string{}}
 	if cur == nil {
 		return out, nil
 	}
+	out.Owner = cur.ClusterID
 	for _, t := range cur.Topics {
 		id, err := parseTopicID(t.TopicID)
 		if err != nil {
 			// Unreadable: nothing may be deleted on this snapshot's word.
-			return nil, fmt.Errorf("%s: topic %s: %w", clusterSnapshotKey, t.Name, err)
+			return SnapshotTopics{}, fmt.Errorf("%s: topic %s: %w", clusterSnapshotKey, t.Name, err)
 		}
-		out[id] = t.Name
+		out.Named[id] = t.Name
 	}
 	return out, nil
 }
 
 // DeletableTopic reports whether the objects of topic id may go because
-// the topic was deleted: its deletion is recorded, and named (the topic
-// ids of the cluster snapshot, from SnapshotTopicIDs) does not hold it.
-func DeletableTopic(ctx context.Context, store ObjectStore, named map[index.UUID]string, id index.UUID) (bool, error) {
-	if _, ok := named[id]; ok {
+// the topic was deleted: snap (from ReadSnapshotTopics) does not name it,
+// and its deletion is recorded by the cluster that owns the bucket
+// (snap.Owner): a deletion whose ClusterID it is, or a discard whose
+// DiscardedBy it is. A record of any other cluster (one written while the
+// bucket was not its writer's, or by a discard that did not take the
+// bucket) deletes nothing, nor does any record in a bucket without a
+// cluster snapshot.
+func DeletableTopic(ctx context.Context, store ObjectStore, snap SnapshotTopics, id index.UUID) (bool, error) {
+	if _, ok := snap.Named[id]; ok || snap.Owner == "" {
 		return false, nil
 	}
-	return TopicDeletionRecorded(ctx, store, id)
+	d, err := ReadTopicDeletion(ctx, store, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return d.writer() == snap.Owner, nil
 }
