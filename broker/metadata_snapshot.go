@@ -205,8 +205,24 @@ func (s *Server) restoreCommand(discard bool) string {
 
 // recordDeletions records in the bucket the deletion of every topic that
 // was in the active controller's metadata and is gone from it; false if
-// one failed (retried at the next check).
+// one failed (retried at the next check). It records only while the
+// bucket's cluster snapshot names this cluster: a cluster whose metadata
+// went empty (ZooKeeper wiped under running brokers: a new cluster id)
+// records nothing in the bucket of the cluster a restore brings back.
 func (s *Server) recordDeletions(ctx context.Context, st *snapshotState, md *controller.Metadata, now time.Time) bool {
+	switch {
+	case !st.ownerOK:
+		return false // unknown owner: the ids stay seen for the next check
+	case st.owner != "" && st.owner != md.ClusterID:
+		clear(st.seen) // another cluster's bucket: no deletion of ours is its business
+		return true
+	case st.owner == "":
+		// No snapshot yet: recorded once this cluster's is written.
+		for id := range md.TopicIDs {
+			st.seen[id] = true
+		}
+		return false
+	}
 	ok := true
 	for id := range st.seen {
 		if _, there := md.TopicIDs[id]; there {
