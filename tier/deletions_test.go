@@ -87,7 +87,7 @@ func TestDeletableTopicOwner(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DiscardClusterSnapshot(ctx, store, "B", time.Now()); err != nil {
+	if _, err := DiscardClusterSnapshot(ctx, store, "B", time.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if !deletable(x) {

@@ -191,6 +191,19 @@ func UpdateClusterSnapshot(ctx context.Context, store ObjectStore, clusterID str
 // ErrOwnSnapshot: a discard found the snapshot of the cluster that asked.
 var ErrOwnSnapshot = errors.New("the bucket's metadata snapshot is this cluster's")
 
+// RecentSnapshotError is the answer of a discard to a snapshot written
+// less than its minimum age ago: its cluster may well be running (the
+// active controller rewrites it at least every minute).
+type RecentSnapshotError struct {
+	Snapshot ClusterSnapshot
+	Age      time.Duration // how long ago it was written
+}
+
+func (e *RecentSnapshotError) Error() string {
+	return fmt.Sprintf("the metadata snapshot of cluster %s was written %s ago (generation %d, %d topics): that cluster may be running on this bucket",
+		e.Snapshot.ClusterID, e.Age.Round(time.Second), e.Snapshot.Generation, len(e.Snapshot.Topics))
+}
+
 // DiscardClusterSnapshot hands the bucket's metadata to cluster clusterID
 // (strata admin restore --discard) and returns the snapshot it threw
 // away. It records the deletion of every topic that snapshot names (so
@@ -198,9 +211,10 @@ var ErrOwnSnapshot = errors.New("the bucket's metadata snapshot is this cluster'
 // the grace period has passed), then replaces the snapshot by an empty
 // one of clusterID, at the next generation, naming what it discarded;
 // then it deletes the group offsets of other clusters. It fails with
-// ErrNotFound when the bucket has no snapshot and ErrOwnSnapshot when it
-// is clusterID's already.
-func DiscardClusterSnapshot(ctx context.Context, store ObjectStore, clusterID string, now time.Time) (ClusterSnapshot, error) {
+// ErrNotFound when the bucket has no snapshot, ErrOwnSnapshot when it is
+// clusterID's already, and a *RecentSnapshotError, writing nothing, when
+// it was written less than minAge before now (0: no such check).
+func DiscardClusterSnapshot(ctx context.Context, store ObjectStore, clusterID string, now time.Time, minAge time.Duration) (ClusterSnapshot, error) {
 	if clusterID == "" {
 		return ClusterSnapshot{}, errors.New("discard the cluster snapshot: no cluster id")
 	}
@@ -212,6 +226,9 @@ func DiscardClusterSnapshot(ctx context.Context, store ObjectStore, clusterID st
 		return ClusterSnapshot{}, fmt.Errorf("%s: %w", clusterSnapshotKey, ErrNotFound)
 	case cur.ClusterID == clusterID:
 		return *cur, ErrOwnSnapshot
+	}
+	if age := now.Sub(time.UnixMilli(cur.WrittenMs)); age < minAge {
+		return *cur, &RecentSnapshotError{Snapshot: *cur, Age: age}
 	}
 	// The records first: while the snapshot names the topics they delete
 	// nothing (DeletableTopic), and once it no longer does none is missing.

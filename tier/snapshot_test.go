@@ -85,10 +85,24 @@ func TestClusterSnapshotOwnership(t *testing.T) {
 			t.Fatalf("group offsets of B: %+v, %v", gs, err)
 		}
 
-		if _, err := DiscardClusterSnapshot(ctx, store, "A", time.Now()); !errors.Is(err, ErrOwnSnapshot) {
+		if _, err := DiscardClusterSnapshot(ctx, store, "A", time.Now(), 0); !errors.Is(err, ErrOwnSnapshot) {
 			t.Fatalf("discard by the owner: %v", err)
 		}
-		old, err := DiscardClusterSnapshot(ctx, store, "B", time.Now())
+		// Written a minute ago: its cluster may be running; nothing is
+		// written, nothing recorded.
+		keys := snapshotKeys(t, store)
+		var recent *RecentSnapshotError
+		if _, err := DiscardClusterSnapshot(ctx, store, "B", time.UnixMilli(a.WrittenMs).Add(time.Minute), 3*time.Minute); !errors.As(err, &recent) ||
+			recent.Age != time.Minute || recent.Snapshot.ClusterID != "A" || !strings.Contains(err.Error(), "written 1m0s ago") {
+			t.Fatalf("discard of a recent snapshot: %v", err)
+		}
+		if got := snapshotKeys(t, store); !slices.Equal(got, keys) {
+			t.Fatalf("a refused discard wrote: %v, was %v", got, keys)
+		}
+		if b, err := ReadClusterSnapshot(ctx, store); err != nil || b.ClusterID != "A" || b.Generation != 2 {
+			t.Fatalf("after a refused discard: %+v, %v", b, err)
+		}
+		old, err := DiscardClusterSnapshot(ctx, store, "B", time.UnixMilli(a.WrittenMs).Add(3*time.Minute), 3*time.Minute)
 		if err != nil || old.ClusterID != "A" || old.Generation != 2 {
 			t.Fatalf("discard: %+v, %v", old, err)
 		}
@@ -196,4 +210,18 @@ func TestReconcileUnrecordedTopics(t *testing.T) {
 			t.Fatalf("kept %s of a deleted topic", k)
 		}
 	}
+}
+
+// snapshotKeys lists the keys under SnapshotPrefix.
+func snapshotKeys(t *testing.T, store ObjectStore) []string {
+	t.Helper()
+	var out []string
+	for info, err := range store.List(ctxT(t), SnapshotPrefix) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, info.Key)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -270,7 +270,7 @@ func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, tota
 }
 
 const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT --tier URL [--s3-endpoint URL] [--s3-region R]
-       strata admin [--bootstrap HOST:PORT] restore --discard --tier URL [--s3-endpoint URL] [--s3-region R]
+       strata admin [--bootstrap HOST:PORT] restore --discard [--force] --tier URL [--s3-endpoint URL] [--s3-region R]
 
 Brings a cluster back from its bucket alone: the topics (with their ids,
 partitions and configs), dynamic broker configs and producer id block
@@ -288,7 +288,9 @@ to the cluster at --bootstrap: the snapshot's topics, their records in
 the bucket (deleted by the brokers' reconciliation once
 remote.log.reconciliation.grace.ms has passed), their configs, the
 dynamic broker configs and the consumer groups' committed offsets it
-kept are gone for good.
+kept are gone for good. It refuses a snapshot written less than 3 minutes
+ago (a running cluster rewrites its snapshot at least every minute: that
+cluster may be running on this bucket) unless --force.
 `
 
 // runRestore runs strata admin restore.
@@ -300,11 +302,12 @@ func runRestore(bootstrap string, args []string) int {
 	s3Region := fs.String("s3-region", "", "S3 region for an s3:// tier")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for every partition to serve")
 	discard := fs.Bool("discard", false, "throw the bucket's snapshot away and give the bucket to the cluster at --bootstrap")
+	force := fs.Bool("force", false, "with --discard: discard a snapshot written less than 3 minutes ago")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, restoreUsage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *tierURL == "" || (*zkConnect == "") == !*discard {
+	if *tierURL == "" || (*zkConnect == "") == !*discard || *force && !*discard {
 		fs.Usage()
 		return 2
 	}
@@ -319,7 +322,11 @@ func runRestore(bootstrap string, args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if *discard {
-		return discardSnapshot(ctx, bootstrap, store, *tierURL)
+		minAge := discardMinAge
+		if *force {
+			minAge = 0
+		}
+		return discardSnapshot(ctx, bootstrap, store, *tierURL, minAge)
 	}
 	snap, err := tierpkg.ReadClusterSnapshot(ctx, store)
 	if errors.Is(err, tierpkg.ErrNotFound) {
@@ -467,8 +474,14 @@ func memberError(err error) bool {
 	return false
 }
 
-// discardSnapshot runs strata admin restore --discard.
-func discardSnapshot(ctx context.Context, bootstrap string, store tierpkg.ObjectStore, tierURL string) int {
+// discardMinAge is the age below which restore --discard refuses a
+// snapshot without --force: a running cluster's active controller
+// rewrites it at least every minute.
+const discardMinAge = 3 * time.Minute
+
+// discardSnapshot runs strata admin restore --discard, refusing a
+// snapshot written less than minAge ago.
+func discardSnapshot(ctx context.Context, bootstrap string, store tierpkg.ObjectStore, tierURL string, minAge time.Duration) int {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
 	if err != nil {
 		return fail("restore --discard: %v", err)
@@ -481,8 +494,11 @@ func discardSnapshot(ctx context.Context, bootstrap string, store tierpkg.Object
 	if md.Cluster == "" {
 		return fail("restore --discard: the cluster at %s has no cluster id", bootstrap)
 	}
-	old, err := tierpkg.DiscardClusterSnapshot(ctx, store, md.Cluster, time.Now())
+	old, err := tierpkg.DiscardClusterSnapshot(ctx, store, md.Cluster, time.Now(), minAge)
+	var recent *tierpkg.RecentSnapshotError
 	switch {
+	case errors.As(err, &recent):
+		return fail("restore --discard: refused: %v; stop it first, or pass --force if it is not", err)
 	case errors.Is(err, tierpkg.ErrNotFound):
 		return fail("restore --discard: %s holds no cluster metadata snapshot: nothing to discard", tierURL)
 	case errors.Is(err, tierpkg.ErrOwnSnapshot):

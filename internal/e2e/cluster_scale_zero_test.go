@@ -345,7 +345,13 @@ func TestScaleToZeroDiscard(t *testing.T) {
 	if s := c.clusterSnapshot(); s.ClusterID != snapOld.ClusterID || s.Generation != snapOld.Generation {
 		t.Fatalf("a fresh cluster wrote over another's snapshot: %s generation %d, was %s generation %d", s.ClusterID, s.Generation, snapOld.ClusterID, snapOld.Generation)
 	}
+	// The old cluster's snapshot is minutes old at most: refused (its
+	// cluster may be running) unless --force.
 	res := testenv.RunStrata(t, time.Minute, append([]string{"admin", "--bootstrap", strings.Join(c.seeds, ","), "restore", "--discard"}, c.tier...)...)
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "refused") {
+		t.Fatalf("restore --discard of a recent snapshot: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	res = testenv.RunStrata(t, time.Minute, append([]string{"admin", "--bootstrap", strings.Join(c.seeds, ","), "restore", "--discard", "--force"}, c.tier...)...)
 	if res.ExitCode != 0 {
 		t.Fatalf("restore --discard: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
