@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"strata/broker/group"
@@ -45,7 +46,7 @@ func TestBucketOffsetsMergeIntoAGroupWithMembers(t *testing.T) {
 
 	// The bucket becomes this cluster's, holding offsets of g.
 	id := b.ctrl.Metadata().ClusterID
-	if _, err := tier.DiscardClusterSnapshot(ctx, store, id, time.Now()); err != nil {
+	if _, err := tier.DiscardClusterSnapshot(ctx, store, id, time.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
 	idx := group.PartitionFor("g", 4)
@@ -68,5 +69,48 @@ func TestBucketOffsetsMergeIntoAGroupWithMembers(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "unmerged") {
 		t.Fatalf("offsets left unmerged:\n%s", logs.String())
+	}
+}
+
+// Close writes the group offsets committed since the snapshot loop's
+// last check to the bucket.
+func TestCloseWritesTheLastGroupOffsets(t *testing.T) {
+	store := tier.NewMemStore()
+	ctx := testCtx(t)
+	var logs syncBuffer
+	a := startSnapshotServer(t, t.TempDir(), store, &logs)
+	adm := a.admin(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(at int64) {
+		t.Helper()
+		var offs kadm.Offsets
+		offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: at, LeaderEpoch: -1})
+		if rs, err := adm.CommitOffsets(ctx, "g", offs); err != nil || rs.Error() != nil {
+			t.Fatalf("commit: %v %v", err, rs.Error())
+		}
+	}
+	idx := group.PartitionFor("g", 4)
+	inBucket := func() int64 {
+		snap, err := tier.ReadGroupOffsetsPartition(ctx, store, idx)
+		if err != nil {
+			return -1
+		}
+		if o, ok := snap.Groups["g"]["orders"][0]; ok {
+			return o.Offset
+		}
+		return -1
+	}
+	commit(17)
+	waitFor(t, "the first commit in the bucket", 10*time.Second, func() bool { return inBucket() == 17 })
+	// Right after a check of the snapshot loop, the loop's next one being
+	// a second away.
+	w := a.groups.snapshotAsOf.Load()
+	waitFor(t, "a snapshot check", 5*time.Second, func() bool { return a.groups.snapshotAsOf.Load() != w })
+	commit(42)
+	a.Close()
+	if got := inBucket(); got != 42 {
+		t.Fatalf("the bucket holds offset %d after Close, want 42", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"strata/broker/group"
 	"strata/controller"
+	"strata/tier"
 )
 
 // offsetsTopic is Kafka's internal topic of committed offsets and group
@@ -40,6 +41,10 @@ type groupsHost struct {
 	// bucket's cluster snapshot named when last read (metadata_snapshot.go).
 	snapshotAsOf  atomic.Int64
 	snapshotOwner atomic.Pointer[string]
+	// snapshotMu is held while group offsets snapshots are written, so
+	// that the snapshot loop's write of older offsets never lands after
+	// the final one of Close.
+	snapshotMu sync.Mutex
 }
 
 func newGroupsHost(s *Server) *groupsHost {
@@ -94,6 +99,36 @@ func (s *Server) syncGroups(*controller.Metadata) {
 			h.led[idx] = l
 			h.coord.Elect(idx, l)
 		}
+	}
+}
+
+// finalSnapshotTimeout bounds the group offsets snapshot write of Close.
+const finalSnapshotTimeout = 5 * time.Second
+
+// finalGroupSnapshots writes, as the broker closes, the group offsets
+// snapshots of the offsets partitions it still leads and has loaded, so
+// that the commits since the snapshot loop's last check (at most
+// snapshotCheck) are in the bucket too, when the bucket is this
+// cluster's. It runs once the snapshot loop is told to stop and before
+// the coordinator closes.
+func (s *Server) finalGroupSnapshots() {
+	if s.tier == nil || s.groups == nil || s.ctrl == nil {
+		return
+	}
+	md := s.ctrl.Metadata()
+	if md.ClusterID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finalSnapshotTimeout)
+	defer cancel()
+	owner, err := tier.ReadClusterSnapshot(ctx, s.tier.store)
+	if err != nil || owner.ClusterID != md.ClusterID {
+		return // not this cluster's bucket (or unreadable): nothing is written
+	}
+	st := &snapshotState{groups: map[*offsetsLog]*snapshotWritten{}, merges: map[*offsetsLog]int{},
+		ownerOK: true, owner: md.ClusterID, ownerFor: md.ClusterID}
+	if !s.writeGroupSnapshots(ctx, st, md, time.Now()) {
+		s.log.Warn("not every group offsets snapshot was written to the bucket at shutdown")
 	}
 }
 

@@ -377,6 +377,8 @@ func (h *groupsHost) ledOffsets() []*offsetsLog {
 // bucket.
 func (s *Server) writeGroupSnapshots(ctx context.Context, st *snapshotState, md *controller.Metadata, now time.Time) bool {
 	h := s.groups
+	h.snapshotMu.Lock()
+	defer h.snapshotMu.Unlock()
 	led := h.ledOffsets()
 	for l := range st.groups {
 		if !slices.Contains(led, l) {

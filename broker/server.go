@@ -323,7 +323,8 @@ func advertisedHost() string {
 func (s *Server) Close() error {
 	s.controlledShutdown()
 	s.cancel()
-	s.groups.close() // answers waiting JoinGroup/SyncGroup requests
+	s.finalGroupSnapshots() // the commits since the snapshot loop's last check
+	s.groups.close()        // answers waiting JoinGroup/SyncGroup requests
 	if s.ln != nil {
 		s.ln.Close()
 	}
