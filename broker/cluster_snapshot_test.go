@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,5 +40,74 @@ func TestRecordDeletionsOnlyInOwnBucket(t *testing.T) {
 	st.owner, st.ownerOK = md.ClusterID, true
 	if !ts.recordDeletions(testCtx(t), st, &md, time.Now()) || !recorded() {
 		t.Fatal("the deletion was not recorded in this cluster's bucket")
+	}
+}
+
+// The cluster snapshot written from a view that has not caught up (right
+// after a controller election: a topic known only in part, a partition
+// list from before CreatePartitions, an older producer id block) keeps
+// what the bucket's snapshot has: a partial topic as it was, every
+// partition, and the greater next producer id.
+func TestClusterSnapshotFromALaggingView(t *testing.T) {
+	store := tier.NewMemStore()
+	s := &Server{ctx: t.Context(), log: slog.New(slog.DiscardHandler), tier: &tierState{store: store}, groups: &groupsHost{}}
+	whole, partial, grown := index.NewUUID(), index.NewUUID(), index.NewUUID()
+	cur := tier.ClusterSnapshot{NextProducerID: 5000, Topics: []tier.SnapshotTopic{
+		{Name: "grown", TopicID: grown.String(), Replicas: [][]int32{{1}, {2}, {3}}},
+		{Name: "partial", TopicID: partial.String(), Replicas: [][]int32{{1}, {2}, {3}, {1}}, Configs: map[string]string{"retention.ms": "1"}},
+		{Name: "whole", TopicID: whole.String(), Replicas: [][]int32{{1}}},
+	}}
+	if _, err := tier.UpdateClusterSnapshot(t.Context(), store, "C", func(*tier.ClusterSnapshot) (tier.ClusterSnapshot, error) { return cur, nil }); err != nil {
+		t.Fatal(err)
+	}
+	parts := func(n int) []controller.Partition {
+		var out []controller.Partition
+		for i := range n {
+			out = append(out, controller.Partition{Index: int32(i), Replicas: []int32{int32(i%3) + 1}})
+		}
+		return out
+	}
+	md := &controller.Metadata{ClusterID: "C", Version: 7, NextProducerID: 1000,
+		Topics: map[string]*controller.Topic{
+			"grown":   {Name: "grown", ID: grown, Partitions: parts(1)},
+			"partial": {Name: "partial", ID: partial, Partitions: parts(1)[:1], Partial: true},
+			"whole":   {Name: "whole", ID: whole, Partitions: parts(2)},
+		},
+		TopicIDs: map[[16]byte]string{grown: "grown", partial: "partial", whole: "whole"},
+	}
+	st := &snapshotState{clusterVersion: -1, carried: map[string]bool{}, seen: map[[16]byte]bool{}}
+	if !s.writeClusterSnapshot(t.Context(), st, md, time.Now()) {
+		t.Fatal("not written")
+	}
+	got, err := tier.ReadClusterSnapshot(t.Context(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NextProducerID != 5000 {
+		t.Errorf("next producer id %d, want the snapshot's 5000", got.NextProducerID)
+	}
+	want := map[string]int{"grown": 3, "partial": 4, "whole": 2}
+	if len(got.Topics) != len(want) {
+		t.Fatalf("topics %+v", got.Topics)
+	}
+	for _, tp := range got.Topics {
+		if len(tp.Replicas) != want[tp.Name] {
+			t.Errorf("topic %s: %d partitions, want %d", tp.Name, len(tp.Replicas), want[tp.Name])
+		}
+	}
+	if p := got.Topics[1]; p.Name != "partial" || p.Configs["retention.ms"] != "1" || !slices.Equal(p.Replicas[3], []int32{1}) {
+		t.Errorf("the partial topic was not kept as the snapshot had it: %+v", p)
+	}
+	if g := got.Topics[0]; !slices.Equal(g.Replicas[0], []int32{1}) || !slices.Equal(g.Replicas[2], []int32{3}) {
+		t.Errorf("grown: %+v", g)
+	}
+	// A newer view: its producer id wins.
+	md2 := *md
+	md2.Version, md2.NextProducerID = 8, 9000
+	if !s.writeClusterSnapshot(t.Context(), st, &md2, time.Now()) {
+		t.Fatal("not written")
+	}
+	if got, err := tier.ReadClusterSnapshot(t.Context(), store); err != nil || got.NextProducerID != 9000 {
+		t.Fatalf("next producer id %d, %v; want 9000", got.NextProducerID, err)
 	}
 }

@@ -120,10 +120,13 @@ func (s *Server) snapshotTick(st *snapshotState, now time.Time) {
 	s.readOwner(ctx, st, md, now)
 	complete := true
 	if s.activeController() {
-		if !s.recordDeletions(ctx, st, md, now) {
+		// The metadata read once this broker is known to be the active
+		// controller: md may be the view of a broker that was not.
+		cmd := s.ctrl.Metadata()
+		if !s.recordDeletions(ctx, st, cmd, now) {
 			complete = false
 		}
-		if !s.writeClusterSnapshot(ctx, st, md, now) {
+		if cmd.ClusterID != md.ClusterID || !s.writeClusterSnapshot(ctx, st, cmd, now) {
 			complete = false
 		}
 	} else {
@@ -271,9 +274,14 @@ func (s *Server) writeClusterSnapshot(ctx context.Context, st *snapshotState, md
 	}
 	snap, err := tier.UpdateClusterSnapshot(ctx, s.tier.store, md.ClusterID, func(cur *tier.ClusterSnapshot) (tier.ClusterSnapshot, error) {
 		out := view
+		out.Topics = slices.Clone(view.Topics)
 		out.WrittenMs = now.UnixMilli()
 		if cur != nil {
 			out.Discarded = cur.Discarded
+			// A view right after an election may lag: producer ids and
+			// partitions only grow.
+			out.NextProducerID = max(out.NextProducerID, cur.NextProducerID)
+			keepPartitions(out.Topics, cur)
 			kept, err := s.carryOver(ctx, st, md, cur)
 			if err != nil {
 				return out, err
@@ -302,11 +310,12 @@ func (s *Server) writeClusterSnapshot(ctx context.Context, st *snapshotState, md
 	return true
 }
 
-// carryOver returns the topics of cur the metadata does not have and
-// whose deletion is not recorded: they stay in the snapshot (the
-// metadata has not loaded them: a restore under way). A topic whose name
-// the metadata has under another id was deleted and created again: its
-// deletion is recorded and it goes.
+// carryOver returns the topics of cur the metadata does not have whole
+// and whose deletion is not recorded: they stay in the snapshot as cur
+// has them (the metadata has not loaded them: a restore under way, or a
+// topic this broker knows only in part, controller.Topic.Partial). A
+// topic whose name the metadata has under another id was deleted and
+// created again: its deletion is recorded and it goes.
 func (s *Server) carryOver(ctx context.Context, st *snapshotState, md *controller.Metadata, cur *tier.ClusterSnapshot) ([]tier.SnapshotTopic, error) {
 	var kept []tier.SnapshotTopic
 	for _, t := range cur.Topics {
@@ -315,7 +324,10 @@ func (s *Server) carryOver(ctx context.Context, st *snapshotState, md *controlle
 			kept = append(kept, t) // not ours to judge
 			continue
 		}
-		if _, ok := md.TopicIDs[[16]byte(id)]; ok {
+		if name, ok := md.TopicIDs[[16]byte(id)]; ok {
+			if mt := md.Topics[name]; mt != nil && mt.Partial && !strings.HasPrefix(name, "__") {
+				kept = append(kept, t) // clusterSnapshot left it out
+			}
 			continue
 		}
 		if other := md.Topics[t.Name]; other != nil {
@@ -342,7 +354,27 @@ func (s *Server) carryOver(ctx context.Context, st *snapshotState, md *controlle
 	return kept, nil
 }
 
-// clusterSnapshot builds the cluster snapshot of md (without the time).
+// keepPartitions gives each topic of topics that cur holds (same id) with
+// more partitions cur's replicas of the partitions beyond its own: a
+// topic's partitions never go (Kafka cannot shrink a topic), so fewer is
+// a view that has not caught up (an UpdateMetadata from before
+// CreatePartitions).
+func keepPartitions(topics []tier.SnapshotTopic, cur *tier.ClusterSnapshot) {
+	byID := make(map[string]*tier.SnapshotTopic, len(cur.Topics))
+	for i := range cur.Topics {
+		byID[cur.Topics[i].TopicID] = &cur.Topics[i]
+	}
+	for i := range topics {
+		t := &topics[i]
+		if c := byID[t.TopicID]; c != nil && c.Name == t.Name && len(c.Replicas) > len(t.Replicas) {
+			t.Replicas = append(slices.Clip(t.Replicas), c.Replicas[len(t.Replicas):]...)
+		}
+	}
+}
+
+// clusterSnapshot builds the cluster snapshot of md (without the time),
+// leaving out the topics md knows only in part (controller.Topic.Partial:
+// carryOver keeps the snapshot's).
 func (s *Server) clusterSnapshot(md *controller.Metadata) tier.ClusterSnapshot {
 	snap := tier.ClusterSnapshot{ClusterID: md.ClusterID, NextProducerID: md.NextProducerID, BrokerConfigs: md.BrokerConfigs,
 		Topics: []tier.SnapshotTopic{}}
@@ -351,6 +383,9 @@ func (s *Server) clusterSnapshot(md *controller.Metadata) tier.ClusterSnapshot {
 			continue // internal topics are created again by the brokers
 		}
 		t := md.Topics[name]
+		if t.Partial {
+			continue
+		}
 		st := tier.SnapshotTopic{Name: name, TopicID: topicIDString(t.ID), Configs: t.Configs}
 		for _, p := range t.Partitions {
 			st.Replicas = append(st.Replicas, p.OriginalReplicas())
