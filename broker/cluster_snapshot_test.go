@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"strata/controller"
 	"strata/index"
 	"strata/tier"
 )
