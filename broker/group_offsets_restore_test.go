@@ -1,14 +1,19 @@
 package broker
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"strata/broker/group"
+	"strata/controller"
 	"strata/tier"
 )
 
@@ -112,5 +117,82 @@ func TestCloseWritesTheLastGroupOffsets(t *testing.T) {
 	a.Close()
 	if got := inBucket(); got != 42 {
 		t.Fatalf("the bucket holds offset %d after Close, want 42", got)
+	}
+}
+
+// A load of the bucket's offsets cut short after its first batch (the
+// broker stopped leading, crashed) is loaded again, whole, by the next
+// load, and the bucket's object is not written over with fewer.
+func TestACutLoadFromTheBucketIsCompleted(t *testing.T) {
+	store := tier.NewMemStore()
+	ctx := testCtx(t)
+	var logsA syncBuffer
+	dirA := t.TempDir()
+	a := startSnapshotServer(t, dirA, store, &logsA)
+	id := a.ctrl.Metadata().ClusterID
+	if _, err := a.admin(t).CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	var other kadm.Offsets // creates __consumer_offsets
+	other.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+	if rs, err := a.admin(t).CommitOffsets(ctx, "other", other); err != nil || rs.Error() != nil {
+		t.Fatalf("commit: %v %v", err, rs.Error())
+	}
+	waitFor(t, "the cluster snapshot", 10*time.Second, func() bool {
+		s, err := tier.ReadClusterSnapshot(ctx, store)
+		return err == nil && s.ClusterID == id
+	})
+	a.Close()
+	const n = 2500 // three batches
+	idx := group.PartitionFor("g", 4)
+	parts := map[int32]tier.SnapshotOffset{}
+	for p := range int32(n) {
+		parts[p] = tier.SnapshotOffset{Offset: int64(p) + 1, LeaderEpoch: -1}
+	}
+	if err := tier.WriteGroupOffsets(ctx, store, tier.GroupOffsetsSnapshot{ClusterID: id, Partition: idx, Partitions: 4,
+		Groups: map[string]map[string]map[int32]tier.SnapshotOffset{"g": {"orders": parts}}}); err != nil {
+		t.Fatal(err)
+	}
+	dirB := t.TempDir()
+	md, err := os.ReadFile(filepath.Join(dirA, controller.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirB, controller.MetadataFile), md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cut := make(chan struct{})
+	var once sync.Once
+	seedCut = func(batch int) error {
+		if batch == 0 {
+			return nil
+		}
+		once.Do(func() { close(cut) })
+		return kerr.NotLeaderForPartition
+	}
+	t.Cleanup(func() { seedCut = nil })
+	var logsB syncBuffer
+	b := startSnapshotServer(t, dirB, store, &logsB)
+	select {
+	case <-cut:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the load did not start")
+	}
+	b.Close()
+	seedCut = nil
+
+	var logsB2 syncBuffer
+	b2 := startSnapshotServer(t, dirB, store, &logsB2)
+	got, err := b2.admin(t).FetchOffsets(ctx, "g")
+	if err != nil || got.Error() != nil {
+		t.Fatalf("fetch offsets: %v %v", err, got.Error())
+	}
+	if c := len(got["orders"]); c != n {
+		t.Fatalf("%d offsets after the load, want %d\n%s", c, n, logsB2.String())
+	}
+	time.Sleep(3 * snapshotCheck)
+	snap, err := tier.ReadGroupOffsetsPartition(ctx, store, idx)
+	if err != nil || len(snap.Groups["g"]["orders"]) != n {
+		t.Fatalf("the bucket's object holds %d offsets, want %d: %v", len(snap.Groups["g"]["orders"]), n, err)
 	}
 }

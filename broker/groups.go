@@ -244,6 +244,7 @@ func (l *offsetsLog) Replay(fn func([]byte) error) error {
 	if err := l.waitHW(end); err != nil {
 		return err
 	}
+	had := end > 0
 	if err := l.s.seedOffsets(l, end); err != nil {
 		return err
 	}
@@ -253,25 +254,58 @@ func (l *offsetsLog) Replay(fn func([]byte) error) error {
 			return err
 		}
 	}
+	var seed group.SeedScan
 	off := l.p.log.LogStartOffset()
-	for off < end {
-		fs, err := l.p.log.Read(off, end, 1<<20, true)
-		if err != nil {
-			return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+	read := func(end int64) error {
+		for off < end {
+			fs, err := l.p.log.Read(off, end, 1<<20, true)
+			if err != nil {
+				return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+			}
+			if fs.Len == 0 {
+				return nil
+			}
+			buf := make([]byte, fs.Len)
+			if _, err := fs.File.ReadAt(buf, fs.Pos); err != nil {
+				return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+			}
+			seed.Scan(buf)
+			if err := fn(buf); err != nil {
+				return fmt.Errorf("replay %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+			}
+			off = fs.LastOffset + 1
 		}
-		if fs.Len == 0 {
-			return nil
-		}
-		buf := make([]byte, fs.Len)
-		if _, err := fs.File.ReadAt(buf, fs.Pos); err != nil {
-			return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
-		}
-		if err := fn(buf); err != nil {
-			return fmt.Errorf("replay %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
-		}
-		off = fs.LastOffset + 1
+		return nil
 	}
-	return nil
+	if err := read(end); err != nil {
+		return err
+	}
+	if !had {
+		return nil // seedOffsets decided
+	}
+	if !seed.Open() {
+		// A partition with a history is what the snapshot was written
+		// from.
+		l.bucketLoaded.Store(true)
+		return nil
+	}
+	// A load from the bucket began and was cut short (leadership moved,
+	// the ISR shrank, a crash) before its last batch: nothing was served
+	// since (a load serves only once it finished), so the bucket's
+	// offsets are loaded again, whole, after what the partition holds.
+	s := l.s
+	s.log.Info("a load of committed offsets from the bucket into a __consumer_offsets partition was cut short; loading them again",
+		"partition", l.p.index)
+	if err := s.seedOffsets(l, 0); err != nil {
+		return err
+	}
+	if e := l.p.log.LogEndOffset(); e != end {
+		end = e
+		if err := l.waitHW(end); err != nil {
+			return err
+		}
+	}
+	return read(end)
 }
 
 // waitHW waits until the high watermark reaches end, or fails with

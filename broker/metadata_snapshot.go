@@ -549,11 +549,14 @@ func (s *Server) bucketOffsets(ctx context.Context, idx, nparts int32, clusterID
 // commits, when the bucket is this cluster's; the load waits (its groups
 // answer COORDINATOR_LOAD_IN_PROGRESS) while the bucket cannot be read
 // or the append fails. It sets l.bucketLoaded unless the bucket is
-// another cluster's.
+// another cluster's. A partition with a history is left to Replay, which
+// tells a load cut short (group.SeedScan) from a history of its own.
 func (s *Server) seedOffsets(l *offsetsLog, end int64) error {
-	if s.tier == nil || end > 0 {
-		// A partition with a history is what the snapshot was written from.
+	if s.tier == nil {
 		l.bucketLoaded.Store(true)
+		return nil
+	}
+	if end > 0 {
 		return nil
 	}
 	for attempt := 1; ; attempt++ {
@@ -578,6 +581,10 @@ func (s *Server) seedOffsets(l *offsetsLog, end int64) error {
 		}
 	}
 }
+
+// seedCut, when set (by tests), is asked before each batch trySeed
+// appends and stops the load with its error.
+var seedCut func(batch int) error
 
 func (s *Server) trySeed(l *offsetsLog) error {
 	ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
@@ -605,7 +612,12 @@ func (s *Server) trySeed(l *offsetsLog) error {
 		return err
 	}
 	n := 0
-	for _, b := range group.OffsetCommitBatches(offs, time.Now()) {
+	for i, b := range group.OffsetCommitBatches(offs, time.Now()) {
+		if seedCut != nil {
+			if err := seedCut(i); err != nil {
+				return err
+			}
+		}
 		if _, err := l.Append(b); err != nil {
 			return fmt.Errorf("append: %w", err)
 		}

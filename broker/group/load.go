@@ -29,6 +29,8 @@ func (ls *loadState) apply(r Record) error {
 		return nil
 	}
 	switch {
+	case v == seedKeyVersion:
+		return nil // a load marker (OffsetCommitBatches)
 	case v == 0 || v == 1:
 		gid, tp, err := parseOffsetCommitKey(r.Key)
 		if err != nil {

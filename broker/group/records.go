@@ -152,20 +152,19 @@ func parseClassicGroupValue(val []byte) (*kmsg.GroupMetadataValue, error) {
 
 // OffsetCommitBatches encodes committed offsets as the record batches of
 // __consumer_offsets that commits of them write (OffsetCommit records,
-// at most 1000 a batch), in group, topic, partition order; the broker
-// appends them to an empty partition to load the offsets a snapshot in
-// the bucket kept (groups.go). Loading them gives each group that has
-// no other record an Empty classic group, as a simple consumer's commit
-// does.
+// in batches under max.message.bytes), in group, topic, partition order;
+// the broker appends them to an empty partition to load the offsets a
+// snapshot in the bucket kept (groups.go). Loading them gives each group
+// that has no other record an Empty classic group, as a simple
+// consumer's commit does. The first record marks the load begun and the
+// last one done (SeedScan), so that a load cut short (leadership moved,
+// a crash) between the batches is told from a partition's own history.
+// Nothing is written for no offsets.
 func OffsetCommitBatches(offsets map[string]map[TopicPartition]OffsetEntry, now time.Time) [][]byte {
-	var out [][]byte
-	var recs []Record
-	flush := func() {
-		if len(recs) > 0 {
-			out = append(out, encodeBatch(recs, now))
-			recs = recs[:0]
-		}
+	if len(offsets) == 0 {
+		return nil
 	}
+	recs := []Record{seedMarker(seedBegun)}
 	for _, g := range slices.Sorted(maps.Keys(offsets)) {
 		tps := slices.SortedFunc(maps.Keys(offsets[g]), func(a, b TopicPartition) int {
 			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
@@ -175,11 +174,47 @@ func OffsetCommitBatches(offsets map[string]map[TopicPartition]OffsetEntry, now 
 		})
 		for _, tp := range tps {
 			recs = append(recs, Record{Key: offsetCommitKey(g, tp), Value: offsetCommitValue(offsets[g][tp])})
-			if len(recs) == 1000 {
-				flush()
-			}
 		}
 	}
-	flush()
+	recs = append(recs, seedMarker(seedDone))
+	var out [][]byte
+	for len(recs) > 0 {
+		n := batchLen(recs)
+		out = append(out, encodeBatch(recs[:n], now))
+		recs = recs[n:]
+	}
 	return out
 }
+
+// The records that mark a load of offsets from the bucket begun and
+// done: a key of a version no Kafka record has (the coordinator skips
+// it), one key each, so that compaction keeps the last of each.
+const seedKeyVersion int16 = 0x7353
+
+const (
+	seedBegun byte = 1
+	seedDone  byte = 2
+)
+
+func seedMarker(kind byte) Record {
+	k := binary.BigEndian.AppendUint16(nil, uint16(seedKeyVersion))
+	return Record{Key: append(k, kind), Value: []byte{}}
+}
+
+// SeedScan follows the load markers of OffsetCommitBatches through an
+// offsets partition's batches, in log order.
+type SeedScan struct{ open bool }
+
+// Scan reads the records of whole batches.
+func (sc *SeedScan) Scan(batches []byte) {
+	_ = decodeBatches(batches, func(r Record) error {
+		if v, err := keyVersion(r.Key); err == nil && v == seedKeyVersion && len(r.Key) == 3 {
+			sc.open = r.Key[2] == seedBegun
+		}
+		return nil
+	})
+}
+
+// Open reports whether a load of offsets from the bucket began and did
+// not finish.
+func (sc *SeedScan) Open() bool { return sc.open }

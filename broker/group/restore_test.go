@@ -1,8 +1,10 @@
 package group
 
 import (
+	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // Offsets restored from outside the log reach a group that has members
@@ -43,6 +45,48 @@ func TestRestoreOffsetsSkipsMemberChecks(t *testing.T) {
 		c2 := startCoord(t, l, nil)
 		if off, code := fetched(c2, "g", "t", 1); code != 0 || off != 9 {
 			t.Fatalf("after a reload: %d code %d", off, code)
+		}
+	})
+}
+
+// The batches of a load from the bucket stay under max.message.bytes
+// with large metadata, mark the load begun and done (a cut after any
+// batch but the last is open), and load as the offsets alone.
+func TestOffsetCommitBatchesMarkTheLoad(t *testing.T) {
+	offs := map[string]map[TopicPartition]OffsetEntry{"g": {}}
+	meta := strings.Repeat("m", 4000)
+	for p := range int32(1200) {
+		offs["g"][TopicPartition{"t", p}] = OffsetEntry{Offset: int64(p), LeaderEpoch: -1, Metadata: meta, ExpireTimestamp: -1}
+	}
+	bs := OffsetCommitBatches(offs, time.Now())
+	if len(bs) < 3 {
+		t.Fatalf("%d batches", len(bs))
+	}
+	var sc SeedScan
+	for i, b := range bs {
+		if len(b) > 1048588 {
+			t.Fatalf("batch %d: %d bytes", i, len(b))
+		}
+		sc.Scan(b)
+		if open := i < len(bs)-1; sc.Open() != open {
+			t.Fatalf("after batch %d of %d: open %v", i, len(bs), sc.Open())
+		}
+	}
+	if OffsetCommitBatches(nil, time.Now()) != nil {
+		t.Fatal("batches for no offsets")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		l := &testLog{}
+		for _, b := range bs {
+			l.Append(b)
+		}
+		c := startCoord(t, l, nil)
+		if off, code := fetched(c, "g", "t", 1199); code != 0 || off != 1199 {
+			t.Fatalf("loaded: %d code %d", off, code)
+		}
+		got, _ := c.PartitionOffsets(0)
+		if len(got) != 1 || len(got["g"]) != 1200 {
+			t.Fatalf("loaded %d groups, %d offsets", len(got), len(got["g"]))
 		}
 	})
 }
