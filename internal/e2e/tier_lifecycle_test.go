@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -184,8 +185,11 @@ func TestTierLifecycleRulesAndOrphans(t *testing.T) {
 		prefix + "/" + tier.ManifestKey(&gm):                gmb,
 	}
 	foreign := []string{topicPrefix + "0/README.txt", prefix + "/notes.txt", "tmp/scratch"}
+	// A deletion counts only when the cluster that owns the bucket (the
+	// one its cluster snapshot names) recorded it.
+	owner := snapshotOwner(t, ctx, mc, bucket, prefix)
 	putObject(t, mc, bucket, prefix+"/"+tier.SnapshotPrefix+"deleted-topics/"+gone.TopicID.String(),
-		[]byte(`{"topic_id":"`+gone.TopicID.String()+`","cluster_id":"test","deleted_ms":1}`))
+		[]byte(`{"topic_id":"`+gone.TopicID.String()+`","cluster_id":"`+owner+`","deleted_ms":1}`))
 	um := gm.Clone()
 	um.Partition.TopicID, um.SegmentID = index.NewUUID(), index.NewUUID()
 	umb, err := index.EncodeManifest(&um)
@@ -275,5 +279,29 @@ func TestTierLifecycleRulesAndOrphans(t *testing.T) {
 		if strings.Contains(line, "msg=") && (strings.Contains(line, "lifecycle") || strings.Contains(line, "reconciled") || strings.Contains(line, "no longer has")) {
 			t.Log(strings.TrimSpace(line))
 		}
+	}
+}
+
+// snapshotOwner waits for the bucket's cluster snapshot and returns the
+// cluster id it names, read with minio-go.
+func snapshotOwner(t *testing.T, ctx context.Context, mc *minio.Client, bucket, prefix string) string {
+	t.Helper()
+	key := prefix + "/" + tier.SnapshotPrefix + "cluster.json"
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		obj, err := mc.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
+		if err == nil {
+			var snap struct {
+				ClusterID string `json:"cluster_id"`
+			}
+			err = json.NewDecoder(obj).Decode(&snap)
+			obj.Close()
+			if err == nil && snap.ClusterID != "" {
+				return snap.ClusterID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cluster snapshot naming its cluster at %s: %v", key, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the bucket
 	}
 }
