@@ -75,31 +75,70 @@ func (s *Server) syncGroups(*controller.Metadata) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	md := s.ctrl.Metadata()
-	want := map[int32]*partition{}
+	type wanted struct {
+		p    *partition
+		term leaderTerm
+	}
+	want := map[int32]wanted{}
 	if t := md.Topics[offsetsTopic]; t != nil {
 		h.coord.SetNumPartitions(int32(len(t.Partitions)))
 		for _, pm := range t.Partitions {
 			if pm.Leader != s.cfg.ID {
 				continue
 			}
-			if p := s.partition(offsetsTopic, pm.Index); p != nil && p.topicID == t.ID {
-				want[pm.Index] = p
+			p := s.partition(offsetsTopic, pm.Index)
+			if p == nil || p.topicID != t.ID {
+				continue
+			}
+			// The metadata may be newer than the role the partition was
+			// given (a reconcile of older metadata ends after the watch
+			// delivered newer): until the reconcile of this leader epoch
+			// has stopped its fetcher, the partition still follows the old
+			// leader, whose acknowledgements may count records it appends
+			// after the load's end. Loaded only once it leads locally.
+			if term, ok := localLeaderTerm(p); ok && term.epoch == pm.LeaderEpoch {
+				want[pm.Index] = wanted{p, term}
 			}
 		}
 	}
 	for idx, l := range h.led {
-		if want[idx] != l.p {
+		// A new term (another leader epoch, or leadership lost and
+		// regained between two syncs) is loaded anew: the log may hold
+		// records of other leaders since the last load.
+		if w, ok := want[idx]; !ok || w.p != l.p || w.term != l.term {
 			h.coord.Resign(idx)
 			delete(h.led, idx)
 		}
 	}
-	for idx, p := range want {
+	for idx, w := range want {
 		if h.led[idx] == nil {
-			l := &offsetsLog{s: s, p: p}
+			l := &offsetsLog{s: s, p: w.p, term: w.term}
 			h.led[idx] = l
 			h.coord.Elect(idx, l)
 		}
 	}
+}
+
+// leaderTerm identifies one spell of leadership of a partition by this
+// broker: its leader epoch and the log end at which it began.
+type leaderTerm struct {
+	epoch int32
+	start int64
+}
+
+// leads tells whether the partition still leads in the term it was
+// loaded for.
+func (l *offsetsLog) leads() bool {
+	term, ok := localLeaderTerm(l.p)
+	return ok && term == l.term
+}
+
+// localLeaderTerm is the term in which p leads as applied by reconcile
+// (applyRole: its fetcher stopped), and false if p does not lead.
+func localLeaderTerm(p *partition) (leaderTerm, bool) {
+	p.rs.mu.Lock()
+	defer p.rs.mu.Unlock()
+	return leaderTerm{p.rs.leaderEpoch, p.rs.epochStart}, p.rs.leader
 }
 
 // finalSnapshotTimeout bounds the group offsets snapshot write of Close.
@@ -175,6 +214,8 @@ func (s *Server) ensureOffsetsTopic() (*controller.Topic, error) {
 type offsetsLog struct {
 	s *Server
 	p *partition
+	// term is the leadership the coordinator loaded the partition for.
+	term leaderTerm
 	// bucketLoaded is set once the load has taken in what the bucket's
 	// group offsets snapshot of the partition holds (or found nothing of
 	// this cluster's to take): until then the snapshot is not written
@@ -203,6 +244,12 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 
 // WaitDurable waits for the high watermark to reach end, and fails as an
 // acks=-1 produce does when the ISR fell below min.insync.replicas.
+//
+// The high watermark counts only while the partition leads in the term
+// the coordinator loaded it for: once it follows, the new leader may
+// truncate the append away and its own records raise the high watermark
+// past end; a commit so "acknowledged" would be lost (Kafka's delayed
+// produce fails with NOT_LEADER_OR_FOLLOWER when leadership moves).
 func (l *offsetsLog) WaitDurable(end int64) error {
 	if l.p.hw.Load() < end {
 		ch := make(chan struct{}, 1)
@@ -211,6 +258,9 @@ func (l *offsetsLog) WaitDurable(end int64) error {
 		t := time.NewTimer(offsetsCommitTimeout)
 		defer t.Stop()
 		for l.p.hw.Load() < end {
+			if !l.leads() {
+				return kerr.NotLeaderForPartition
+			}
 			select {
 			case <-ch:
 			case <-t.C:
@@ -219,6 +269,9 @@ func (l *offsetsLog) WaitDurable(end int64) error {
 				return kerr.NotLeaderForPartition
 			}
 		}
+	}
+	if !l.leads() { // checked after the high watermark was read
+		return kerr.NotLeaderForPartition
 	}
 	if l.p.isrSize() < int(l.p.minISR.Load()) {
 		return kerr.NotEnoughReplicasAfterAppend
