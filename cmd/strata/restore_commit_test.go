@@ -58,7 +58,7 @@ func TestCommitRestoredSkipsCommittedPartitions(t *testing.T) {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID // v10+ names topics by id
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetCommitResponseTopicPartition()
 				sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownMemberID.Code
