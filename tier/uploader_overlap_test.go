@@ -4,29 +4,22 @@ import (
 	"context"
 	"testing"
 
-	"strata/broker/plog"
 	"strata/index"
 )
 
-// logLike appends to a log the batches testLog appends, with another
-// segment size, so that two replicas of one partition hold the same
-// records in segments of other boundaries.
-func logLike(t *testing.T, segmentBytes int64, appends int) *plog.Log {
+// refreshedIndex is a new index refreshed from the bucket, as a broker
+// that never saw the uploads has.
+func refreshedIndex(t *testing.T, store ObjectStore) *index.Index {
 	t.Helper()
-	l, _ := openTestLog(t, segmentBytes, 100)
-	for i := range appends + 5 {
-		epoch := int32(0)
-		if i >= appends {
-			epoch = 2
-		}
-		if _, err := l.Append(rawBatch(1_700_000_000_000+int64(i), 4, 100), epoch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Flush(); err != nil {
+	idx, err := index.Open(index.Options{InMemory: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	t.Cleanup(func() { idx.Close() })
+	if _, err := RefreshPartition(context.Background(), store, idx, upTP); err != nil {
+		t.Fatal(err)
+	}
+	return idx
 }
 
 // checkResolves fails the test unless every offset of [from, to] resolves
@@ -56,7 +49,7 @@ func checkResolves(t *testing.T, store *MemStore, idx *index.Index, from, to int
 // remote log end reaches the new leader's last sealed segment.
 func TestLongerSegmentAtAnUploadedBase(t *testing.T) {
 	short, _ := testLog(t, 20) // 2 KiB segments
-	long := logLike(t, 6144, 20)
+	long, _ := testLogSized(t, 6144, 20)
 	store := NewMemStore()
 	alive := func(int32) bool { return true }
 	old, leader := fenceBroker(t, store, 1, alive), fenceBroker(t, store, 2, alive)
@@ -85,15 +78,7 @@ func TestLongerSegmentAtAnUploadedBase(t *testing.T) {
 		t.Fatalf("%d finished manifests, want %d", n, len(ls)+1)
 	}
 	// Every broker reads the shared offsets from the newer upload.
-	fresh, err := index.Open(index.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
-	if _, err := RefreshPartition(ctx, store, fresh, upTP); err != nil {
-		t.Fatal(err)
-	}
-	for _, idx := range []*index.Index{leader.Index, fresh} {
+	for _, idx := range []*index.Index{leader.Index, refreshedIndex(t, store)} {
 		checkResolves(t, store, idx, 0, last, leader.BrokerID)
 	}
 	// A later pass has nothing to do: no stall, no second upload.

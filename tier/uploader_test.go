@@ -62,7 +62,14 @@ func openTestLog(t *testing.T, segmentBytes int64, indexInterval int32) (*plog.L
 // then 5 more in epoch 2; everything flushed.
 func testLog(t *testing.T, appends int) (*plog.Log, string) {
 	t.Helper()
-	l, dir := openTestLog(t, 2048, 100)
+	return testLogSized(t, 2048, appends)
+}
+
+// testLogSized is testLog with segments of segmentBytes: two replicas of
+// one partition hold the same records in segments of other boundaries.
+func testLogSized(t *testing.T, segmentBytes int64, appends int) (*plog.Log, string) {
+	t.Helper()
+	l, dir := openTestLog(t, segmentBytes, 100)
 	for i := range appends + 5 {
 		epoch := int32(0)
 		if i >= appends {

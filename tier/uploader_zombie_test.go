@@ -153,15 +153,7 @@ func TestZombieFinishedWriteLosesToTheCleanup(t *testing.T) {
 			// Every offset of the sealed segments reads from the new
 			// leader's segments, in the leader's index and in a fresh
 			// one refreshed from the bucket.
-			fresh, err := index.Open(index.Options{InMemory: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fresh.Close()
-			if _, err := RefreshPartition(ctx, store, fresh, upTP); err != nil {
-				t.Fatal(err)
-			}
-			for _, idx := range []*index.Index{leader.Index, fresh} {
+			for _, idx := range []*index.Index{leader.Index, refreshedIndex(t, store)} {
 				for _, seg := range sealed(l) {
 					for off := seg.BaseOffset; off < seg.NextOffset; off++ {
 						m, err := idx.SegmentForOffset(upTP, off)
