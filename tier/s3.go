@@ -208,25 +208,11 @@ func (s *S3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout(size))
 	defer cancel()
-	body := &exactReader{r: r, left: size}
 	if size <= s.cfg.PartSize {
-		// One PutObject from a buffer: retries can resend it, and a short
-		// body fails before anything is sent.
-		buf := make([]byte, size)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				err = fmt.Errorf("%w: %d of %d bytes", ErrShortBody, len(buf), size)
-			}
-			return fmt.Errorf("put %s: %w", key, err)
-		}
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket:        aws.String(s.cfg.Bucket),
-			Key:           aws.String(s.fullKey(key)),
-			Body:          bytes.NewReader(buf),
-			ContentLength: aws.Int64(size),
-		})
-		return s.mapErr("put", key, err)
+		_, err := s.putObject(ctx, key, r, size, nil)
+		return err
 	}
+	body := &exactReader{r: r, left: size}
 	// Multipart: the transfer manager buffers parts (so each can be
 	// retried), uploads Concurrency at once and aborts the upload if a
 	// part fails, our short-body error included. S3 allows 10,000 parts.
@@ -265,39 +251,50 @@ func (s *S3Store) PutIf(ctx context.Context, key string, r io.Reader, size int64
 	if size < 0 || size > s.cfg.PartSize {
 		return "", fmt.Errorf("put %s: a conditional put takes 0 to %d bytes, not %d", key, s.cfg.PartSize, size)
 	}
-	buf := make([]byte, size)
-	if _, err := io.ReadFull(&exactReader{r: r, left: size}, buf); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("%w: %d of %d bytes", ErrShortBody, len(buf), size)
-		}
-		return "", fmt.Errorf("put %s: %w", key, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout(size))
 	defer cancel()
-	in := &s3.PutObjectInput{
-		Bucket:        aws.String(s.cfg.Bucket),
-		Key:           aws.String(s.fullKey(key)),
-		Body:          bytes.NewReader(buf),
-		ContentLength: aws.Int64(size),
-	}
-	if cond.IfAbsent {
-		in.IfNoneMatch = aws.String("*")
-	} else {
-		in.IfMatch = aws.String(cond.IfMatch)
-	}
-	out, err := s.client.PutObject(ctx, in)
-	if err != nil {
-		err = s.mapErr("put", key, err)
-		if errors.Is(err, ErrNotFound) {
-			// If-Match on a missing object: S3 answers 404.
-			err = fmt.Errorf("put %s (%s): %w", key, cond, ErrPreconditionFailed)
+	out, err := s.putObject(ctx, key, r, size, func(in *s3.PutObjectInput) {
+		if cond.IfAbsent {
+			in.IfNoneMatch = aws.String("*")
+		} else {
+			in.IfMatch = aws.String(cond.IfMatch)
 		}
+	})
+	if errors.Is(err, ErrNotFound) {
+		// If-Match on a missing object: S3 answers 404.
+		err = fmt.Errorf("put %s (%s): %w", key, cond, ErrPreconditionFailed)
+	}
+	if err != nil {
 		return "", err
 	}
 	if aws.ToString(out.ETag) == "" {
 		return "", fmt.Errorf("put %s: the store answered no ETag", key)
 	}
 	return aws.ToString(out.ETag), nil
+}
+
+// putObject sends one PutObject of size bytes from a buffer, so that
+// retries can resend it and a short body fails before anything is sent;
+// with is applied to the request (conditions). ctx bounds the call.
+func (s *S3Store) putObject(ctx context.Context, key string, r io.Reader, size int64, with func(*s3.PutObjectInput)) (*s3.PutObjectOutput, error) {
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(&exactReader{r: r, left: size}, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w: %d of %d bytes", ErrShortBody, len(buf), size)
+		}
+		return nil, fmt.Errorf("put %s: %w", key, err)
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.cfg.Bucket),
+		Key:           aws.String(s.fullKey(key)),
+		Body:          bytes.NewReader(buf),
+		ContentLength: aws.Int64(size),
+	}
+	if with != nil {
+		with(in)
+	}
+	out, err := s.client.PutObject(ctx, in)
+	return out, s.mapErr("put", key, err)
 }
 
 func (s *S3Store) GetTagged(ctx context.Context, key string, max int64) ([]byte, string, error) {
