@@ -76,27 +76,27 @@ func (h *holdManifests) release() {
 	h.mu.Unlock()
 }
 
-func (h *holdManifests) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+// wait holds a manifest write at the gate while it is closed; the
+// returned func counts the write as landed once it went on.
+func (h *holdManifests) wait(key string) func() {
 	h.mu.Lock()
 	gate := h.gate
 	h.mu.Unlock()
-	if gate != nil && strings.HasSuffix(key, ManifestSuffix) {
-		h.held.Add(1)
-		<-gate
-		defer h.landed.Add(1)
+	if gate == nil || !strings.HasSuffix(key, ManifestSuffix) {
+		return func() {}
 	}
+	h.held.Add(1)
+	<-gate
+	return func() { h.landed.Add(1) }
+}
+
+func (h *holdManifests) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	defer h.wait(key)()
 	return h.ObjectStore.Put(ctx, key, r, size)
 }
 
 func (h *holdManifests) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error) {
-	h.mu.Lock()
-	gate := h.gate
-	h.mu.Unlock()
-	if gate != nil && strings.HasSuffix(key, ManifestSuffix) {
-		h.held.Add(1)
-		<-gate
-		defer h.landed.Add(1)
-	}
+	defer h.wait(key)()
 	return h.ObjectStore.PutIf(ctx, key, r, size, cond)
 }
 
