@@ -92,6 +92,7 @@ func TestControllerCutOffFromZooKeeper(t *testing.T) {
 	t.Cleanup(func() { cut.Close() })
 	waitUntil(t, 5*time.Second, "broker 1 to be controller", cut.IsActive)
 	others := []*Controller{newController(t, z, 2), newController(t, z, 3)}
+	waitUntil(t, 5*time.Second, "the controller to see three brokers", func() bool { return len(cut.Metadata().Brokers) == 3 })
 	if _, err := cut.CreateTopic(ctx, controller.CreateTopicRequest{Name: "t", NumPartitions: 3, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}
