@@ -118,13 +118,19 @@ func TestClusterReassignFailoverCancelAndZNode(t *testing.T) {
 	done(target, false)
 
 	// 2. A cancelled reassignment reverts; the broker being added deletes
-	// its copy.
+	// its copy. The broker added is one that never held the partition: a
+	// former replica (the controller killed in step 1 was one) may still
+	// have its whole log, catch up at once despite the throttle, and
+	// complete the reassignment before it can be cancelled.
 	var extra int32
 	for id := int32(1); id <= 4; id++ {
-		if !slices.Contains(target, id) {
+		if !slices.Contains(target, id) && !slices.Contains(replicas, id) {
 			extra = id
 			break
 		}
+	}
+	if extra == 0 {
+		t.Fatalf("no broker outside the original replicas %v and the target %v", replicas, target)
 	}
 	throttle(extra)
 	if err := reassign([]int32{extra, target[1]}); err != nil {
