@@ -65,6 +65,9 @@ type view struct {
 	full          bool
 	pushedVersion int64
 	synced        bool // the pushed state holds the whole cluster
+	// zxid is the ZooKeeper state a full view was read at: the newest
+	// change among the znodes it read.
+	zxid int64
 }
 
 type stateInfo struct {
@@ -136,7 +139,7 @@ func (c *Controller) step() error {
 	if c.IsActive() {
 		c.wasActive = true
 		md := c.Metadata()
-		c.senders.update(md, v.epochs, c.epoch.Load())
+		c.senders.update(md, v.epochs, c.epoch.Load(), v.zxid)
 		return c.reconcile(v)
 	}
 	return nil
@@ -243,6 +246,7 @@ func (c *Controller) build(full bool) (*view, error) {
 		if err := c.buildBrokersAndTopics(v); err != nil {
 			return nil, err
 		}
+		v.zxid = c.cacheZxid()
 	} else {
 		v.pushedVersion, v.synced = c.pushed.fill(md, c.opts.Broker)
 		v.epochs[c.opts.Broker.ID] = c.ownEpoch.Load()

@@ -74,7 +74,14 @@ type snapshot struct {
 	ctrlEpoch int32
 	brokers   []controller.Broker
 	parts     map[topicPart]partRec
+	// zxid is the ZooKeeper state the snapshot was read at.
+	zxid int64
 }
+
+// sendHook, when set (by tests, before any Controller starts), sees every
+// request a controller sends, with the zxid of the snapshot it was built
+// from.
+var sendHook func(from, to int32, zxid int64, req kmsg.Request)
 
 type senders struct {
 	c         *Controller
@@ -107,9 +114,9 @@ func newSenders(c *Controller, t Transport) *senders {
 // update publishes a new snapshot to every live broker but self (those in
 // controlled shutdown too, as Kafka's liveOrShuttingDownBrokers); epochs
 // are their broker epochs.
-func (s *senders) update(md *controller.Metadata, epochs map[int32]int64, ctrlEpoch int32) {
+func (s *senders) update(md *controller.Metadata, epochs map[int32]int64, ctrlEpoch int32, zxid int64) {
 	snap := &snapshot{version: md.Version, ctrlID: md.ControllerID, ctrlEpoch: ctrlEpoch,
-		brokers: md.Brokers, parts: map[topicPart]partRec{}}
+		brokers: md.Brokers, parts: map[topicPart]partRec{}, zxid: zxid}
 	for name, t := range md.Topics {
 		for _, p := range t.Partitions {
 			snap.parts[topicPart{name, p.Index}] = partRec{t.ID, p}
@@ -291,18 +298,24 @@ func (p *peer) sync(snap *snapshot) error {
 		}
 	}
 	brokersChanged := full || !slices.EqualFunc(p.acked.brokers, snap.brokers, sameBroker)
+	send := func(req kmsg.Request) error {
+		if sendHook != nil {
+			sendHook(p.s.c.opts.Broker.ID, id, snap.zxid, req)
+		}
+		return p.send(req)
+	}
 	if len(lead) > 0 {
-		if err := p.send(p.leaderAndISR(snap, lead, full)); err != nil {
+		if err := send(p.leaderAndISR(snap, lead, full)); err != nil {
 			return err
 		}
 	}
 	if len(stop) > 0 {
-		if err := p.send(p.stopReplica(snap, old, stop)); err != nil {
+		if err := send(p.stopReplica(snap, old, stop)); err != nil {
 			return err
 		}
 	}
 	if full || brokersChanged || len(meta) > 0 || len(gone) > 0 {
-		if err := p.send(p.updateMetadata(snap, meta, old, gone)); err != nil {
+		if err := send(p.updateMetadata(snap, meta, old, gone)); err != nil {
 			return err
 		}
 	}

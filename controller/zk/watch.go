@@ -30,6 +30,9 @@ type cached struct {
 	data     []byte
 	stat     *zk.Stat
 	children []string
+	// fired is the channel of the watch set when the entry was read; the
+	// client closes it when the watch fires.
+	fired <-chan zk.Event
 }
 
 // get returns a znode's data and stat, exists false when it is missing.
@@ -41,7 +44,7 @@ func (c *Controller) get(path string) (*cached, error) {
 	for range 5 {
 		data, st, ch, err := c.conn.GetW(c.p(path))
 		if err == nil {
-			e := &cached{exists: true, data: data, stat: st}
+			e := &cached{exists: true, data: data, stat: st, fired: ch}
 			c.cache[k] = e
 			c.watch(k, ch)
 			return e, nil
@@ -55,7 +58,7 @@ func (c *Controller) get(path string) (*cached, error) {
 		}
 		c.watch(k, ch)
 		if !ok {
-			e := &cached{}
+			e := &cached{fired: ch}
 			c.cache[k] = e
 			return e, nil
 		}
@@ -103,7 +106,7 @@ func (c *Controller) prefetch(paths []string) {
 	wg.Wait()
 	for _, r := range results {
 		if r != nil {
-			c.cache[r.k] = &cached{exists: true, data: r.data, stat: r.st}
+			c.cache[r.k] = &cached{exists: true, data: r.data, stat: r.st, fired: r.ch}
 			c.watch(r.k, r.ch)
 		}
 	}
@@ -118,7 +121,7 @@ func (c *Controller) children(path string) ([]string, error) {
 	for range 5 {
 		kids, st, ch, err := c.conn.ChildrenW(c.p(path))
 		if err == nil {
-			c.cache[k] = &cached{exists: true, children: kids, stat: st}
+			c.cache[k] = &cached{exists: true, children: kids, stat: st, fired: ch}
 			c.watch(k, ch)
 			return kids, nil
 		}
@@ -131,7 +134,7 @@ func (c *Controller) children(path string) ([]string, error) {
 		}
 		c.watch(k, ch)
 		if !ok {
-			c.cache[k] = &cached{}
+			c.cache[k] = &cached{fired: ch}
 			return nil, nil
 		}
 	}
@@ -151,4 +154,16 @@ func (c *Controller) watch(k watchKey, ch <-chan zk.Event) {
 		case <-c.done:
 		}
 	}()
+}
+
+// cacheZxid is the newest change among the cached znodes: the zxid a view
+// built from the cache reads ZooKeeper at.
+func (c *Controller) cacheZxid() int64 {
+	var z int64
+	for _, e := range c.cache {
+		if e.stat != nil {
+			z = max(z, e.stat.Mzxid, e.stat.Pzxid)
+		}
+	}
+	return z
 }
