@@ -123,7 +123,7 @@ type Controller struct {
 	chroot string
 
 	kick    chan struct{}  // session state changed; buffered 1
-	invalid chan watchKey  // fired watches
+	invalid chan firing    // fired watches
 	done    chan struct{}  // closed by Close
 	wg      sync.WaitGroup // the run goroutine
 
@@ -185,7 +185,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		log:     opts.Logger.With("component", "zk-controller", "broker_id", opts.Broker.ID),
 		chroot:  chroot,
 		kick:    make(chan struct{}, 1),
-		invalid: make(chan watchKey, 256),
+		invalid: make(chan firing, 256),
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 		cache:   map[watchKey]*cached{},

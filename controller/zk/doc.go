@@ -18,11 +18,14 @@
 // changed), StopReplica with Delete (to brokers that no longer host a
 // partition, or all of a deleted topic's replicas) and UpdateMetadata (the
 // live brokers and every changed partition, to all), carrying its
-// controller epoch and the receiver's broker epoch (send.go). One sender
-// per broker sends the difference between what that broker acknowledged
-// and the newest snapshot, so an unreachable broker is brought up to date
-// in one step when it returns; the first requests of a controller epoch or
-// to a new broker registration carry the whole cluster. Receivers refuse
+// controller epoch and the receiver's broker epoch (send.go). Each is
+// built from one consistent read: the replicas (topic znode) and the
+// leader and ISR (state znodes) as ZooKeeper held them at one zxid, never
+// from different moments (watch.go). One sender per broker sends the
+// difference between what that broker acknowledged and the newest
+// snapshot, so an unreachable broker is brought up to date in one step
+// when it returns; the first requests of a controller epoch or to a new
+// broker registration carry the whole cluster. Receivers refuse
 // older controller and broker epochs and never let an older partition state
 // replace a newer one (push.go). Brokers still read configs, the cluster
 // id and /controller from ZooKeeper, as Kafka's do, and a partition leader

@@ -28,15 +28,15 @@ func (c *Controller) run() {
 		case <-c.done:
 			return
 		case <-c.kick:
-		case k := <-c.invalid:
-			delete(c.cache, k)
+		case f := <-c.invalid:
+			c.evict(f)
 		case <-retry.C:
 		}
 	drain:
 		for {
 			select {
-			case k := <-c.invalid:
-				delete(c.cache, k)
+			case f := <-c.invalid:
+				c.evict(f)
 			default:
 				break drain
 			}
@@ -116,7 +116,7 @@ func (c *Controller) step() error {
 	if owner != sid || !c.IsActive() {
 		c.stepDown()
 	}
-	v, err := c.build(owner == sid)
+	v, err := c.buildConsistent(owner == sid)
 	if err != nil {
 		return err
 	}
@@ -203,6 +203,26 @@ func (c *Controller) register() error {
 	}
 	c.log.Warn("broker id registered by another zookeeper session; waiting for it to expire", "path", path, "owner", st.EphemeralOwner)
 	return fmt.Errorf("register %s: held by session %#x", path, st.EphemeralOwner)
+}
+
+// buildConsistent builds a view; a full one (what the active controller
+// sends the brokers) is read again until it is what ZooKeeper held at one
+// zxid (watch.go).
+func (c *Controller) buildConsistent(full bool) (*view, error) {
+	for range maxConsistentReads {
+		v, err := c.build(full)
+		if err != nil || !full {
+			return v, err
+		}
+		dropped, err := c.dropChanged()
+		if err != nil {
+			return nil, err
+		}
+		if !dropped {
+			return v, nil
+		}
+	}
+	return nil, errors.New("zookeeper changed during every read of a consistent view")
 }
 
 // build reads the cluster: all of it from ZooKeeper (through the cache)

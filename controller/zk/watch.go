@@ -12,6 +12,18 @@ import (
 // an entry is read (and a watch set) once and dropped when its watch fires,
 // so a rebuilt snapshot reads only what changed and every znode has at most
 // one watch of each kind.
+//
+// The entries are read at different times, and a watch's firing reaches
+// the run goroutine some time after the change, so the cache may hold a
+// topic znode read after a reassignment next to a partition state read
+// before it: a torn view, the replicas of one moment with the leader and
+// ISR of another. The active controller sends the brokers only views that
+// ZooKeeper held at one zxid (consistent): ZooKeeper sends a client the
+// event of a watch before the answer to any read that sees the change, and
+// the client closes the watch's channel as it gets the event, so after one
+// more read (a barrier) every entry whose channel is still open held, as
+// read, at the barrier's zxid. Entries whose watch fired are dropped and
+// read again, until none has.
 
 type watchKind uint8
 
@@ -23,6 +35,13 @@ const (
 type watchKey struct {
 	kind watchKind
 	path string // Kafka path, without the chroot
+}
+
+// firing is a watch that fired: the key and the channel of the read that
+// set it, so that it drops that entry and not one read since.
+type firing struct {
+	k  watchKey
+	ch <-chan zk.Event
 }
 
 type cached struct {
@@ -150,10 +169,50 @@ func (c *Controller) watch(k watchKey, ch <-chan zk.Event) {
 			return
 		}
 		select {
-		case c.invalid <- k:
+		case c.invalid <- firing{k, ch}:
 		case <-c.done:
 		}
 	}()
+}
+
+// evict drops the entry a fired watch was set by, if it is still cached.
+func (c *Controller) evict(f firing) {
+	if e, ok := c.cache[f.k]; ok && e.fired == f.ch {
+		delete(c.cache, f.k)
+	}
+}
+
+// changed reports whether the entry's watch has fired: the entry may no
+// longer hold.
+func (e *cached) changed() bool {
+	select {
+	case <-e.fired:
+		return true
+	default:
+		return false
+	}
+}
+
+// maxConsistentReads bounds the rereads of one consistent view; a cluster
+// changing faster is read again after retryBackoff.
+const maxConsistentReads = 10
+
+// dropChanged reads a barrier and then drops every entry whose watch has
+// fired (see the file comment); it reports whether it dropped any. When it
+// dropped none, the cache is what ZooKeeper held at the barrier's zxid.
+func (c *Controller) dropChanged() (bool, error) {
+	// Any read will do: the session's requests are answered in order.
+	if _, _, err := c.conn.Exists(c.p(brokerIDsPath)); err != nil {
+		return false, fmt.Errorf("read %s: %w", brokerIDsPath, err)
+	}
+	dropped := false
+	for k, e := range c.cache {
+		if e.changed() {
+			delete(c.cache, k)
+			dropped = true
+		}
+	}
+	return dropped, nil
 }
 
 // cacheZxid is the newest change among the cached znodes: the zxid a view

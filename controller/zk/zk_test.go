@@ -24,6 +24,15 @@ const testChroot = "/strata/test"
 
 func newController(t *testing.T, z *testenv.ZooKeeper, id int32) *Controller {
 	t.Helper()
+	c, err := startController(t, z, id)
+	if err != nil {
+		t.Fatalf("start controller of broker %d: %v", id, err)
+	}
+	return c
+}
+
+// startController is newController for goroutines other than the test's.
+func startController(t *testing.T, z *testenv.ZooKeeper, id int32) (*Controller, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, err := New(ctx, Options{
@@ -35,11 +44,11 @@ func newController(t *testing.T, z *testenv.ZooKeeper, id int32) *Controller {
 		Transport:         testNet,
 	})
 	if err != nil {
-		t.Fatalf("start controller of broker %d: %v", id, err)
+		return nil, err
 	}
 	testNet.join(t, c)
 	t.Cleanup(func() { c.Close() })
-	return c
+	return c, nil
 }
 
 type testWriter struct{ t *testing.T }
