@@ -76,7 +76,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	}
 	if len(waits) > 0 {
 		// Answered once replicated, by the connection's writer: the
-		// connection goes on reading (conn.go).
+		// connection goes on reading (network/conn.go).
 		deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 		return &delayedResponse{Response: resp, wait: func() {
 			s.awaitReplication(resp, waits, deadline, setErr)

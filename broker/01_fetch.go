@@ -12,7 +12,7 @@ package broker
 // fetch sessions per KIP-227 (fetch_session.go). Topic ids from v13
 // (KIP-516); CurrentLeader/NodeEndpoints (KIP-951) from v12/v16. Record
 // bytes go from the segment file to the socket with one pread and one
-// writev per MiB, or with sendfile (socket.sendfile.enable; sendfile.go).
+// writev per MiB, or with sendfile (socket.sendfile.enable; network/sendfile.go).
 // From v11 consumers give their rack and may fetch from followers
 // (KIP-392, fetch_from_follower.go): the leader names a
 // PreferredReadReplica, a follower serves up to its high watermark.
@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/network"
 	"strata/broker/plog"
 	"strata/controller"
 	"strata/tier"
@@ -64,7 +65,7 @@ type fetchResult struct {
 	throttled  bool  // a replica fetch under the leader's replication throttle
 }
 
-func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (outResp, error) {
+func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (network.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	md := s.ctrl.Metadata()
 	replicaID := req.ReplicaID
@@ -124,13 +125,13 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 		sess = s.sessions.get(req.SessionID)
 		if sess == nil {
 			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-			return outResp{kresp: resp}, nil
+			return network.Response{Msg: resp}, nil
 		}
 		sess.mu.Lock()
 		defer sess.mu.Unlock()
 		if sess.epoch != req.SessionEpoch {
 			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
-			return outResp{kresp: resp}, nil
+			return network.Response{Msg: resp}, nil
 		}
 		incremental = true
 		for _, t := range reqTargets() {
@@ -212,10 +213,10 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	s.fetchRemote(results)
 
 	// Build the response. Remote records are held until it is written.
-	out := outResp{kresp: resp}
+	out := network.Response{Msg: resp}
 	for i := range results {
 		if results[i].records.Len > 0 {
-			out.release = append(out.release, results[i].records.Release)
+			out.Release = append(out.Release, results[i].records.Release)
 		}
 	}
 	topicIdx := map[string]int{}
@@ -279,14 +280,14 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			sent = s.metrics.replicationBytesOut
 		}
 		if r.records.Len > 0 {
-			m := cc.marker.next()
+			m := cc.nc.NextMarker()
 			rp.RecordBatches = m[:]
-			out.slices = append(out.slices, spliceRef{marker: m, mem: r.records.Parts, memLen: r.records.Len})
+			out.Splices = append(out.Splices, network.SpliceRef{Marker: m, Mem: r.records.Parts, MemLen: r.records.Len})
 			sent.Add(float64(r.records.Len))
 		} else if r.slice.Len > 0 {
-			m := cc.marker.next()
+			m := cc.nc.NextMarker()
 			rp.RecordBatches = m[:]
-			out.slices = append(out.slices, spliceRef{marker: m, slice: r.slice})
+			out.Splices = append(out.Splices, network.SpliceRef{Marker: m, Slice: r.slice})
 			sent.Add(float64(r.slice.Len))
 			if r.throttled {
 				lt.sent(r.slice.Len)

@@ -83,9 +83,8 @@ func FuzzRequestFrame(f *testing.F) {
 	s.maxFetchWait = 50 * time.Millisecond
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := net.Pipe()
-		cc := newClientConn(s.Server, server)
 		done := make(chan struct{})
-		go func() { cc.serve(); close(done) }()
+		go func() { s.network.ServeConn(server); close(done) }()
 		go io.Copy(io.Discard, client)
 		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
 		client.Write(data)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"strata/broker/config"
+	"strata/broker/network"
 	"strata/broker/plog"
 	"strata/controller"
 	"strata/internal/vfs"
@@ -72,7 +73,6 @@ type Server struct {
 	partitions map[tp]*partition
 
 	sessions *fetchSessions
-	copyBufs *copyPool // fetch responses' copy buffers (sendfile.go)
 
 	// Replication throttles (replication_throttle.go).
 	leaderThrottle, followerThrottle replThrottle
@@ -93,9 +93,9 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	connMu sync.Mutex
-	conns  map[*clientConn]struct{}
-	limits connLimits // max.connections*, queued.max.request.bytes (conn_limits.go)
+	// network accepts and serves the connections (broker/network): the
+	// connection limits, queued.max.request.bytes, fetch copy buffers.
+	network *network.Server
 
 	groups *groupsHost // group coordinator (groups.go)
 
@@ -139,14 +139,22 @@ func New(opts Options) (*Server, error) {
 		fs:         opts.FS,
 		ctrl:       opts.Controller,
 		partitions: map[tp]*partition{},
-		copyBufs:   newCopyPool(copyBuffers),
 		sessions:   newFetchSessions(1000),
 		ctx:        ctx,
 		cancel:     cancel,
-		conns:      map[*clientConn]struct{}{},
 		metrics:    newMetrics(),
 		fetchers:   map[int32]*fetcher{},
 	}
+	s.network = network.New(network.Options{
+		Config:       s.cfg,
+		Logger:       s.log,
+		Context:      ctx,
+		Handler:      dispatcher{s},
+		Limits:       s.connLimits,
+		DecodeCharge: decodeCharge,
+		ConnOpened:   s.metrics.connections.Inc,
+		ConnClosed:   s.metrics.connections.Dec,
+	})
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -231,9 +239,9 @@ func (s *Server) Start() error {
 		ln.Close()
 		return err
 	}
-	s.wg.Add(5)
+	s.wg.Add(4)
 	go s.isrExpiry()
-	go s.acceptLoop()
+	s.network.Serve(ln)
 	go s.watchMetadata(changes)
 	go s.housekeeping()
 	go s.cleanerLoop()
@@ -328,13 +336,10 @@ func (s *Server) Close() error {
 	if s.ln != nil {
 		s.ln.Close()
 	}
-	s.connMu.Lock()
-	for cc := range s.conns {
-		cc.close()
-	}
-	s.connMu.Unlock()
+	s.network.Close() // stops accepting, closes the connections
 	s.stopFetchers()
 	s.wg.Wait()
+	s.network.Wait()
 	s.finalHWCheckpoint()
 	var errs []error
 	s.pmu.Lock()
@@ -351,43 +356,6 @@ func (s *Server) Close() error {
 	errs = append(errs, s.closeTier())
 	errs = append(errs, s.dirLock.release()) // last: nothing touches the directory after it
 	return errors.Join(errs...)
-}
-
-func (s *Server) acceptLoop() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			s.log.Error("accept", "err", err)
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		if !s.admitConn(c) { // closed: over max.connections or max.connections.per.ip
-			continue
-		}
-		cc := newClientConn(s, c)
-		s.connMu.Lock()
-		s.conns[cc] = struct{}{}
-		s.connMu.Unlock()
-		s.metrics.connections.Inc()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			cc.serve()
-			s.connMu.Lock()
-			delete(s.conns, cc)
-			s.connMu.Unlock()
-			s.releaseConn(c)
-			s.metrics.connections.Dec()
-		}()
-	}
 }
 
 // watchMetadata reconciles at every change. ch is taken before the

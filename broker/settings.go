@@ -14,16 +14,11 @@ import (
 // dynamic cluster default, static, default) against the metadata.
 // Leadership and ISR come from the controller's metadata.
 
-func (s *Server) maxRequestBytes() int32          { return s.cfg.SocketRequestMaxBytes }
 func (s *Server) fetchMaxBytes() int32            { return s.cfg.FetchMaxBytes }
 func (s *Server) autoCreateTopics() bool          { return s.cfg.AutoCreateTopicsEnable }
 func (s *Server) deleteTopicEnable() bool         { return s.cfg.DeleteTopicEnable }
 func (s *Server) defaultNumPartitions() int32     { return s.cfg.NumPartitions }
 func (s *Server) defaultReplicationFactor() int16 { return s.cfg.DefaultReplicationFactor }
-
-func (s *Server) idleTimeout() time.Duration {
-	return time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
-}
 
 func (s *Server) retentionCheckInterval() time.Duration {
 	d := time.Duration(s.cfg.LogRetentionCheckIntervalMs) * time.Millisecond

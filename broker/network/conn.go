@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"encoding/binary"
@@ -14,24 +14,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// clientConn is one client connection. One goroutine reads a request,
-// handles it and writes its response before reading the next, as Kafka
-// processes one request per connection at a time; writing inline saves a
-// goroutine hand-off per request.
+// Conn is one client connection. One goroutine reads a request, has the
+// Handler handle it and writes its response before reading the next, as
+// Kafka processes one request per connection at a time; writing inline
+// saves a goroutine hand-off per request.
 //
-// Produce requests are the exception: an acks=-1 produce is appended at
-// once and its response, which waits for replication, goes to a writer
-// goroutine, so that the next produce on the connection (a producer keeps
-// up to five in flight) is appended while the first one waits, and
-// followers fetch both at once. Responses still go out in request order:
-// while any is queued, every response queues behind it, and a request
-// other than Produce is not handled before the queue is empty, so it
-// sees (and its answer follows) every earlier produce's outcome.
+// Delayed responses are the exception: the broker answers an acks=-1
+// produce at once with a Response whose Wait waits for replication, and
+// that response goes to a writer goroutine, so that the next produce on
+// the connection (a producer keeps up to five in flight) is appended
+// while the first one waits, and followers fetch both at once. Responses
+// still go out in request order: while any is queued, every response
+// queues behind it, and the Handler drains the queue (Drain) before it
+// handles a request other than Produce, so that request sees (and its
+// answer follows) every earlier produce's outcome.
 //
 // A request must arrive, and each write of a response make progress,
 // within connections.max.idle.ms; the memory of a request read and not yet
 // handled is reserved from queued.max.request.bytes (conn_limits.go).
-type clientConn struct {
+type Conn struct {
 	s        *Server
 	conn     net.Conn
 	log      *slog.Logger
@@ -60,36 +61,60 @@ type clientConn struct {
 // writer; a reader that would exceed it waits (backpressure).
 const maxQueuedResponses = 8
 
-// outResp is a response waiting to be written. slices are fetch record
-// ranges to be spliced in place of their markers (see sendfile.go); wait,
-// when set, completes the response (a delayed produce) before it is
-// encoded; release lets go of what the slices hold (remote reads' cached
-// chunks) once the response is written or dropped.
+// Handler handles the requests read from connections: the broker, which
+// knows the APIs.
+type Handler interface {
+	// ServeRequest handles one request read from c and returns its
+	// response. It checks the API and version, skips the header's tagged
+	// fields, reserves what decoding takes (c.ReserveDecode), decodes,
+	// drains the responses queued ahead when the request may not overtake
+	// them (c.Drain), and handles it. An error closes the connection (an
+	// error wrapping net.ErrClosed closes it without a log line).
+	ServeRequest(c *Conn, req *Request) (Response, error)
+}
+
+// Request is one request as read from a connection: the fields of the
+// request header up to the client id, and the rest of the frame.
+type Request struct {
+	Key         int16
+	Version     int16
+	Correlation int32
+	// Body is the frame after the client id: the header's tagged fields
+	// (flexible versions) and the request body.
+	Body []byte
+	// frame is the size of the whole frame.
+	frame int
+}
+
+// Response is a handler's response. Msg nil means no response (acks=0
+// produce). Splices are fetch record ranges to be spliced in place of
+// their markers (see sendfile.go); Wait, when set, completes the response
+// (a delayed produce) before it is encoded; Release lets go of what the
+// splices hold (remote reads' cached chunks) once the response is written
+// or dropped.
+type Response struct {
+	Msg     kmsg.Response
+	Splices []SpliceRef
+	Wait    func()
+	Release []func()
+}
+
+// outResp is a response waiting to be written.
 type outResp struct {
-	corr    int32
-	kresp   kmsg.Response
-	slices  []spliceRef
-	wait    func()
-	release []func()
+	corr int32
+	Response
 }
 
 // done runs the response's releases.
 func (o *outResp) done() {
-	for _, f := range o.release {
+	for _, f := range o.Release {
 		f()
 	}
-	o.release = nil
+	o.Release = nil
 }
 
-// delayedResponse is a handler's response that is complete only once
-// wait has returned: an acks=-1 produce waiting for replication.
-type delayedResponse struct {
-	kmsg.Response
-	wait func()
-}
-
-func newClientConn(s *Server, c net.Conn) *clientConn {
-	cc := &clientConn{
+func newConn(s *Server, c net.Conn) *Conn {
+	cc := &Conn{
 		s:            s,
 		conn:         c,
 		log:          s.log.With("remote", c.RemoteAddr().String()),
@@ -103,17 +128,28 @@ func newClientConn(s *Server, c net.Conn) *clientConn {
 	return cc
 }
 
+// NetConn is the connection's socket (its remote address).
+func (cc *Conn) NetConn() net.Conn { return cc.conn }
+
+// ClientID is the client id of the connection's latest request that gave
+// one.
+func (cc *Conn) ClientID() string { return cc.clientID }
+
+// NextMarker returns a marker unique on the connection, to put in a fetch
+// response's Records field in place of a SpliceRef's records.
+func (cc *Conn) NextMarker() [16]byte { return cc.marker.next() }
+
 // respond writes o inline when nothing is queued and o is complete, and
 // otherwise queues it for the writer goroutine. false means the
 // connection is broken.
-func (cc *clientConn) respond(o outResp) bool {
+func (cc *Conn) respond(o outResp) bool {
 	cc.qmu.Lock()
 	if cc.broken {
 		cc.qmu.Unlock()
 		o.done()
 		return false
 	}
-	if cc.queued == 0 && o.wait == nil {
+	if cc.queued == 0 && o.Wait == nil {
 		cc.qmu.Unlock()
 		ok := cc.send(o)
 		o.done()
@@ -129,9 +165,18 @@ func (cc *clientConn) respond(o outResp) bool {
 	return true
 }
 
+// Drain waits until every queued response is written; it returns
+// net.ErrClosed when the connection is broken (and must close).
+func (cc *Conn) Drain() error {
+	if !cc.drain() {
+		return net.ErrClosed
+	}
+	return nil
+}
+
 // drain waits until every queued response is written; false means the
 // connection is broken.
-func (cc *clientConn) drain() bool {
+func (cc *Conn) drain() bool {
 	cc.qmu.Lock()
 	defer cc.qmu.Unlock()
 	for cc.queued > 0 && !cc.broken {
@@ -141,7 +186,7 @@ func (cc *clientConn) drain() bool {
 }
 
 // writer writes queued responses in order, completing delayed ones first.
-func (cc *clientConn) writer() {
+func (cc *Conn) writer() {
 	defer close(cc.writerD)
 	for o := range cc.queue {
 		cc.qmu.Lock()
@@ -164,34 +209,34 @@ func (cc *clientConn) writer() {
 
 // complete runs a delayed response's wait, turning a panic into a closed
 // connection as handle does.
-func (cc *clientConn) complete(o outResp) (ok bool) {
-	if o.wait == nil {
+func (cc *Conn) complete(o outResp) (ok bool) {
+	if o.Wait == nil {
 		return true
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			cc.log.Error("handler panic", "api", kmsg.NameForKey(o.kresp.Key()), "panic", r)
+			cc.log.Error("handler panic", "api", kmsg.NameForKey(o.Msg.Key()), "panic", r)
 			ok = false
 		}
 	}()
-	o.wait()
+	o.Wait()
 	return true
 }
 
 // stopWriter lets the writer finish what is queued and waits for it.
-func (cc *clientConn) stopWriter() {
+func (cc *Conn) stopWriter() {
 	if cc.queue != nil {
 		close(cc.queue)
 		<-cc.writerD
 	}
 }
 
-func (cc *clientConn) close() {
+func (cc *Conn) close() {
 	cc.closeMu.Do(func() { cc.conn.Close() })
 }
 
 // serve runs the connection until it closes.
-func (cc *clientConn) serve() {
+func (cc *Conn) serve() {
 	defer cc.close()
 	defer cc.stopWriter()
 	if err := cc.readLoop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -204,7 +249,7 @@ func (cc *clientConn) serve() {
 // peer that announces a large size but sends little costs little memory.
 // The size must arrive within connections.max.idle.ms, and so must the
 // body after it: a client trickling a request loses the connection.
-func (cc *clientConn) readFrame(maxSize int32) ([]byte, error) {
+func (cc *Conn) readFrame(maxSize int32) ([]byte, error) {
 	var size [4]byte
 	idle := cc.s.idleTimeout()
 	if idle > 0 {
@@ -252,7 +297,7 @@ func (cc *clientConn) readFrame(maxSize int32) ([]byte, error) {
 	return body, nil
 }
 
-func (cc *clientConn) readLoop() error {
+func (cc *Conn) readLoop() error {
 	for {
 		body, err := cc.readFrame(cc.s.maxRequestBytes())
 		more := err == nil
@@ -266,9 +311,10 @@ func (cc *clientConn) readLoop() error {
 	}
 }
 
-// serveFrame decodes and handles one request. more is false when the
-// connection must close: err says why, or is nil when it broke.
-func (cc *clientConn) serveFrame(body []byte) (more bool, err error) {
+// serveFrame reads a request's header and has the Handler handle it. more
+// is false when the connection must close: err says why, or is nil when
+// it broke.
+func (cc *Conn) serveFrame(body []byte) (more bool, err error) {
 	r := kbin.Reader{Src: body}
 	key, version, corr := r.Int16(), r.Int16(), r.Int32()
 	clientID := r.NullableString()
@@ -278,59 +324,33 @@ func (cc *clientConn) serveFrame(body []byte) (more bool, err error) {
 	if clientID != nil {
 		cc.clientID = *clientID
 	}
-	entry, ok := apis[key]
-	if key == 18 && (!ok || version > entry.max || version < 0) {
-		// KIP-511: answer at v0 without parsing the body.
-		return cc.respond(outResp{corr: corr, kresp: unsupportedApiVersions()}), nil
-	}
-	kreq := kmsg.RequestForKey(key)
-	if kreq == nil {
-		return false, fmt.Errorf("unknown api key %d", key)
-	}
-	if !ok || version < entry.min || version > entry.max {
-		if resp := unsupportedResponse(kreq, version); resp != nil {
-			return cc.respond(outResp{corr: corr, kresp: resp}), nil
-		}
-		return false, fmt.Errorf("unsupported %s version %d", kmsg.NameForKey(key), version)
-	}
-	kreq.SetVersion(version)
-	if kreq.IsFlexible() {
-		kmsg.SkipTags(&r)
-		if !r.Ok() {
-			return false, errors.New("malformed request header tags")
-		}
-	}
-	if err := cc.reserveDecode(key, version, len(body), r.Src); err != nil {
-		return false, err
-	}
-	if err := kreq.ReadFrom(r.Src); err != nil {
-		return false, fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(key), version, err)
-	}
-	if key != 0 && !cc.drain() { // only produces overtake queued responses
-		return false, nil
-	}
-	out, err := cc.handle(entry.fn, kreq)
+	req := Request{Key: key, Version: version, Correlation: corr, Body: r.Src, frame: len(body)}
+	out, err := cc.s.handler.ServeRequest(cc, &req)
 	if err != nil {
-		return false, err
+		return false, err // net.ErrClosed from Drain: broken, closed without a log line
 	}
-	if out.kresp == nil {
+	if out.Msg == nil {
 		return true, nil // acks=0
 	}
-	out.corr = corr
-	return cc.respond(out), nil
+	return cc.respond(outResp{corr: corr, Response: out}), nil
 }
 
-// reserveDecode reserves from queued.max.request.bytes what decoding a
-// request body may take (decodeCharge), before kmsg allocates it. A
-// request whose frame and decoding would take more than the whole bound
-// is refused: the connection closes, as for a frame over
-// socket.request.max.bytes.
-func (cc *clientConn) reserveDecode(key, version int16, frame int, body []byte) error {
+// ReserveDecode reserves from queued.max.request.bytes what decoding the
+// request body (after the header's tagged fields) may take
+// (Options.DecodeCharge), before the handler decodes it. A request whose
+// frame and decoding would take more than the whole bound is refused:
+// the handler returns the error and the connection closes, as for a
+// frame over socket.request.max.bytes.
+func (cc *Conn) ReserveDecode(req *Request, body []byte) error {
 	mem := cc.s.requestMemory()
 	if mem.max <= 0 {
 		return nil
 	}
-	charge := decodeCharge(key, version, body)
+	var charge int64
+	if cc.s.opts.DecodeCharge != nil {
+		charge = cc.s.opts.DecodeCharge(req.Key, req.Version, body)
+	}
+	key, version, frame := req.Key, req.Version, req.frame
 	if int64(frame)+charge > mem.max {
 		err := fmt.Errorf("%s v%d request of %d bytes may take %d bytes once decoded, over queued.max.request.bytes=%d",
 			kmsg.NameForKey(key), version, frame, int64(frame)+charge, mem.max)
@@ -344,42 +364,22 @@ func (cc *clientConn) reserveDecode(key, version int16, frame int, body []byte) 
 	return mem.grow(&cc.mem, charge, deadline, cc.s.ctx.Done())
 }
 
-// handle runs a handler, turning a panic into a closed connection rather
-// than a dead broker.
-func (cc *clientConn) handle(fn handler, kreq kmsg.Request) (out outResp, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			cc.log.Error("handler panic", "api", kmsg.NameForKey(kreq.Key()), "panic", r)
-			err = fmt.Errorf("internal error handling %s", kmsg.NameForKey(kreq.Key()))
-		}
-	}()
-	cc.s.metrics.requests.WithLabelValues(kmsg.NameForKey(kreq.Key())).Inc()
-	if kreq.Key() == 1 {
-		return cc.s.handleFetchSpliced(cc, kreq.(*kmsg.FetchRequest))
-	}
-	resp, err := fn(cc.s, cc, kreq)
-	if d, ok := resp.(*delayedResponse); ok {
-		return outResp{kresp: d.Response, wait: d.wait}, err
-	}
-	return outResp{kresp: resp}, err
-}
-
 // send encodes and writes one response; false means the connection is
 // broken and must close.
-func (cc *clientConn) send(o outResp) bool {
+func (cc *Conn) send(o outResp) bool {
 	buf := append(cc.wbuf[:0], 0, 0, 0, 0, 0, 0, 0, 0) // size + correlation id
-	if o.kresp.IsFlexible() && o.kresp.Key() != 18 {
-		buf = append(buf, 0) // empty header tags
+	if o.Msg.IsFlexible() && o.Msg.Key() != 18 {
+		buf = append(buf, 0) // empty header tags (ApiVersions answers with header v0, KIP-511)
 	}
-	buf = o.kresp.AppendTo(buf)
+	buf = o.Msg.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf[4:8], uint32(o.corr))
 	var err error
-	if len(o.slices) == 0 {
+	if len(o.Splices) == 0 {
 		binary.BigEndian.PutUint32(buf[:4], uint32(len(buf)-4))
 		cc.armWrite()
 		_, err = cc.conn.Write(buf)
 	} else {
-		err = cc.writeSpliced(buf, o.kresp.IsFlexible(), o.slices)
+		err = cc.writeSpliced(buf, o.Msg.IsFlexible(), o.Splices)
 	}
 	cc.wbuf = buf
 	if cap(buf) > 4<<20 {
@@ -398,7 +398,7 @@ func (cc *clientConn) send(o outResp) bool {
 // releases: remote chunks pinned outside the cache bound, copy buffers).
 // Kafka's writes do not block, and its idle expiry closes such a
 // connection after as long.
-func (cc *clientConn) armWrite() {
+func (cc *Conn) armWrite() {
 	if cc.writeTimeout > 0 {
 		cc.conn.SetWriteDeadline(time.Now().Add(cc.writeTimeout))
 	}

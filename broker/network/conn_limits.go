@@ -1,4 +1,4 @@
-package broker
+package network
 
 // Limits on what clients may make the broker hold, with Kafka's configs:
 //
@@ -29,7 +29,7 @@ package broker
 //   - queued.max.request.bytes bounds the memory of requests read and not
 //     yet handled (conn_memory.go). Kafka counts each request's buffer; a
 //     decoded request can take far more than its frame, so Strata counts
-//     that too (decodeCharge).
+//     that too (Options.DecodeCharge, the broker's decodeCharge).
 //   - connections.max.idle.ms bounds how long a request may take to arrive
 //     and how long a response may make no progress (conn.go): a client that
 //     trickles a request, or never reads its responses, loses the
@@ -46,8 +46,19 @@ import (
 	"time"
 
 	"strata/broker/config"
-	"strata/controller"
 )
+
+// Limits are the connection limits in force, read at each accept
+// (Options.Limits): dynamic cluster-wide configs.
+type Limits struct {
+	MaxConnections      int64  // max.connections
+	MaxConnectionsPerIP int64  // max.connections.per.ip
+	PerIPOverrides      string // max.connections.per.ip.overrides
+	// PeerHosts returns the advertised hosts of the other brokers
+	// registered in the cluster metadata (see peerBroker); called only
+	// for a connection over max.connections. nil: no metadata.
+	PeerHosts func() []string
+}
 
 // connLimits counts open connections, in total and per remote IP.
 type connLimits struct {
@@ -92,15 +103,14 @@ func connIP(c net.Conn) string {
 // max.connections. Every admitted connection is given back with
 // releaseConn.
 func (s *Server) admitConn(c net.Conn) bool {
-	md := s.ctrl.Metadata()
-	r := s.resolver(md)
-	maxTotal := r.Int("max.connections")
+	lim := s.opts.Limits()
+	maxTotal := lim.MaxConnections
 	ip := connIP(c)
-	perIP := r.Int("max.connections.per.ip")
+	perIP := lim.MaxConnectionsPerIP
 	l := &s.limits
 	l.mu.Lock()
 	if ip != "" {
-		if n, ok := l.override(r.String("max.connections.per.ip.overrides"), ip); ok {
+		if n, ok := l.override(lim.PerIPOverrides, ip); ok {
 			perIP = n
 		}
 	}
@@ -108,7 +118,7 @@ func (s *Server) admitConn(c net.Conn) bool {
 	switch {
 	case ip != "" && int64(l.perIP[ip]) >= perIP:
 		why = fmt.Sprintf("%s has %d connections (max.connections.per.ip)", ip, l.perIP[ip])
-	case int64(l.total) >= maxTotal && !l.peerBroker(md, s.cfg.ID, ip):
+	case int64(l.total) >= maxTotal && !l.peerBroker(lim.PeerHosts, ip):
 		why = fmt.Sprintf("the broker has %d connections (max.connections)", l.total)
 	}
 	if why == "" {
@@ -196,11 +206,12 @@ func (l *connLimits) override(raw, ip string) (int64, bool) {
 }
 
 // peerBroker tells whether ip is an address of another broker registered
-// in md and not an address of this machine (see the file comment).
-// Broker host names are resolved when the set of hosts changes. Called
-// with l.mu held, only for a connection over max.connections.
-func (l *connLimits) peerBroker(md *controller.Metadata, self int32, ip string) bool {
-	if ip == "" || md == nil {
+// in the cluster metadata (peerHosts) and not an address of this machine
+// (see the file comment). Broker host names are resolved when the set of
+// hosts changes. Called with l.mu held, only for a connection over
+// max.connections.
+func (l *connLimits) peerBroker(peerHosts func() []string, ip string) bool {
+	if ip == "" || peerHosts == nil {
 		return false
 	}
 	l.localOnce.Do(func() {
@@ -215,12 +226,7 @@ func (l *connLimits) peerBroker(md *controller.Metadata, self int32, ip string) 
 	if l.local[ip] {
 		return false
 	}
-	var hosts []string
-	for _, b := range md.Brokers {
-		if b.ID != self {
-			hosts = append(hosts, b.Host)
-		}
-	}
+	hosts := slices.Clone(peerHosts())
 	slices.Sort(hosts)
 	key := strings.Join(hosts, ",")
 	if key != l.peersKey || l.peers == nil || !l.peersRetry.IsZero() && time.Now().After(l.peersRetry) {

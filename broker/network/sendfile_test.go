@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"bytes"
@@ -59,12 +59,12 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 func sendTestFetch(t *testing.T, pool *copyPool, version int16, recs []testRecords) *kmsg.FetchResponse {
 	t.Helper()
 	client, server := tcpPair(t)
-	cc := &clientConn{conn: server, log: slog.New(slog.NewTextHandler(io.Discard, nil)), copyBufs: pool}
+	cc := &Conn{conn: server, log: slog.New(slog.NewTextHandler(io.Discard, nil)), copyBufs: pool}
 	cc.marker.init()
 
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = version
-	o := outResp{corr: 42, kresp: resp}
+	o := outResp{corr: 42, Response: Response{Msg: resp}}
 	rt := kmsg.NewFetchResponseTopic()
 	rt.Topic = "t"
 	released := 0
@@ -73,15 +73,15 @@ func sendTestFetch(t *testing.T, pool *copyPool, version int16, recs []testRecor
 		rp.Partition = int32(i)
 		m := cc.marker.next()
 		rp.RecordBatches = m[:]
-		ref := spliceRef{marker: m, slice: r.slice}
+		ref := SpliceRef{Marker: m, Slice: r.slice}
 		if r.mem != nil {
-			ref = spliceRef{marker: m, mem: r.mem}
+			ref = SpliceRef{Marker: m, Mem: r.mem}
 			for _, p := range r.mem {
-				ref.memLen += int64(len(p))
+				ref.MemLen += int64(len(p))
 			}
 		}
-		o.slices = append(o.slices, ref)
-		o.release = append(o.release, func() { released++ })
+		o.Splices = append(o.Splices, ref)
+		o.Release = append(o.Release, func() { released++ })
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	resp.Topics = append(resp.Topics, rt)

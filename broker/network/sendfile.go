@@ -1,7 +1,8 @@
-package broker
+package network
 
 // Fetch responses without a copy of the records in the encoder. The fetch
-// handler puts a 16-byte marker in the Records field of each partition
+// handler puts a 16-byte marker (Conn.NextMarker) in the Records field of
+// each partition
 // that has data on disk or in the remote reader's cache; kmsg encodes the
 // response around it. The writer then sends the encoded bytes up to each
 // marker, a corrected length prefix, and the records: the cached chunks
@@ -28,20 +29,20 @@ import (
 	"strata/internal/vfs"
 )
 
-// spliceRef is what replaces a marker: a file slice, or (memLen > 0)
-// in-memory parts.
-type spliceRef struct {
-	marker [16]byte
-	slice  plog.FileSlice
-	mem    [][]byte
-	memLen int64
+// SpliceRef is what replaces a marker in an encoded response: a file
+// slice, or (MemLen > 0) in-memory parts.
+type SpliceRef struct {
+	Marker [16]byte
+	Slice  plog.FileSlice
+	Mem    [][]byte
+	MemLen int64
 }
 
-func (r *spliceRef) len() int64 {
-	if r.memLen > 0 {
-		return r.memLen
+func (r *SpliceRef) len() int64 {
+	if r.MemLen > 0 {
+		return r.MemLen
 	}
-	return r.slice.Len
+	return r.Slice.Len
 }
 
 type markerGen struct {
@@ -77,10 +78,10 @@ func appendBytesPrefix(dst []byte, n int64, flexible bool) []byte {
 
 // writeSpliced writes buf (a full encoded response whose first four bytes
 // are the size placeholder) with each marker replaced by its records.
-func (cc *clientConn) writeSpliced(buf []byte, flexible bool, refs []spliceRef) error {
+func (cc *Conn) writeSpliced(buf []byte, flexible bool, refs []SpliceRef) error {
 	type cut struct {
 		start, end int // the marker's prefix+bytes in buf
-		ref        *spliceRef
+		ref        *SpliceRef
 	}
 	cuts := make([]cut, 0, len(refs))
 	size := int64(len(buf) - 4)
@@ -88,7 +89,7 @@ func (cc *clientConn) writeSpliced(buf []byte, flexible bool, refs []spliceRef) 
 	mlen := bytesPrefixLen(16, flexible)
 	for i := range refs {
 		r := &refs[i]
-		at := bytes.Index(buf[pos:], r.marker[:])
+		at := bytes.Index(buf[pos:], r.Marker[:])
 		if at < 0 {
 			return errors.New("fetch marker missing from encoded response")
 		}
@@ -115,11 +116,11 @@ func (cc *clientConn) writeSpliced(buf []byte, flexible bool, refs []spliceRef) 
 		prefixes = appendBytesPrefix(prefixes, c.ref.len(), flexible)
 		w.bufs = append(w.bufs, buf[prev:c.start], prefixes[at:])
 		prev = c.end
-		if c.ref.memLen > 0 {
-			w.bufs = append(w.bufs, c.ref.mem...)
+		if c.ref.MemLen > 0 {
+			w.bufs = append(w.bufs, c.ref.Mem...)
 			continue
 		}
-		if err := w.slice(c.ref.slice); err != nil {
+		if err := w.slice(c.ref.Slice); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,24 @@
+// Package network is the broker's network layer, as Kafka's SocketServer:
+// it accepts connections within max.connections and
+// max.connections.per.ip (conn_limits.go), reads size-prefixed request
+// frames, reserving their memory from queued.max.request.bytes
+// (conn_memory.go), enforces connections.max.idle.ms on reads and writes,
+// mutes a connection while its responses wait (one request handled at a
+// time, delayed responses written in order by a writer goroutine,
+// conn.go), and writes responses, splicing fetch records in with writev
+// or sendfile (sendfile.go).
+//
+// It knows no Kafka API beyond the request header: it parses the header's
+// API key, version, correlation id and client id and hands the rest of the
+// frame to a Handler (the broker), which decodes and handles the request
+// and returns a Response that this package encodes and writes. What it
+// needs of the broker comes through Options: the per-API decode-cost
+// estimate (DecodeCharge), the dynamic connection limits and the peer
+// brokers' hosts (Limits), and the connection-count hooks.
+//
+// It may import strata/broker/plog, strata/broker/config,
+// strata/internal/*, franz-go's kmsg and kbin, and the standard library.
+// It must not import strata/broker, strata/broker/replica,
+// strata/broker/remotelog, strata/broker/group, strata/controller,
+// strata/tier or strata/index.
+package network
