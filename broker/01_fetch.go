@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/plog"
+	"strata/broker/replica"
 	"strata/controller"
 	"strata/tier"
 )
@@ -170,9 +171,9 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 	}
 	deadline := time.Now().Add(wait)
 
-	var lt *leaderThrottle
+	var lt *replica.LeaderThrottle
 	if follower {
-		lt = s.leaderThrottleFor(md, replicaID)
+		lt = s.replicas.LeaderThrottleFor(md, replicaID)
 	}
 	var (
 		results []fetchResult
@@ -194,8 +195,8 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			wakeCh = make(chan struct{}, 1)
 			for _, t := range targets {
 				if p := s.partition(t.key.topic, t.key.part); p != nil {
-					p.addWaiter(wakeCh)
-					defer p.removeWaiter(wakeCh)
+					p.AddWaiter(wakeCh)
+					defer p.RemoveWaiter(wakeCh)
 				}
 			}
 			continue // re-check: data may have arrived before we registered
@@ -228,7 +229,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			// (followLogStart).
 			start := s.globalLogStart(p)
 			if follower {
-				p.recordSentHW(replicaID, r.hw) // sent now, or in the session already
+				p.RecordSentHW(replicaID, r.hw) // sent now, or in the session already
 				r.start = start
 			} else if start >= 0 { // not before the remote index is refreshed
 				r.start = start
@@ -289,7 +290,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (out
 			out.slices = append(out.slices, spliceRef{marker: m, slice: r.slice})
 			sent.Add(float64(r.slice.Len))
 			if r.throttled {
-				lt.sent(r.slice.Len)
+				lt.Sent(r.slice.Len)
 			}
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
@@ -327,7 +328,7 @@ type consumerFetch struct {
 
 // fetchOne evaluates one partition: errors, watermarks and the slice of
 // whole batches to send.
-func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, lt *leaderThrottle, consumer consumerFetch, isolation int8, budget int32, first bool) fetchResult {
+func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, lt *replica.LeaderThrottle, consumer consumerFetch, isolation int8, budget int32, first bool) fetchResult {
 	r := fetchResult{t: t, hw: -1, lso: -1, start: -1, preferred: -1}
 	topic := md.Topics[t.key.topic]
 	switch {
@@ -348,7 +349,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		return r
 	}
 	r.p = p
-	if code := checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()); code != 0 {
+	if code := checkLeaderEpoch(t.leaderEpoch, p.LeaderEpoch()); code != 0 {
 		r.code = code
 		return r
 	}
@@ -357,25 +358,25 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = kerr.NotLeaderForPartition.Code
 		return r
 	}
-	if leader && p.restoring.Load() {
+	if leader && p.Restoring.Load() {
 		r.code = kerr.LeaderNotAvailable.Code // its log end is not known yet (tier_restore.go)
 		return r
 	}
-	hw := p.hw.Load()
-	r.hw, r.lso, r.start = hw, hw, p.log.LogStartOffset()
+	hw := p.HW()
+	r.hw, r.lso, r.start = hw, hw, p.Log().LogStartOffset()
 	r.asFollower = !leader
 	if leader && consumer.rack != "" {
-		if id := s.preferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {
+		if id := s.replicas.PreferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {
 			r.preferred = id
 			return r
 		}
 	}
 	upTo := hw
 	if follower {
-		upTo = p.log.LogEndOffset()
-		if lt.applies(topic, t.key.part) {
+		upTo = p.Log().LogEndOffset()
+		if lt.Applies(topic, t.key.part) {
 			r.throttled = true
-			if lt.hold() {
+			if lt.Hold() {
 				return r // over leader.replication.throttled.rate: no records for now
 			}
 		}
@@ -385,12 +386,12 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	}
 	limit := int(min(t.maxBytes, budget))
 	if r.throttled {
-		limit = lt.limit(limit)
+		limit = lt.Limit(limit)
 	}
-	sl, err := p.log.ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	sl, err := p.Log().ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
 	if err != nil {
 		r.code = errCode(err)
-		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.log.LogEndOffset() {
+		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.Log().LogEndOffset() {
 			r.code = 0 // between HW and LEO: nothing yet, not an error
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteNotReady(p) {
@@ -428,14 +429,23 @@ func (s *Server) recordFollowerFetches(replicaID int32, targets []*fetchTarget) 
 	now := time.Now()
 	for _, t := range targets {
 		p := s.partition(t.key.topic, t.key.part)
-		if p == nil || !s.isLeader(p) || checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()) != 0 {
+		if p == nil || !s.isLeader(p) || checkLeaderEpoch(t.leaderEpoch, p.LeaderEpoch()) != 0 {
 			continue
 		}
 		if t.logStart >= 0 {
-			p.recordFollowerLogStart(replicaID, t.logStart)
+			p.RecordFollowerLogStart(replicaID, t.logStart)
 		}
-		if isr := p.recordFollowerFetch(replicaID, t.fetchOffset, now); isr != nil {
-			s.alterISR(p, isr)
+		s.replicas.RecordFollowerFetch(p, replicaID, t.fetchOffset, now)
+	}
+}
+
+// followersNeedHW reports whether any partition of a follower's fetch has
+// a high watermark the follower has not been sent.
+func (s *Server) followersNeedHW(replicaID int32, targets []*fetchTarget) bool {
+	for _, t := range targets {
+		if p := s.partition(t.key.topic, t.key.part); p != nil && p.FollowerNeedsHW(replicaID) {
+			return true
 		}
 	}
+	return false
 }

@@ -56,7 +56,7 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				off := rp.Offset
-				hw := p.hw.Load()
+				hw := p.HW()
 				if off == -1 {
 					off = hw
 				}
@@ -70,7 +70,7 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 					break
 				}
 				sp.LowWatermark = low
-				if lw := p.lowWatermark(low, isAlive); lw < off {
+				if lw := p.LowWatermark(low, isAlive); lw < off {
 					waits = append(waits, pending{ti: len(resp.Topics), pi: len(st.Partitions), p: p, off: off})
 				}
 			}
@@ -84,13 +84,13 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 	return &delayedResponse{Response: resp, wait: func() {
 		for _, w := range waits {
-			w.p.wake()
+			w.p.Wake()
 		}
 		for len(waits) > 0 {
 			left := waits[:0]
 			for _, w := range waits {
 				sp := &resp.Topics[w.ti].Partitions[w.pi]
-				low := w.p.lowWatermark(s.logStart(w.p), liveBrokers(s.ctrl.Metadata()))
+				low := w.p.LowWatermark(s.logStart(w.p), liveBrokers(s.ctrl.Metadata()))
 				switch {
 				case low < 0:
 					sp.ErrorCode, sp.LowWatermark = kerr.NotLeaderForPartition.Code, -1
