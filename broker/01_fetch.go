@@ -5,7 +5,7 @@ package broker
 // Consumers read below the high watermark (read_uncommitted) or the last
 // stable offset (read_committed; equal to the high watermark until
 // transactions exist); followers (replica id >= 0) read to the log end, and
-// their fetch offsets tell the leader their log end (replica_leader.go).
+// their fetch offsets tell the leader their log end (replica/leader.go).
 // Long poll: the answer goes out as soon as MinBytes are available or
 // MaxWait passes. The first batch of the first partition with data is
 // returned whole even when it exceeds the limits (KIP-74). Incremental
@@ -14,7 +14,7 @@ package broker
 // bytes go from the segment file to the socket with one pread and one
 // writev per MiB, or with sendfile (socket.sendfile.enable; sendfile.go).
 // From v11 consumers give their rack and may fetch from followers
-// (KIP-392, fetch_from_follower.go): the leader names a
+// (KIP-392, replica/select.go): the leader names a
 // PreferredReadReplica, a follower serves up to its high watermark.
 // Consumers' offsets below the local log start of a tiered partition are
 // read from the bucket (tier_fetch.go); a replica's get

@@ -8,7 +8,7 @@ package broker
 //
 // As Kafka's DelayedDeleteRecords, the answer waits, up to the request's
 // timeout, until every follower on a live broker has moved its log start
-// there too (followers follow the leader's log start: replica_fetcher.go);
+// there too (followers follow the leader's log start: replica/fetcher.go);
 // the low watermark is then the lowest log start over the replicas
 // (Kafka's lowWatermarkIfLeader). A partition still short at the timeout
 // gets REQUEST_TIMED_OUT. Waiting wakes the followers' long-polled fetches

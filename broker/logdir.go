@@ -38,7 +38,7 @@ package broker
 // (plog/failure.go: a failed fsync, write, truncation or segment read, a
 // producer snapshot or checkpoint that cannot be written), and a file
 // the broker writes in it that cannot be written (the high-watermark
-// checkpoint, hw_checkpoint.go; partition.metadata,
+// checkpoint, replica/hw_checkpoint.go; partition.metadata,
 // writePartitionMetadata).
 //
 // A full disk is not a failure: the append is refused with a retriable

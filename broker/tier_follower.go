@@ -39,6 +39,8 @@ package broker
 // consumers through its index. Kafka's BrokerTopicMetrics
 // buildremotelogauxstaterequests_total and
 // failedbuildremotelogauxstaterequests_total count the attempts.
+// The fetcher's side of the rebuild is replica/fetcher_tier.go; it
+// reaches what is here through replica.Tiering (replicas.go).
 
 import (
 	"context"
