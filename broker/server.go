@@ -125,18 +125,18 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		opts:       opts,
-		startedMs:  time.Now().UnixMilli(),
-		cfg:        opts.Config,
-		log:        opts.Logger,
-		fs:         opts.FS,
-		ctrl:       opts.Controller,
-		copyBufs:   newCopyPool(copyBuffers),
-		sessions:   newFetchSessions(1000),
-		ctx:        ctx,
-		cancel:     cancel,
-		conns:      map[*clientConn]struct{}{},
-		metrics:    newMetrics(),
+		opts:      opts,
+		startedMs: time.Now().UnixMilli(),
+		cfg:       opts.Config,
+		log:       opts.Logger,
+		fs:        opts.FS,
+		ctrl:      opts.Controller,
+		copyBufs:  newCopyPool(copyBuffers),
+		sessions:  newFetchSessions(1000),
+		ctx:       ctx,
+		cancel:    cancel,
+		conns:     map[*clientConn]struct{}{},
+		metrics:   newMetrics(),
 	}
 	s.replicas = s.newReplicaManager()
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
@@ -234,7 +234,7 @@ func (s *Server) Start() error {
 		go s.tierLoop()
 		go s.snapshotLoop() // metadata_snapshot.go
 	}
-	s.waitReady()          // partitions open as the controller says
+	s.waitReady()                   // partitions open as the controller says
 	s.replicas.StartHWCheckpoints() // after they opened with their checkpointed HW
 	// One line for all partitions; each partition's log says its own at
 	// debug.
