@@ -7,7 +7,7 @@ package broker
 // librdkafka before 2.10 disables gzip, snappy and lz4 when it does not see
 // it; requests below v3 are answered UNSUPPORTED_VERSION. acks 0, 1 and -1:
 // acks=-1 checks the ISR against min.insync.replicas before appending, then
-// waits until the high watermark passes the batch (replica_produce.go);
+// waits until the high watermark passes the batch (replica.Manager.AwaitReplication);
 // with one replica that is at once. NOT_LEADER_OR_FOLLOWER carries the
 // current leader from v10 (KIP-951). Idempotent
 // duplicates are answered with their original offsets (KIP-98). acks=0
@@ -24,6 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/plog"
+	"strata/broker/replica"
+	"strata/controller"
 )
 
 func init() { register(0, 0, 12, handleProduce) }
@@ -42,7 +44,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	}
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	md := s.ctrl.Metadata()
-	var waits []produceWait
+	var waits []replica.ProduceWait
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -65,8 +67,8 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 			case t == nil:
 				setErr(&sp, kerr.UnknownTopicOrPartition.Code, "")
 			default:
-				if w := s.produceTo(&sp, t.Name, rp.Partition, rp.Records, req.Acks, setErr); w.p != nil {
-					w.topic, w.part = len(resp.Topics), len(st.Partitions)
+				if w := s.produceTo(&sp, t.Name, rp.Partition, rp.Records, req.Acks, setErr); w.P != nil {
+					w.Topic, w.Part = len(resp.Topics), len(st.Partitions)
 					waits = append(waits, w)
 				}
 			}
@@ -79,7 +81,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 		// connection goes on reading (network/conn.go).
 		deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 		return &delayedResponse{Response: resp, wait: func() {
-			s.awaitReplication(resp, waits, deadline, setErr)
+			s.replicas.AwaitReplication(resp, waits, deadline, setErr)
 			if req.Version >= 10 {
 				s.addCurrentLeaders(s.ctrl.Metadata(), resp)
 			}
@@ -100,7 +102,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 // produceTo appends to one partition; for acks=-1 it returns what to wait
 // for (p nil when nothing is).
 func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string, part int32, records []byte, acks int16,
-	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) (w produceWait) {
+	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) (w replica.ProduceWait) {
 	p := s.partition(topic, part)
 	if p == nil {
 		setErr(sp, kerr.UnknownTopicOrPartition.Code, "")
@@ -113,7 +115,7 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		setErr(sp, kerr.NotLeaderForPartition.Code, "")
 		return
 	}
-	if p.restoring.Load() {
+	if p.Restoring.Load() {
 		setErr(sp, kerr.LeaderNotAvailable.Code, "the leader is taking the partition's log end from remote storage")
 		return
 	}
@@ -126,13 +128,13 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		return
 	}
 	if acks == -1 {
-		isr, minISR := p.isrSize(), int(p.minISR.Load())
+		isr, minISR := p.ISRSize(), int(p.MinISR())
 		if isr < minISR {
 			setErr(sp, kerr.NotEnoughReplicas.Code, fmt.Sprintf("ISR has %d replicas, min.insync.replicas is %d", isr, minISR))
 			return
 		}
 	}
-	info, err := p.log.Append(records, p.leaderEpoch.Load())
+	info, err := p.Log().Append(records, p.LeaderEpoch())
 	if err != nil {
 		code := errCode(err)
 		if code == kerr.UnknownServerError.Code {
@@ -157,9 +159,9 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 		s.metrics.bytesIn.Add(float64(len(records)))
 		s.metrics.messagesIn.Add(float64(info.NumRecords))
 	}
-	p.advanceHW(p.log.LogEndOffset()) // also wakes followers' fetches
+	p.AdvanceHW(p.Log().LogEndOffset()) // also wakes followers' fetches
 	if acks == -1 {
-		w.p, w.required = p, info.LastOffset+1
+		w.P, w.Required = p, info.LastOffset+1
 	}
 	return w
 }
@@ -201,4 +203,32 @@ func checkProduceRecords(records []byte) (int16, string) {
 		return kerr.InvalidRecord.Code, "produce requests are only allowed to contain exactly one record batch per partition"
 	}
 	return 0, ""
+}
+
+// addCurrentLeaders fills KIP-951's CurrentLeader and NodeEndpoints for
+// partitions answered NOT_LEADER_OR_FOLLOWER.
+func (s *Server) addCurrentLeaders(md *controller.Metadata, resp *kmsg.ProduceResponse) {
+	hint := map[int32]bool{}
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		t := md.Topics[rt.Topic]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if rp.ErrorCode != kerr.NotLeaderForPartition.Code || t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+				continue
+			}
+			pm := t.Partitions[rp.Partition]
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = pm.Leader, pm.LeaderEpoch
+			if pm.Leader >= 0 {
+				hint[pm.Leader] = true
+			}
+		}
+	}
+	for _, b := range md.Brokers {
+		if hint[b.ID] {
+			nb := kmsg.NewProduceResponseBroker()
+			nb.NodeID, nb.Host, nb.Port, nb.Rack = b.ID, b.Host, b.Port, b.Rack
+			resp.Brokers = append(resp.Brokers, nb)
+		}
+	}
 }

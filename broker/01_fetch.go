@@ -5,7 +5,7 @@ package broker
 // Consumers read below the high watermark (read_uncommitted) or the last
 // stable offset (read_committed; equal to the high watermark until
 // transactions exist); followers (replica id >= 0) read to the log end, and
-// their fetch offsets tell the leader their log end (replica_leader.go).
+// their fetch offsets tell the leader their log end (replica/leader.go).
 // Long poll: the answer goes out as soon as MinBytes are available or
 // MaxWait passes. The first batch of the first partition with data is
 // returned whole even when it exceeds the limits (KIP-74). Incremental
@@ -14,7 +14,7 @@ package broker
 // bytes go from the segment file to the socket with one pread and one
 // writev per MiB, or with sendfile (socket.sendfile.enable; network/sendfile.go).
 // From v11 consumers give their rack and may fetch from followers
-// (KIP-392, fetch_from_follower.go): the leader names a
+// (KIP-392, replica/select.go): the leader names a
 // PreferredReadReplica, a follower serves up to its high watermark.
 // Consumers' offsets below the local log start of a tiered partition are
 // read from the bucket (tier_fetch.go); a replica's get
@@ -31,6 +31,7 @@ import (
 
 	"strata/broker/network"
 	"strata/broker/plog"
+	"strata/broker/replica"
 	"strata/controller"
 	"strata/tier"
 )
@@ -171,9 +172,9 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 	}
 	deadline := time.Now().Add(wait)
 
-	var lt *leaderThrottle
+	var lt *replica.LeaderThrottle
 	if follower {
-		lt = s.leaderThrottleFor(md, replicaID)
+		lt = s.replicas.LeaderThrottleFor(md, replicaID)
 	}
 	var (
 		results []fetchResult
@@ -195,8 +196,8 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 			wakeCh = make(chan struct{}, 1)
 			for _, t := range targets {
 				if p := s.partition(t.key.topic, t.key.part); p != nil {
-					p.addWaiter(wakeCh)
-					defer p.removeWaiter(wakeCh)
+					p.AddWaiter(wakeCh)
+					defer p.RemoveWaiter(wakeCh)
 				}
 			}
 			continue // re-check: data may have arrived before we registered
@@ -229,7 +230,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 			// (followLogStart).
 			start := s.globalLogStart(p)
 			if follower {
-				p.recordSentHW(replicaID, r.hw) // sent now, or in the session already
+				p.RecordSentHW(replicaID, r.hw) // sent now, or in the session already
 				r.start = start
 			} else if start >= 0 { // not before the remote index is refreshed
 				r.start = start
@@ -290,7 +291,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 			out.Splices = append(out.Splices, network.SpliceRef{Marker: m, Slice: r.slice})
 			sent.Add(float64(r.slice.Len))
 			if r.throttled {
-				lt.sent(r.slice.Len)
+				lt.Sent(r.slice.Len)
 			}
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
@@ -328,7 +329,7 @@ type consumerFetch struct {
 
 // fetchOne evaluates one partition: errors, watermarks and the slice of
 // whole batches to send.
-func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, lt *leaderThrottle, consumer consumerFetch, isolation int8, budget int32, first bool) fetchResult {
+func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool, lt *replica.LeaderThrottle, consumer consumerFetch, isolation int8, budget int32, first bool) fetchResult {
 	r := fetchResult{t: t, hw: -1, lso: -1, start: -1, preferred: -1}
 	topic := md.Topics[t.key.topic]
 	switch {
@@ -349,7 +350,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		return r
 	}
 	r.p = p
-	if code := checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()); code != 0 {
+	if code := checkLeaderEpoch(t.leaderEpoch, p.LeaderEpoch()); code != 0 {
 		r.code = code
 		return r
 	}
@@ -358,25 +359,25 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		r.code = kerr.NotLeaderForPartition.Code
 		return r
 	}
-	if leader && p.restoring.Load() {
+	if leader && p.Restoring.Load() {
 		r.code = kerr.LeaderNotAvailable.Code // its log end is not known yet (tier_restore.go)
 		return r
 	}
-	hw := p.hw.Load()
-	r.hw, r.lso, r.start = hw, hw, p.log.LogStartOffset()
+	hw := p.HW()
+	r.hw, r.lso, r.start = hw, hw, p.Log().LogStartOffset()
 	r.asFollower = !leader
 	if leader && consumer.rack != "" {
-		if id := s.preferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {
+		if id := s.replicas.PreferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {
 			r.preferred = id
 			return r
 		}
 	}
 	upTo := hw
 	if follower {
-		upTo = p.log.LogEndOffset()
-		if lt.applies(topic, t.key.part) {
+		upTo = p.Log().LogEndOffset()
+		if lt.Applies(topic, t.key.part) {
 			r.throttled = true
-			if lt.hold() {
+			if lt.Hold() {
 				return r // over leader.replication.throttled.rate: no records for now
 			}
 		}
@@ -386,12 +387,12 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	}
 	limit := int(min(t.maxBytes, budget))
 	if r.throttled {
-		limit = lt.limit(limit)
+		limit = lt.Limit(limit)
 	}
-	sl, err := p.log.ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	sl, err := p.Log().ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
 	if err != nil {
 		r.code = errCode(err)
-		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.log.LogEndOffset() {
+		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.Log().LogEndOffset() {
 			r.code = 0 // between HW and LEO: nothing yet, not an error
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteNotReady(p) {
@@ -429,14 +430,23 @@ func (s *Server) recordFollowerFetches(replicaID int32, targets []*fetchTarget) 
 	now := time.Now()
 	for _, t := range targets {
 		p := s.partition(t.key.topic, t.key.part)
-		if p == nil || !s.isLeader(p) || checkLeaderEpoch(t.leaderEpoch, p.leaderEpoch.Load()) != 0 {
+		if p == nil || !s.isLeader(p) || checkLeaderEpoch(t.leaderEpoch, p.LeaderEpoch()) != 0 {
 			continue
 		}
 		if t.logStart >= 0 {
-			p.recordFollowerLogStart(replicaID, t.logStart)
+			p.RecordFollowerLogStart(replicaID, t.logStart)
 		}
-		if isr := p.recordFollowerFetch(replicaID, t.fetchOffset, now); isr != nil {
-			s.alterISR(p, isr)
+		s.replicas.RecordFollowerFetch(p, replicaID, t.fetchOffset, now)
+	}
+}
+
+// followersNeedHW reports whether any partition of a follower's fetch has
+// a high watermark the follower has not been sent.
+func (s *Server) followersNeedHW(replicaID int32, targets []*fetchTarget) bool {
+	for _, t := range targets {
+		if p := s.partition(t.key.topic, t.key.part); p != nil && p.FollowerNeedsHW(replicaID) {
+			return true
 		}
 	}
+	return false
 }

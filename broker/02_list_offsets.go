@@ -60,10 +60,10 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case p == nil || (leaderOnly && !s.isLeader(p)):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			case p.restoring.Load():
+			case p.Restoring.Load():
 				sp.ErrorCode = kerr.LeaderNotAvailable.Code // tier_restore.go
 			default:
-				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); code != 0 {
+				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 					sp.ErrorCode = code
 					break
 				}
@@ -109,9 +109,9 @@ func duplicatePartitions(req *kmsg.ListOffsetsRequest) map[listedPartition]bool 
 }
 
 func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	hw := p.hw.Load()
+	hw := p.HW()
 	if !client {
-		hw = p.log.LogEndOffset()
+		hw = p.Log().LogEndOffset()
 	}
 	if ts != -1 && ts != -3 && ts != -4 && s.remoteNotReady(p) {
 		sp.ErrorCode = kerr.ReplicaNotAvailable.Code // the remote log is not known yet
@@ -121,16 +121,16 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 	switch ts {
 	case -1: // latest
 		sp.Offset = hw
-		sp.LeaderEpoch = p.leaderEpoch.Load()
+		sp.LeaderEpoch = p.LeaderEpoch()
 	case -2: // earliest: the remote log start of a tiered partition
-		sp.Offset = p.log.LogStartOffset()
+		sp.Offset = p.Log().LogStartOffset()
 		if start, ok := s.remoteLogStart(p); ok && start < sp.Offset {
 			sp.Offset = start
 		}
 	case -4: // earliest local
-		sp.Offset = p.log.LogStartOffset()
+		sp.Offset = p.Log().LogStartOffset()
 	case -3: // max timestamp
-		off, mts, epoch := p.log.MaxTimestamp()
+		off, mts, epoch := p.Log().MaxTimestamp()
 		if off >= 0 && off < hw {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, epoch
 		}
@@ -151,14 +151,14 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 			return
 		}
 		if !ok {
-			off, fts, epoch, ok = p.log.OffsetForTimestamp(ts)
+			off, fts, epoch, ok = p.Log().OffsetForTimestamp(ts)
 		}
 		if ok && off < hw {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, epoch
 		}
 	}
 	if sp.ErrorCode == 0 && client && (ts == -1 || ts >= 0 && sp.Offset < 0) {
-		if start, ok := p.leaderEpochStart(); ok && start > hw {
+		if start, ok := leaderEpochStart(p); ok && start > hw {
 			sp.ErrorCode = kerr.OffsetNotAvailable.Code
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 		}
@@ -168,12 +168,10 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 // leaderEpochStart is the log end offset at which this broker became
 // leader in its current epoch (Kafka's leaderEpochStartOffsetOpt), if it
 // leads.
-func (p *partition) leaderEpochStart() (int64, bool) {
-	r := &p.rs
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.leader {
+func leaderEpochStart(p *partition) (int64, bool) {
+	_, start, leader := p.LeaderTerm()
+	if !leader {
 		return 0, false
 	}
-	return r.epochStart, true
+	return start, true
 }

@@ -10,7 +10,6 @@ package broker
 // apart, while partitions remain; then it shuts down anyway.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/replica"
 	"strata/controller"
 )
 
@@ -121,13 +121,12 @@ func (s *Server) askControlledShutdown() (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("dial controller %d at %s: %w", md.ControllerID, addr, err)
 	}
-	rc := &replicaConn{conn: c, r: bufio.NewReader(c), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-broker-" + strconv.Itoa(int(s.cfg.ID))))}
-	rc.stop = func() bool { return true }
-	defer rc.close()
+	rc := replica.NewConn(c, "strata-broker-"+strconv.Itoa(int(s.cfg.ID)))
+	defer rc.Close()
 	req := kmsg.NewPtrControlledShutdownRequest()
 	req.Version = 3
 	req.BrokerID, req.BrokerEpoch = s.cfg.ID, epoch
-	kresp, err := rc.roundTrip(req, 30*time.Second)
+	kresp, err := rc.RoundTrip(req, 30*time.Second)
 	if err != nil {
 		return -1, fmt.Errorf("controlled shutdown via controller %d: %w", md.ControllerID, err)
 	}

@@ -8,7 +8,7 @@ package broker
 //
 // As Kafka's DelayedDeleteRecords, the answer waits, up to the request's
 // timeout, until every follower on a live broker has moved its log start
-// there too (followers follow the leader's log start: replica_fetcher.go);
+// there too (followers follow the leader's log start: replica/fetcher.go);
 // the low watermark is then the lowest log start over the replicas
 // (Kafka's lowWatermarkIfLeader). A partition still short at the timeout
 // gets REQUEST_TIMED_OUT. Waiting wakes the followers' long-polled fetches
@@ -56,7 +56,7 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				off := rp.Offset
-				hw := p.hw.Load()
+				hw := p.HW()
 				if off == -1 {
 					off = hw
 				}
@@ -70,7 +70,7 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 					break
 				}
 				sp.LowWatermark = low
-				if lw := p.lowWatermark(low, isAlive); lw < off {
+				if lw := p.LowWatermark(low, isAlive); lw < off {
 					waits = append(waits, pending{ti: len(resp.Topics), pi: len(st.Partitions), p: p, off: off})
 				}
 			}
@@ -84,13 +84,13 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 	return &delayedResponse{Response: resp, wait: func() {
 		for _, w := range waits {
-			w.p.wake()
+			w.p.Wake()
 		}
 		for len(waits) > 0 {
 			left := waits[:0]
 			for _, w := range waits {
 				sp := &resp.Topics[w.ti].Partitions[w.pi]
-				low := w.p.lowWatermark(s.logStart(w.p), liveBrokers(s.ctrl.Metadata()))
+				low := w.p.LowWatermark(s.logStart(w.p), liveBrokers(s.ctrl.Metadata()))
 				switch {
 				case low < 0:
 					sp.ErrorCode, sp.LowWatermark = kerr.NotLeaderForPartition.Code, -1

@@ -35,11 +35,11 @@ func handleOffsetForLeaderEpoch(s *Server, cc *clientConn, kreq kmsg.Request) (k
 			case p == nil || (req.ReplicaID < 0 && !s.isLeader(p)):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); code != 0 {
+				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 					sp.ErrorCode = code
 					break
 				}
-				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				sp.LeaderEpoch, sp.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -47,21 +47,21 @@ func handleDescribeLogDirs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 	byTopic := map[string]*kmsg.DescribeLogDirsResponseDirTopic{}
 	var names []string
 	for _, p := range s.allPartitions() {
-		if !want(p.topic, p.index) {
+		if !want(p.Topic(), p.Index()) {
 			continue
 		}
-		t := byTopic[p.topic]
+		t := byTopic[p.Topic()]
 		if t == nil {
 			nt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			nt.Topic = p.topic
+			nt.Topic = p.Topic()
 			t = &nt
-			byTopic[p.topic] = t
-			names = append(names, p.topic)
+			byTopic[p.Topic()] = t
+			names = append(names, p.Topic())
 		}
 		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		rp.Partition = p.index
-		rp.Size = p.log.Size()
-		rp.OffsetLag = max(0, p.log.LogEndOffset()-p.hw.Load())
+		rp.Partition = p.Index()
+		rp.Size = p.Log().Size()
+		rp.OffsetLag = max(0, p.Log().LogEndOffset()-p.HW())
 		t.Partitions = append(t.Partitions, rp)
 	}
 	sort.Strings(names)
@@ -95,7 +95,7 @@ func (s *Server) remoteLogDir(want func(string, int32) bool) (kmsg.DescribeLogDi
 	byTopic := map[string]*kmsg.DescribeLogDirsResponseDirTopic{}
 	var names []string
 	for _, p := range s.allPartitions() {
-		if !want(p.topic, p.index) || !s.remoteReadable(p) || !s.isLeader(p) {
+		if !want(p.Topic(), p.Index()) || !s.remoteReadable(p) || !s.isLeader(p) {
 			continue
 		}
 		size, _, err := tier.RemoteLogSize(s.tier.idx, tierPartition(p))
@@ -103,16 +103,16 @@ func (s *Server) remoteLogDir(want func(string, int32) bool) (kmsg.DescribeLogDi
 			dir.ErrorCode = kerr.KafkaStorageError.Code
 			continue
 		}
-		t := byTopic[p.topic]
+		t := byTopic[p.Topic()]
 		if t == nil {
 			nt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			nt.Topic = p.topic
+			nt.Topic = p.Topic()
 			t = &nt
-			byTopic[p.topic] = t
-			names = append(names, p.topic)
+			byTopic[p.Topic()] = t
+			names = append(names, p.Topic())
 		}
 		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		rp.Partition = p.index
+		rp.Partition = p.Index()
 		rp.Size = size
 		t.Partitions = append(t.Partitions, rp)
 	}

@@ -23,12 +23,12 @@ func (s *Server) cleanerLoop() {
 			if !s.isLeader(p) {
 				continue
 			}
-			st, err := p.log.CleanBelow(p.hw.Load())
+			st, err := p.Log().CleanBelow(p.HW())
 			switch {
 			case err != nil:
-				s.log.Warn("log cleaner", "topic", p.topic, "partition", p.index, "err", err)
+				s.log.Warn("log cleaner", "topic", p.Topic(), "partition", p.Index(), "err", err)
 			case st.Cleaned:
-				s.log.Info("log cleaner", "topic", p.topic, "partition", p.index,
+				s.log.Info("log cleaner", "topic", p.Topic(), "partition", p.Index(),
 					"segments", st.SegmentsCleaned, "records_read", st.RecordsRead, "records_kept", st.RecordsKept)
 			}
 		}

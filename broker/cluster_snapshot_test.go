@@ -20,7 +20,7 @@ func TestRecordDeletionsOnlyInOwnBucket(t *testing.T) {
 	ts, p, _ := tieredBroker(t, store, "tiered-record", 1, 40)
 	md := *ts.ctrl.Metadata()
 	md.TopicIDs = map[[16]byte]string{} // every topic gone
-	id := p.topicID
+	id := p.TopicID()
 	recorded := func() bool {
 		t.Helper()
 		ok, err := tier.TopicDeletionRecorded(testCtx(t), store, index.UUID(id))

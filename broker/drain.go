@@ -81,15 +81,15 @@ func (s *Server) rollForUpload(p *partition) {
 	} else if idle < 0 {
 		return
 	}
-	if p.log.LogEndOffset() != p.hw.Load() {
+	if p.Log().LogEndOffset() != p.HW() {
 		return // records above the high watermark could not be uploaded yet
 	}
-	rolled, err := p.log.RollIdle(idle)
+	rolled, err := p.Log().RollIdle(idle)
 	switch {
 	case err != nil:
-		s.log.Warn("roll the active segment for upload", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("roll the active segment for upload", "topic", p.Topic(), "partition", p.Index(), "err", err)
 	case rolled:
-		s.log.Debug("rolled the active segment for upload", "topic", p.topic, "partition", p.index,
+		s.log.Debug("rolled the active segment for upload", "topic", p.Topic(), "partition", p.Index(),
 			"draining", s.draining.Load(), "idle", time.Duration(idle)*time.Millisecond)
 	}
 }

@@ -92,7 +92,7 @@ func TestFetchFromFollowerRackAware(t *testing.T) {
 	}
 	produce(0, half)
 	waitFor(t, "follower 1 at the high watermark", 10*time.Second, func() bool {
-		return c.servers[1].partition("ff", 0).hw.Load() == half
+		return c.servers[1].partition("ff", 0).HW() == half
 	})
 
 	leader, follower := c.rc(0), c.rc(1)
@@ -208,39 +208,10 @@ func TestFetchFromFollowerOff(t *testing.T) {
 	c.createTopic("ff", []int32{0, 1}, nil)
 	c.rc(0).produceOK("ff", 0, plainBatch(time.Now().UnixMilli(), "x").build(t))
 	waitFor(t, "follower at the high watermark", 10*time.Second, func() bool {
-		return c.servers[1].partition("ff", 0).hw.Load() == 1
+		return c.servers[1].partition("ff", 0).HW() == 1
 	})
 	if _, fp := rackFetch(t, c.rc(0), 11, "b", 0); fp.ErrorCode != 0 || fp.PreferredReadReplica != -1 || len(fp.RecordBatches) == 0 {
 		t.Fatalf("rack b without a selector: %v, preferred %d, %d record bytes; want the records from the leader",
 			kerr.ErrorForCode(fp.ErrorCode), fp.PreferredReadReplica, len(fp.RecordBatches))
-	}
-}
-
-func TestSelectRackAware(t *testing.T) {
-	rack := func(s string) *string { return &s }
-	leader := replicaView{id: 0, rack: rack("a"), logEnd: 100}
-	views := []replicaView{leader,
-		{id: 1, rack: rack("b"), logEnd: 90, sinceCaughtUp: time.Second},
-		{id: 2, rack: rack("b"), logEnd: 100, sinceCaughtUp: 2 * time.Second},
-		{id: 3, rack: rack("b"), logEnd: 100, sinceCaughtUp: time.Second},
-		{id: 4, rack: rack("c"), logEnd: 100},
-		{id: 5, rack: nil, logEnd: 100},
-		{id: 6, rack: rack("d"), logEnd: 80},
-		{id: 7, rack: rack("d"), logEnd: 80},
-	}
-	for _, c := range []struct {
-		rack string
-		want int32
-	}{
-		{"", 0},  // no client rack: the leader
-		{"a", 0}, // the leader's rack
-		{"b", 3}, // highest log end, then most recently caught up
-		{"c", 4},
-		{"d", 7}, // a tie: the highest id, as Kafka's comparator
-		{"x", 0}, // no replica there
-	} {
-		if got := selectRackAware(c.rack, leader, views); got.id != c.want {
-			t.Errorf("client rack %q: replica %d, want %d", c.rack, got.id, c.want)
-		}
 	}
 }

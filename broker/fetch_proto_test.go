@@ -51,10 +51,7 @@ func TestProtoFetchLongPollWakes(t *testing.T) {
 	p := ts.partition("wake", 0)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p.mu.Lock()
-		n := len(p.waiters)
-		p.mu.Unlock()
-		if n > 0 {
+		if p.Waiters() > 0 {
 			break
 		}
 		if time.Now().After(deadline) {

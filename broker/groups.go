@@ -87,7 +87,7 @@ func (s *Server) syncGroups(*controller.Metadata) {
 				continue
 			}
 			p := s.partition(offsetsTopic, pm.Index)
-			if p == nil || p.topicID != t.ID {
+			if p == nil || p.TopicID() != t.ID {
 				continue
 			}
 			// The metadata may be newer than the role the partition was
@@ -136,9 +136,8 @@ func (l *offsetsLog) leads() bool {
 // localLeaderTerm is the term in which p leads as applied by reconcile
 // (applyRole: its fetcher stopped), and false if p does not lead.
 func localLeaderTerm(p *partition) (leaderTerm, bool) {
-	p.rs.mu.Lock()
-	defer p.rs.mu.Unlock()
-	return leaderTerm{p.rs.leaderEpoch, p.rs.epochStart}, p.rs.leader
+	epoch, start, leader := p.LeaderTerm()
+	return leaderTerm{epoch, start}, leader
 }
 
 // finalSnapshotTimeout bounds the group offsets snapshot write of Close.
@@ -229,16 +228,16 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 	}
 	// As an acks=-1 produce: refused below min.insync.replicas (Kafka's
 	// coordinator answers COORDINATOR_NOT_AVAILABLE then).
-	if isr, minISR := l.p.isrSize(), int(l.p.minISR.Load()); isr < minISR {
+	if isr, minISR := l.p.ISRSize(), int(l.p.MinISR()); isr < minISR {
 		return 0, fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", isr, minISR, kerr.NotEnoughReplicas)
 	}
-	info, err := l.p.log.Append(batch, l.p.leaderEpoch.Load())
+	info, err := l.p.Log().Append(batch, l.p.LeaderEpoch())
 	if err != nil {
 		return 0, err
 	}
 	// With one replica the high watermark follows the log end; with more,
 	// advanceHW holds it at what the ISR has (WaitDurable waits for it).
-	l.p.advanceHW(l.p.log.LogEndOffset())
+	l.p.AdvanceHW(l.p.Log().LogEndOffset())
 	return info.LastOffset + 1, nil
 }
 
@@ -251,13 +250,13 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 // past end; a commit so "acknowledged" would be lost (Kafka's delayed
 // produce fails with NOT_LEADER_OR_FOLLOWER when leadership moves).
 func (l *offsetsLog) WaitDurable(end int64) error {
-	if l.p.hw.Load() < end {
+	if l.p.HW() < end {
 		ch := make(chan struct{}, 1)
-		l.p.addWaiter(ch)
-		defer l.p.removeWaiter(ch)
+		l.p.AddWaiter(ch)
+		defer l.p.RemoveWaiter(ch)
 		t := time.NewTimer(offsetsCommitTimeout)
 		defer t.Stop()
-		for l.p.hw.Load() < end {
+		for l.p.HW() < end {
 			if !l.leads() {
 				return kerr.NotLeaderForPartition
 			}
@@ -273,7 +272,7 @@ func (l *offsetsLog) WaitDurable(end int64) error {
 	if !l.leads() { // checked after the high watermark was read
 		return kerr.NotLeaderForPartition
 	}
-	if l.p.isrSize() < int(l.p.minISR.Load()) {
+	if l.p.ISRSize() < int(l.p.MinISR()) {
 		return kerr.NotEnoughReplicasAfterAppend
 	}
 	return nil
@@ -293,7 +292,7 @@ func (l *offsetsLog) WaitDurable(end int64) error {
 // snapshot kept of it, appended as commits (seedOffsets), so that the
 // coordinator serves them from its first answer.
 func (l *offsetsLog) Replay(fn func([]byte) error) error {
-	end := l.p.log.LogEndOffset()
+	end := l.p.Log().LogEndOffset()
 	if err := l.waitHW(end); err != nil {
 		return err
 	}
@@ -301,30 +300,30 @@ func (l *offsetsLog) Replay(fn func([]byte) error) error {
 	if err := l.s.seedOffsets(l, end); err != nil {
 		return err
 	}
-	if e := l.p.log.LogEndOffset(); e != end {
+	if e := l.p.Log().LogEndOffset(); e != end {
 		end = e
 		if err := l.waitHW(end); err != nil {
 			return err
 		}
 	}
 	var seed group.SeedScan
-	off := l.p.log.LogStartOffset()
+	off := l.p.Log().LogStartOffset()
 	read := func(end int64) error {
 		for off < end {
-			fs, err := l.p.log.Read(off, end, 1<<20, true)
+			fs, err := l.p.Log().Read(off, end, 1<<20, true)
 			if err != nil {
-				return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+				return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.Index(), off, err)
 			}
 			if fs.Len == 0 {
 				return nil
 			}
 			buf := make([]byte, fs.Len)
 			if _, err := fs.File.ReadAt(buf, fs.Pos); err != nil {
-				return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+				return fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, l.p.Index(), off, err)
 			}
 			seed.Scan(buf)
 			if err := fn(buf); err != nil {
-				return fmt.Errorf("replay %s-%d at %d: %w", offsetsTopic, l.p.index, off, err)
+				return fmt.Errorf("replay %s-%d at %d: %w", offsetsTopic, l.p.Index(), off, err)
 			}
 			off = fs.LastOffset + 1
 		}
@@ -348,11 +347,11 @@ func (l *offsetsLog) Replay(fn func([]byte) error) error {
 	// offsets are loaded again, whole, after what the partition holds.
 	s := l.s
 	s.log.Info("a load of committed offsets from the bucket into a __consumer_offsets partition was cut short; loading them again",
-		"partition", l.p.index)
+		"partition", l.p.Index())
 	if err := s.seedOffsets(l, 0); err != nil {
 		return err
 	}
-	if e := l.p.log.LogEndOffset(); e != end {
+	if e := l.p.Log().LogEndOffset(); e != end {
 		end = e
 		if err := l.waitHW(end); err != nil {
 			return err
@@ -364,25 +363,25 @@ func (l *offsetsLog) Replay(fn func([]byte) error) error {
 // waitHW waits until the high watermark reaches end, or fails with
 // NOT_LEADER_OR_FOLLOWER once this broker no longer leads the partition.
 func (l *offsetsLog) waitHW(end int64) error {
-	if l.p.hw.Load() >= end {
+	if l.p.HW() >= end {
 		return nil
 	}
 	ch := make(chan struct{}, 1)
-	l.p.addWaiter(ch)
-	defer l.p.removeWaiter(ch)
+	l.p.AddWaiter(ch)
+	defer l.p.RemoveWaiter(ch)
 	// Leadership changes wake the waiters too; the ticker only bounds
 	// how long a missed wake-up could delay noticing one.
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for l.p.hw.Load() < end {
+	for l.p.HW() < end {
 		if !l.s.isLeader(l.p) {
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
 		}
 		select {
 		case <-ch:
 		case <-tick.C:
 		case <-l.s.ctx.Done():
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
 		}
 	}
 	return nil

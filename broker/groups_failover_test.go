@@ -64,7 +64,7 @@ func TestGroupCoordinatorNewLeaderLoadsPastItsHighWatermark(t *testing.T) {
 	before := c.leo(old, offsetsTopic)
 	waitFor(t, "followers at the leader's high watermark", 10*time.Second, func() bool {
 		for _, id := range followers {
-			if c.servers[id].partition(offsetsTopic, 0).hw.Load() < before {
+			if c.servers[id].partition(offsetsTopic, 0).HW() < before {
 				return false
 			}
 		}
@@ -79,7 +79,7 @@ func TestGroupCoordinatorNewLeaderLoadsPastItsHighWatermark(t *testing.T) {
 		}
 		// As if the fetch that brought the new high watermark had not
 		// come back yet.
-		c.servers[id].partition(offsetsTopic, 0).hw.Store(before)
+		c.servers[id].partition(offsetsTopic, 0).StoreHW(before)
 	}
 	c.kill(old)
 	leader := c.partition(offsetsTopic).Leader
@@ -163,7 +163,7 @@ func TestGroupCommitBelowMinInsyncReplicas(t *testing.T) {
 	}
 	c.waitISR(offsetsTopic, leader)
 	waitFor(t, "the leader to see its ISR of one", 10*time.Second, func() bool {
-		return c.servers[leader].partition(offsetsTopic, 0).isrSize() == 1
+		return c.servers[leader].partition(offsetsTopic, 0).ISRSize() == 1
 	})
 	if code := commit(rc, 7); code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("commit with ISR 1 < min.insync.replicas 2: error %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))

@@ -38,7 +38,7 @@ package broker
 // (plog/failure.go: a failed fsync, write, truncation or segment read, a
 // producer snapshot or checkpoint that cannot be written), and a file
 // the broker writes in it that cannot be written (the high-watermark
-// checkpoint, hw_checkpoint.go; partition.metadata,
+// checkpoint, replica/hw_checkpoint.go; partition.metadata,
 // writePartitionMetadata).
 //
 // A full disk is not a failure: the append is refused with a retriable
@@ -164,7 +164,7 @@ func (s *Server) watchLog(l *plog.Log) {
 // offline tells whether p's log can no longer be used: its directory is
 // offline, or the log itself failed (the directory follows at once).
 func (s *Server) offline(p *partition) bool {
-	return s.logDirErr() != nil || p.log.Err() != nil
+	return s.logDirErr() != nil || p.Log().Err() != nil
 }
 
 // offlineProduce answers a produce to an offline partition with
@@ -191,7 +191,7 @@ func (s *Server) logDirFailed(cause error) {
 		"dir", s.cfg.DataDir, "err", cause)
 	failed := fmt.Errorf("log directory offline: %w", cause)
 	for _, p := range s.allPartitions() {
-		p.log.Fail(failed)
+		p.Log().Fail(failed)
 	}
 	go s.leaveAfterLogDirFailure()
 }

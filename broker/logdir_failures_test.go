@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"strata/broker/replica"
 	"strata/internal/vfs"
 )
 
@@ -32,7 +33,7 @@ func waitOffline(t *testing.T, ts *testServer) {
 			return false
 		}
 		for _, p := range ts.allPartitions() {
-			if p.log.Err() == nil {
+			if p.Log().Err() == nil {
 				return false
 			}
 		}
@@ -105,7 +106,7 @@ func TestLogDirOfflineAfterHWCheckpointFails(t *testing.T) {
 			rc.produceOK("h", 0, plainBatch(now, "a").build(t))
 
 			var tries atomic.Int64
-			ff.SetInjector(countingInjector(vfs.OpWrite, hwCheckpointName, c.err, &tries))
+			ff.SetInjector(countingInjector(vfs.OpWrite, replica.HWCheckpointName, c.err, &tries))
 			rc.produceOK("h", 0, plainBatch(now, "b").build(t)) // the high watermark moves: the file is rewritten
 			if !c.offline {
 				waitFor(t, "two checkpoint rewrites tried", 5*time.Second, func() bool { return tries.Load() >= 2 })

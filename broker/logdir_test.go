@@ -94,7 +94,7 @@ func TestLogDirOfflineAfterFailedFsync(t *testing.T) {
 
 	waitFor(t, "every partition offline", 5*time.Second, func() bool {
 		for _, p := range ts.allPartitions() {
-			if p.log.Err() == nil {
+			if p.Log().Err() == nil {
 				return false
 			}
 		}

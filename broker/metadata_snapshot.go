@@ -428,7 +428,7 @@ func (s *Server) writeGroupSnapshots(ctx context.Context, st *snapshotState, md 
 	}
 	complete := true
 	for _, l := range led {
-		idx := l.p.index
+		idx := l.p.Index()
 		if !l.bucketLoaded.Load() {
 			if !ours || !s.mergeOffsets(ctx, st, l, md) {
 				complete = false
@@ -569,15 +569,15 @@ func (s *Server) seedOffsets(l *offsetsLog, end int64) error {
 		}
 		if attempt == 1 || attempt%10 == 0 {
 			s.log.Warn("load the committed offsets of an empty __consumer_offsets partition from the bucket; its groups wait, retrying",
-				"partition", l.p.index, "attempt", attempt, "err", err)
+				"partition", l.p.Index(), "attempt", attempt, "err", err)
 		}
 		select {
 		case <-s.ctx.Done():
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
 		case <-time.After(snapshotCheck):
 		}
 		if !s.isLeader(l.p) {
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.index, kerr.NotLeaderForPartition)
+			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
 		}
 	}
 }
@@ -607,7 +607,7 @@ func (s *Server) trySeed(l *offsetsLog) error {
 	if t := md.Topics[offsetsTopic]; t != nil {
 		nparts = int32(len(t.Partitions))
 	}
-	offs, err := s.bucketOffsets(ctx, l.p.index, nparts, md.ClusterID)
+	offs, err := s.bucketOffsets(ctx, l.p.Index(), nparts, md.ClusterID)
 	if err != nil {
 		return err
 	}
@@ -628,7 +628,7 @@ func (s *Server) trySeed(l *offsetsLog) error {
 	l.bucketLoaded.Store(true)
 	if n > 0 {
 		s.log.Info("loaded committed offsets into an empty __consumer_offsets partition from the bucket's snapshot",
-			"partition", l.p.index, "groups", len(offs), "offsets", n)
+			"partition", l.p.Index(), "groups", len(offs), "offsets", n)
 	}
 	return nil
 }
@@ -644,7 +644,7 @@ func (s *Server) trySeed(l *offsetsLog) error {
 // not have yet are tried again at the next checks, then left.
 func (s *Server) mergeOffsets(ctx context.Context, st *snapshotState, l *offsetsLog, md *controller.Metadata) bool {
 	h := s.groups
-	idx := l.p.index
+	idx := l.p.Index()
 	cur, loaded := h.coord.PartitionOffsets(idx)
 	if !loaded {
 		return false

@@ -40,7 +40,7 @@ func TestOffsetsTopicCompactsAndReloads(t *testing.T) {
 	// What the commits below would take uncompacted: the cleaner may
 	// already be at work when they end, so the log's size then is no
 	// measure.
-	perCommit := p.log.Size()
+	perCommit := p.Log().Size()
 	r, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
 		{Op: kadm.SetConfig, Name: "segment.bytes", Value: kadm.StringPtr("16384")},
 		{Op: kadm.SetConfig, Name: "min.cleanable.dirty.ratio", Value: kadm.StringPtr("0.01")},
@@ -61,9 +61,9 @@ func TestOffsetsTopicCompactsAndReloads(t *testing.T) {
 	}
 	full := perCommit * (commits + 1)
 	deadline := time.Now().Add(20 * time.Second)
-	for p.log.Size() > full/2 {
+	for p.Log().Size() > full/2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("__consumer_offsets not compacted: %d bytes of %d after 20s", p.log.Size(), full)
+			t.Fatalf("__consumer_offsets not compacted: %d bytes of %d after 20s", p.Log().Size(), full)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"strata/broker/replica"
 )
 
 // TestReplicationHWCheckpointAcrossRestart: every broker of an RF=3
@@ -30,8 +32,8 @@ func TestReplicationHWCheckpointAcrossRestart(t *testing.T) {
 	// followers' is the one the leader gave them.
 	for id := int32(0); id < 3; id++ {
 		waitFor(t, fmt.Sprintf("checkpoint of broker %d at the high watermark", id), 10*time.Second, func() bool {
-			hws, err := readHWCheckpoint(c.servers[id].fs, c.dirs[id])
-			return err == nil && hws[tp{"hw", 0}] == n
+			hws, err := replica.ReadHWCheckpoint(c.servers[id].fs, c.dirs[id])
+			return err == nil && hws["hw"][0] == n
 		})
 	}
 
@@ -64,14 +66,14 @@ func TestReplicationHWCheckpointAcrossRestart(t *testing.T) {
 	restartWith := func(content string) {
 		t.Helper()
 		stop(0)
-		if err := os.WriteFile(filepath.Join(c.dirs[0], hwCheckpointName), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(c.dirs[0], replica.HWCheckpointName), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		c.start(0)
 		rc = c.rc(0)
 	}
 	restartWith("0\n2\nhw 0 ")
-	if hw := c.servers[0].partition("hw", 0).hw.Load(); hw != 0 {
+	if hw := c.servers[0].partition("hw", 0).HW(); hw != 0 {
 		t.Fatalf("high watermark %d with a corrupt checkpoint, want the log start 0", hw)
 	}
 	// The leader's high watermark is below the start of its epoch: Kafka
@@ -80,7 +82,7 @@ func TestReplicationHWCheckpointAcrossRestart(t *testing.T) {
 
 	// One past the log end is clamped to the log end.
 	restartWith("0\n1\nhw 0 999\n")
-	if hw := c.servers[0].partition("hw", 0).hw.Load(); hw != n {
+	if hw := c.servers[0].partition("hw", 0).HW(); hw != n {
 		t.Fatalf("high watermark %d from a checkpoint of 999, want the log end %d", hw, n)
 	}
 
@@ -88,13 +90,13 @@ func TestReplicationHWCheckpointAcrossRestart(t *testing.T) {
 	c.start(1)
 	c.start(2)
 	for _, id := range []int32{1, 2} {
-		if hw := c.servers[id].partition("hw", 0).hw.Load(); hw != n {
+		if hw := c.servers[id].partition("hw", 0).HW(); hw != n {
 			t.Fatalf("follower %d opened with high watermark %d, want its checkpointed %d", id, hw, n)
 		}
 	}
 	rc.produceOK("hw", 0, plainBatch(time.Now().UnixMilli(), "after").build(t))
 	waitFor(t, "followers at the new high watermark", 10*time.Second, func() bool {
-		return c.servers[1].partition("hw", 0).hw.Load() == n+1 && c.servers[2].partition("hw", 0).hw.Load() == n+1
+		return c.servers[1].partition("hw", 0).HW() == n+1 && c.servers[2].partition("hw", 0).HW() == n+1
 	})
 }
 
@@ -108,18 +110,18 @@ func TestHWCheckpointWrittenAtShutdown(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		rc.produceOK("shut", 1, plainBatch(time.Now().UnixMilli(), "v").build(t))
 	}
-	if _, err := os.Stat(filepath.Join(ts.dir, hwCheckpointName)); err == nil {
+	if _, err := os.Stat(filepath.Join(ts.dir, replica.HWCheckpointName)); err == nil {
 		t.Fatal("checkpoint written before the interval passed")
 	}
 	if err := ts.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(ts.dir, hwCheckpointName))
+	b, err := os.ReadFile(filepath.Join(ts.dir, replica.HWCheckpointName))
 	if err != nil {
 		t.Fatalf("checkpoint after a clean shutdown: %v", err)
 	}
-	hws, err := parseHWCheckpoint(b)
-	if err != nil || hws[tp{"shut", 0}] != 0 || hws[tp{"shut", 1}] != 3 {
+	hws, err := replica.ReadHWCheckpoint(ts.fs, ts.dir)
+	if err != nil || hws["shut"][0] != 0 || hws["shut"][1] != 3 {
 		t.Fatalf("checkpoint after a clean shutdown %q (%v); want shut-0 at 0 and shut-1 at 3", b, err)
 	}
 }
@@ -134,8 +136,8 @@ func TestHWCheckpointSecondCloseKeepsFile(t *testing.T) {
 	rc.produceOK("twice", 0, plainBatch(time.Now().UnixMilli(), "v").build(t))
 	ts.Close()
 	ts.Close()
-	hws, err := readHWCheckpoint(ts.fs, ts.dir)
-	if err != nil || hws[tp{"twice", 0}] != 1 {
+	hws, err := replica.ReadHWCheckpoint(ts.fs, ts.dir)
+	if err != nil || hws["twice"][0] != 1 {
 		t.Fatalf("checkpoint after two Closes: %v, %v; want twice-0 at 1", hws, err)
 	}
 }

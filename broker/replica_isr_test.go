@@ -109,7 +109,7 @@ func (c *testCluster) rc(id int32) *rawConn { return dialRaw(c.t, c.servers[id].
 
 func (c *testCluster) leo(id int32, topic string) int64 {
 	if p := c.servers[id].partition(topic, 0); p != nil {
-		return p.log.LogEndOffset()
+		return p.Log().LogEndOffset()
 	}
 	return -1
 }
@@ -309,7 +309,7 @@ func TestReplicationTruncatesDivergentTail(t *testing.T) {
 	c.waitISR("d", 0, 1, 2)
 	waitFor(t, "broker 0 caught up", 10*time.Second, func() bool { return c.leo(0, "d") == 2 })
 	p := c.servers[0].partition("d", 0)
-	sl, err := p.log.Read(0, 2, 1<<20, true)
+	sl, err := p.Log().Read(0, 2, 1<<20, true)
 	if err != nil {
 		t.Fatal(err)
 	}

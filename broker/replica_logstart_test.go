@@ -49,7 +49,7 @@ func TestFollowerFollowsLogStart(t *testing.T) {
 		t.Fatalf("low watermark %d, want 6", low)
 	}
 	p1 := c.servers[1].partition("ls", 0)
-	if got := p1.log.LogStartOffset(); got != 6 {
+	if got := p1.Log().LogStartOffset(); got != 6 {
 		t.Fatalf("DeleteRecords answered with the follower's log start at %d, want 6", got)
 	}
 	// A follower that does not fetch holds the answer until the timeout.
@@ -61,7 +61,7 @@ func TestFollowerFollowsLogStart(t *testing.T) {
 		t.Fatalf("answered after %v, before the 300 ms timeout", waited)
 	}
 	c.servers[1].pauseReplication(false)
-	waitFor(t, "the follower's log start follows the leader's", 10*time.Second, func() bool { return p1.log.LogStartOffset() == 8 })
+	waitFor(t, "the follower's log start follows the leader's", 10*time.Second, func() bool { return p1.Log().LogStartOffset() == 8 })
 	c.kill(0)
 	waitFor(t, "broker 1 leads", 10*time.Second, func() bool { return c.partition("ls").Leader == 1 })
 	rc1 := c.rc(1)
@@ -94,7 +94,7 @@ func TestTieredFollowerFollowsLogStart(t *testing.T) {
 	tp := tierPartition(p0)
 	waitFor(t, "both replicas hold only a local tail", 60*time.Second, func() bool {
 		_, ok1, _ := c.servers[1].tier.idx.LogEnd(tp)
-		return p0.log.LogStartOffset() > 50 && p1.log.LogStartOffset() > 50 && ok1
+		return p0.Log().LogStartOffset() > 50 && p1.Log().LogStartOffset() > 50 && ok1
 	})
 	// The leader's local log start is not the log start: the follower's
 	// index records none above the remote log start (0).
@@ -102,7 +102,7 @@ func TestTieredFollowerFollowsLogStart(t *testing.T) {
 	if off, ok, _ := c.servers[1].tier.idx.LogStartOffset(tp); ok && off > 0 {
 		t.Fatalf("the follower recorded log start %d, the remote log starts at 0", off)
 	}
-	del := p0.log.LogStartOffset() / 2 // below both local logs
+	del := p0.Log().LogStartOffset() / 2 // below both local logs
 	if low := deleteRecordsOn(t, rc, topic, del); low != del {
 		t.Fatalf("low watermark %d, want %d", low, del)
 	}

@@ -21,6 +21,7 @@ import (
 	"strata/broker/config"
 	"strata/broker/network"
 	"strata/broker/plog"
+	"strata/broker/replica"
 	"strata/controller"
 	"strata/internal/vfs"
 	"strata/tier"
@@ -69,13 +70,11 @@ type Server struct {
 	self    controller.Broker
 	metrics *metrics
 
-	pmu        sync.RWMutex
-	partitions map[tp]*partition
+	// replicas holds the partitions this broker hosts and replicates
+	// them (package replica; replicas.go).
+	replicas *replica.Manager
 
 	sessions *fetchSessions
-
-	// Replication throttles (replication_throttle.go).
-	leaderThrottle, followerThrottle replThrottle
 
 	// startedMs is when this broker started; draining is true while a
 	// drain asked after that is in force (drain.go).
@@ -98,12 +97,6 @@ type Server struct {
 	network *network.Server
 
 	groups *groupsHost // group coordinator (groups.go)
-
-	fmu        sync.Mutex         // guards fetchers
-	fetchers   map[int32]*fetcher // replica fetchers by leader id (replica_fetcher.go)
-	replPaused atomic.Bool        // tests: replication paused
-
-	hwck hwCheckpoints // replication-offset-checkpoint (hw_checkpoint.go)
 
 	ldir logDirState // offline after an I/O error (logdir.go)
 
@@ -132,19 +125,18 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		opts:       opts,
-		startedMs:  time.Now().UnixMilli(),
-		cfg:        opts.Config,
-		log:        opts.Logger,
-		fs:         opts.FS,
-		ctrl:       opts.Controller,
-		partitions: map[tp]*partition{},
-		sessions:   newFetchSessions(1000),
-		ctx:        ctx,
-		cancel:     cancel,
-		metrics:    newMetrics(),
-		fetchers:   map[int32]*fetcher{},
+		opts:      opts,
+		startedMs: time.Now().UnixMilli(),
+		cfg:       opts.Config,
+		log:       opts.Logger,
+		fs:        opts.FS,
+		ctrl:      opts.Controller,
+		sessions:  newFetchSessions(1000),
+		ctx:       ctx,
+		cancel:    cancel,
+		metrics:   newMetrics(),
 	}
+	s.replicas = s.newReplicaManager()
 	s.network = network.New(network.Options{
 		Config:       s.cfg,
 		Logger:       s.log,
@@ -240,7 +232,7 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.wg.Add(4)
-	go s.isrExpiry()
+	go s.replicas.RunISRExpiry()
 	s.network.Serve(ln)
 	go s.watchMetadata(changes)
 	go s.housekeeping()
@@ -250,8 +242,8 @@ func (s *Server) Start() error {
 		go s.tierLoop()
 		go s.snapshotLoop() // metadata_snapshot.go
 	}
-	s.waitReady()          // partitions open as the controller says
-	s.startHWCheckpoints() // after they opened with their checkpointed HW
+	s.waitReady()                   // partitions open as the controller says
+	s.replicas.StartHWCheckpoints() // after they opened with their checkpointed HW
 	// One line for all partitions; each partition's log says its own at
 	// debug.
 	s.log.Info("opened partitions", "partitions", len(s.allPartitions()), "took", time.Since(opening).Round(time.Millisecond))
@@ -337,19 +329,19 @@ func (s *Server) Close() error {
 		s.ln.Close()
 	}
 	s.network.Close() // stops accepting, closes the connections
-	s.stopFetchers()
+	s.replicas.StopFetchers()
 	s.wg.Wait()
 	s.network.Wait()
-	s.finalHWCheckpoint()
+	s.replicas.FinalHWCheckpoint()
 	var errs []error
-	s.pmu.Lock()
-	for k, p := range s.partitions {
-		if err := p.log.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s-%d: %w", k.topic, k.part, err))
+	ps := s.replicas.Edit()
+	for _, p := range ps.All() {
+		if err := p.Log().Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s-%d: %w", p.Topic(), p.Index(), err))
 		}
+		ps.Remove(p.Topic(), p.Index())
 	}
-	s.partitions = map[tp]*partition{}
-	s.pmu.Unlock()
+	ps.Done()
 	if s.ctrl != nil {
 		errs = append(errs, s.ctrl.Close())
 	}
@@ -391,49 +383,34 @@ func (s *Server) housekeeping() {
 			return
 		case <-flush.C:
 			for _, p := range s.allPartitions() {
-				if err := p.log.MaybeFlush(); err != nil {
-					s.log.Warn("flush", "topic", p.topic, "partition", p.index, "err", err)
+				if err := p.Log().MaybeFlush(); err != nil {
+					s.log.Warn("flush", "topic", p.Topic(), "partition", p.Index(), "err", err)
 				}
 			}
 		case <-retention.C:
 			for _, p := range s.allPartitions() {
-				if err := p.log.MaybeRoll(); err != nil {
-					s.log.Warn("roll", "topic", p.topic, "partition", p.index, "err", err)
+				if err := p.Log().MaybeRoll(); err != nil {
+					s.log.Warn("roll", "topic", p.Topic(), "partition", p.Index(), "err", err)
 				}
 				if n, err := s.enforceRetention(p); err != nil {
-					s.log.Warn("retention", "topic", p.topic, "partition", p.index, "err", err)
+					s.log.Warn("retention", "topic", p.Topic(), "partition", p.Index(), "err", err)
 				} else if n > 0 {
-					s.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+					s.log.Info("retention deleted segments", "topic", p.Topic(), "partition", p.Index(), "segments", n)
 				}
 			}
 		}
 	}
 }
 
-func (s *Server) allPartitions() []*partition {
-	s.pmu.RLock()
-	defer s.pmu.RUnlock()
-	out := make([]*partition, 0, len(s.partitions))
-	for _, p := range s.partitions {
-		out = append(out, p)
-	}
-	return out
-}
-
-func (s *Server) partition(topic string, part int32) *partition {
-	s.pmu.RLock()
-	defer s.pmu.RUnlock()
-	return s.partitions[tp{topic, part}]
-}
-
 // reconcile opens the partitions the metadata gives this broker, closes
 // and deletes those it no longer has, and applies topic configs. It is
-// idempotent and serialised by pmu.
+// idempotent and serialised by the lock of the partition set
+// (replica.Manager.Edit).
 func (s *Server) reconcile(md *controller.Metadata) error {
-	defer s.syncGroups(md) // after pmu is released
+	defer s.syncGroups(md) // after the partition set is unlocked
 	s.updateDraining(md)
-	s.pmu.Lock()
-	defer s.pmu.Unlock()
+	ps := s.replicas.Edit()
+	defer ps.Done()
 	want := map[tp]struct{}{}
 	var errs []error
 	for name, t := range md.Topics {
@@ -445,43 +422,44 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 			}
 			k := tp{name, pm.Index}
 			want[k] = struct{}{}
-			if p, ok := s.partitions[k]; ok {
-				if p.topicID == t.ID {
-					p.log.SetConfig(lc)
+			if p := ps.Get(k.topic, k.part); p != nil {
+				if p.TopicID() == t.ID {
+					p.Log().SetConfig(lc)
 					s.setTierSettings(p, ts)
-					p.minISR.Store(ts.MinInsyncReplicas)
-					p.leaderEpoch.Store(pm.LeaderEpoch)
+					p.SetMinISR(ts.MinInsyncReplicas)
+					p.SetLeaderEpoch(pm.LeaderEpoch)
 					s.applyRole(p, pm)
 					continue
 				}
 				// Same name, new topic: the old one is gone.
-				s.unfollow(k)
+				s.replicas.Unfollow(k.topic, k.part)
 				s.forgetRemoteTopic(p, md)
 				s.dropTierSettings(p)
-				p.log.Delete()
-				delete(s.partitions, k)
+				p.Log().Delete()
+				ps.Remove(k.topic, k.part)
 			}
 			p, err := s.openPartition(t, pm, lc)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			p.minISR.Store(ts.MinInsyncReplicas)
+			p.SetMinISR(ts.MinInsyncReplicas)
 			s.setTierSettings(p, ts)
-			s.partitions[k] = p
+			ps.Put(p)
 			s.applyRole(p, pm)
 		}
 	}
-	for k, p := range s.partitions {
+	for _, p := range ps.All() {
+		k := tp{p.Topic(), p.Index()}
 		if _, ok := want[k]; ok {
 			continue
 		}
-		delete(s.partitions, k)
-		s.unfollow(k)
+		ps.Remove(k.topic, k.part)
+		s.replicas.Unfollow(k.topic, k.part)
 		s.forgetRemoteTopic(p, md)
 		s.dropTierSettings(p)
-		p.applyFollower(s.cfg.ID, controller.Partition{Leader: -1})
-		if err := p.log.Delete(); err != nil {
+		p.ApplyFollower(s.cfg.ID, controller.Partition{Leader: -1})
+		if err := p.Log().Delete(); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s-%d: %w", k.topic, k.part, err))
 		}
 		s.log.Debug("deleted partition", "topic", k.topic, "partition", k.part)
@@ -526,22 +504,22 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 		return nil, fmt.Errorf("open %s-%d: %w", t.Name, pm.Index, err)
 	}
 	s.watchLog(l)
-	p := &partition{topic: t.Name, index: pm.Index, topicID: t.ID, log: l}
-	p.leaderEpoch.Store(pm.LeaderEpoch)
-	p.hw.Store(s.initialHW(tp{t.Name, pm.Index}, l, len(pm.Replicas)))
+	p := replica.NewPartition(t.Name, pm.Index, t.ID, l)
+	p.SetLeaderEpoch(pm.LeaderEpoch)
+	p.StoreHW(s.replicas.InitialHW(t.Name, pm.Index, l, len(pm.Replicas)))
 	return p, nil
 }
 
 // applyRole makes p lead or follow as pm says (LeaderAndIsr semantics).
-// Called by reconcile with pmu held.
+// Called by reconcile with the partition set locked.
 func (s *Server) applyRole(p *partition, pm controller.Partition) {
 	if pm.Leader == s.cfg.ID {
-		s.unfollow(tp{p.topic, p.index})
+		s.replicas.Unfollow(p.Topic(), p.Index())
 		s.markRestore(p) // tier_restore.go
-		p.applyLeader(s.cfg.ID, pm, time.Now())
+		p.ApplyLeader(s.cfg.ID, pm, time.Now())
 		return
 	}
-	p.restoring.Store(false)
-	p.applyFollower(s.cfg.ID, pm)
-	s.follow(p, pm.Leader, pm.LeaderEpoch)
+	p.Restoring.Store(false)
+	p.ApplyFollower(s.cfg.ID, pm)
+	s.replicas.Follow(p, pm.Leader, pm.LeaderEpoch)
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
@@ -66,30 +65,20 @@ func (s *Server) brokerIDString() string { return strconv.Itoa(int(s.cfg.ID)) }
 // partitionState is p's state in the current metadata, if the metadata
 // holds p's topic (by id).
 func (s *Server) partitionState(p *partition) (controller.Partition, bool) {
-	t := s.ctrl.Metadata().Topics[p.topic]
-	if t == nil || t.ID != p.topicID || int(p.index) >= len(t.Partitions) {
-		return controller.Partition{}, false
-	}
-	return t.Partitions[p.index], true
+	return s.replicas.PartitionState(p)
 }
 
 // isLeader tells whether this broker leads p in the current metadata.
-func (s *Server) isLeader(p *partition) bool {
-	pm, ok := s.partitionState(p)
-	return ok && pm.Leader == s.cfg.ID
-}
+func (s *Server) isLeader(p *partition) bool { return s.replicas.IsLeader(p) }
 
 // catchingUp reports whether this broker follows p from outside its ISR,
 // as the metadata says.
-func (s *Server) catchingUp(p *partition) bool {
-	pm, ok := s.partitionState(p)
-	return !ok || pm.Leader != s.cfg.ID && !slices.Contains(pm.ISR, s.cfg.ID)
-}
+func (s *Server) catchingUp(p *partition) bool { return s.replicas.CatchingUp(p) }
 
 func (s *Server) isrSize(p *partition) int {
-	t := s.ctrl.Metadata().Topics[p.topic]
-	if t == nil || int(p.index) >= len(t.Partitions) {
+	t := s.ctrl.Metadata().Topics[p.Topic()]
+	if t == nil || int(p.Index()) >= len(t.Partitions) {
 		return 0
 	}
-	return len(t.Partitions[p.index].ISR)
+	return len(t.Partitions[p.Index()].ISR)
 }

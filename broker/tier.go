@@ -28,7 +28,7 @@ package broker
 // the manifests of the partitions it hosts, never the whole bucket's, so
 // what it does before serving does not grow with other partitions'
 // history; and an index kept from an earlier run costs one listing per
-// partition. Writers of a partition's index take partition.indexMu.
+// partition. Writers of a partition's index take partition.IndexMu.
 //
 // Local retention of such a partition on its leader follows
 // local.retention.ms/bytes (-2: retention.ms/bytes) and deletes a segment
@@ -225,7 +225,7 @@ func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
 	}
 	warm := ts.RemoteStorageEnable && !s.tier.fresh[p]
 	s.tier.mu.Unlock()
-	if warm && !p.warming.Swap(true) {
+	if warm && !p.Warming.Swap(true) {
 		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata)
 		go s.warmIndex(p)
 	}
@@ -240,7 +240,7 @@ const warmConcurrency = 8
 // until it succeeds, the partition is gone or the broker stops.
 func (s *Server) warmIndex(p *partition) {
 	defer s.wg.Done()
-	defer p.warming.Store(false)
+	defer p.Warming.Store(false)
 	ts := s.tier
 	for {
 		ts.mu.Lock()
@@ -264,19 +264,19 @@ func (s *Server) warmIndex(p *partition) {
 		case <-s.ctx.Done():
 			return
 		}
-		p.indexMu.Lock()
+		p.IndexMu.Lock()
 		ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
 		st, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
 		cancel()
-		p.indexMu.Unlock()
+		p.IndexMu.Unlock()
 		<-ts.warmSlots
 		if err == nil {
 			s.markFresh(p)
-			s.log.Debug("remote index of partition refreshed", "topic", p.topic, "partition", p.index, "segments", st.Segments, "read", st.Read)
+			s.log.Debug("remote index of partition refreshed", "topic", p.Topic(), "partition", p.Index(), "segments", st.Segments, "read", st.Read)
 			return
 		}
 		if s.ctx.Err() == nil {
-			ts.warnings.warn(s.log, "refresh remote index from the bucket; retrying", "topic", p.topic, "partition", p.index, "err", err)
+			ts.warnings.warn(s.log, "refresh remote index from the bucket; retrying", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 		select {
 		case <-s.ctx.Done():
@@ -312,7 +312,7 @@ func (s *Server) tiered(p *partition) (tierTopic, bool) {
 }
 
 func tierPartition(p *partition) index.TopicIDPartition {
-	return index.TopicIDPartition{TopicID: index.UUID(p.topicID), Partition: p.index}
+	return index.TopicIDPartition{TopicID: index.UUID(p.TopicID()), Partition: p.Index()}
 }
 
 // enforceRetention applies local retention to a partition: tiered
@@ -320,19 +320,19 @@ func tierPartition(p *partition) index.TopicIDPartition {
 func (s *Server) enforceRetention(p *partition) (int, error) {
 	tt, ok := s.tieredLocal(p) // leader or follower (tier_follower.go)
 	if !ok {
-		return p.log.EnforceRetention()
+		return p.Log().EnforceRetention()
 	}
 	// Only what the bucket holds without a gap from the local log start
 	// on may go (index.ContiguousEnd), not all below the greatest remote
 	// end.
-	end, have, err := s.tier.idx.ContiguousEnd(tierPartition(p), p.log.LogStartOffset())
+	end, have, err := s.tier.idx.ContiguousEnd(tierPartition(p), p.Log().LogStartOffset())
 	if err != nil {
 		return 0, fmt.Errorf("remote index: %w", err)
 	}
 	if !have {
 		end = -1
 	}
-	return p.log.EnforceTieredRetention(plog.TieredRetention{
+	return p.Log().EnforceTieredRetention(plog.TieredRetention{
 		LocalRetentionMs: tt.localRetentionMs, LocalRetentionBytes: tt.localRetentionBytes, RemoteEnd: end,
 	})
 }
@@ -418,11 +418,11 @@ func (s *Server) markFresh(p *partition) {
 // remote retention and copy. It returns the partition's upload lag.
 func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	ts := s.tier
-	if p.restoring.Load() {
+	if p.Restoring.Load() {
 		return 0, 0 // its restore goroutine has it (tier_restore.go)
 	}
-	p.indexMu.Lock()
-	defer p.indexMu.Unlock()
+	p.IndexMu.Lock()
+	defer p.IndexMu.Unlock()
 	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
 	s.expireRemote(p)
 	if _, ok := s.tieredLocal(p); ok {
@@ -431,28 +431,28 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 	if _, ok := s.tiered(p); !ok || !mayCopy {
 		return 0, 0
 	}
-	hw := p.hw.Load()
+	hw := p.HW()
 	lead, ctx, stop := s.copyLeadership(p)
-	st, err := ts.uploader.CopyPartition(ctx, tierPartition(p), p.topic, p.log, hw, lead)
+	st, err := ts.uploader.CopyPartition(ctx, tierPartition(p), p.Topic(), p.Log(), hw, lead)
 	stop()
 	ts.copyBytes.Add(float64(st.Bytes))
 	ts.copyRequests.Add(float64(st.Copied))
 	switch {
 	case errors.Is(err, tier.ErrNotLeading):
-		s.log.Info("stopped copying to remote storage: fenced", "topic", p.topic, "partition", p.index, "leader_epoch", lead.Epoch, "reason", err)
+		s.log.Info("stopped copying to remote storage: fenced", "topic", p.Topic(), "partition", p.Index(), "leader_epoch", lead.Epoch, "reason", err)
 	case err != nil:
 		ts.copyErrors.Inc()
 		if s.ctx.Err() == nil {
-			s.tier.warnings.warn(s.log, "copy segments to remote storage; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+			s.tier.warnings.warn(s.log, "copy segments to remote storage; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 	case st.Unsettled > 0:
-		s.log.Info("waiting for another broker's unfinished uploads before copying", "topic", p.topic, "partition", p.index, "uploads", st.Unsettled)
+		s.log.Info("waiting for another broker's unfinished uploads before copying", "topic", p.Topic(), "partition", p.Index(), "uploads", st.Unsettled)
 	}
 	if end, ok, err := ts.idx.LogEnd(tierPartition(p)); err == nil {
 		if !ok {
 			end = -1
 		}
-		for _, seg := range p.log.Segments() {
+		for _, seg := range p.Log().Segments() {
 			if seg.Sealed && seg.NextOffset <= hw && seg.NextOffset-1 > end {
 				lagBytes += seg.Size
 				lagSegments++
@@ -460,7 +460,7 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 		}
 	}
 	if st.Copied > 0 || st.Finished > 0 || st.Abandoned > 0 {
-		s.log.Info("copied segments to remote storage", "topic", p.topic, "partition", p.index,
+		s.log.Info("copied segments to remote storage", "topic", p.Topic(), "partition", p.Index(),
 			"segments", st.Copied, "bytes", st.Bytes, "finished", st.Finished, "cleaned_up", st.Abandoned)
 	}
 	return lagBytes, lagSegments
@@ -476,8 +476,8 @@ const leadershipPoll = 50 * time.Millisecond
 // RemoteLogManager cancels a partition's copy task when the broker stops
 // leading it); stop releases it.
 func (s *Server) copyLeadership(p *partition) (tier.Leadership, context.Context, func()) {
-	epoch := p.leaderEpoch.Load()
-	leading := func() bool { return s.isLeader(p) && p.leaderEpoch.Load() == epoch }
+	epoch := p.LeaderEpoch()
+	leading := func() bool { return s.isLeader(p) && p.LeaderEpoch() == epoch }
 	ctx, cancel := context.WithCancel(s.ctx)
 	go func() {
 		t := time.NewTicker(leadershipPoll)

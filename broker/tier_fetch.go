@@ -148,7 +148,7 @@ func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 	tp := tierPartition(p)
 	start, ok, err := s.tier.idx.LogStart(tp)
 	if err != nil {
-		s.log.Warn("remote index: log start", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("remote index: log start", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return 0, false
 	}
 	// DeleteRecords below the local log start: nothing below it is read.
@@ -166,7 +166,7 @@ func (s *Server) remoteLogStart(p *partition) (int64, bool) {
 // ignore, while a tiered partition's remote index is still being rebuilt.
 func (s *Server) globalLogStart(p *partition) int64 {
 	if !s.remoteReadable(p) {
-		return p.log.LogStartOffset() // the common case: no index lookup
+		return p.Log().LogStartOffset() // the common case: no index lookup
 	}
 	if s.remoteNotReady(p) {
 		return -1
@@ -177,7 +177,7 @@ func (s *Server) globalLogStart(p *partition) int64 {
 // logStart is the partition's log start offset: the local log start, or
 // the remote log start when that is lower (a tiered partition).
 func (s *Server) logStart(p *partition) int64 {
-	start := p.log.LogStartOffset()
+	start := p.Log().LogStartOffset()
 	if rs, ok := s.remoteLogStart(p); ok && rs < start {
 		return rs
 	}
@@ -207,7 +207,7 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier
 			return tier.Pinned{}, false, 0
 		}
 		if err != nil {
-			s.log.Warn("remote index: segment for offset", "topic", p.topic, "partition", p.index, "offset", offset, "err", err)
+			s.log.Warn("remote index: segment for offset", "topic", p.Topic(), "partition", p.Index(), "offset", offset, "err", err)
 			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
 		b, err := tr.reader.ReadPinned(ctx, &m, offset, maxBytes)
@@ -215,7 +215,7 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier
 			continue // resolved again without it
 		}
 		if err != nil {
-			s.tier.warnings.warn(s.log, "remote read failed", "topic", p.topic, "partition", p.index, "offset", offset,
+			s.tier.warnings.warn(s.log, "remote read failed", "topic", p.Topic(), "partition", p.Index(), "offset", offset,
 				"segment", m.SegmentID.String(), "err", err)
 			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
@@ -274,7 +274,7 @@ func (s *Server) remoteLogEnd(p *partition) (end int64, epoch int32, ok bool) {
 		return end, epoch, true
 	}
 	if err != nil {
-		s.log.Warn("remote index: log end", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("remote index: log end", "topic", p.Topic(), "partition", p.Index(), "err", err)
 	}
 	return 0, -1, false
 }
@@ -289,7 +289,7 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 	if !ok {
 		return -1, -1, -1, false, 0
 	}
-	localStart := p.log.LogStartOffset()
+	localStart := p.Log().LogStartOffset()
 	ctx, cancel := context.WithTimeout(s.ctx, remoteReadTimeout)
 	defer cancel()
 	tp := tierPartition(p)
@@ -299,7 +299,7 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 			return -1, -1, -1, false, 0
 		}
 		if err != nil {
-			s.log.Warn("remote index: segment for timestamp", "topic", p.topic, "partition", p.index, "timestamp", ts, "err", err)
+			s.log.Warn("remote index: segment for timestamp", "topic", p.Topic(), "partition", p.Index(), "timestamp", ts, "err", err)
 			return -1, -1, -1, false, kerr.KafkaStorageError.Code
 		}
 		if m.StartOffset >= localStart {
@@ -310,7 +310,7 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 			continue
 		}
 		if err != nil {
-			s.tier.warnings.warn(s.log, "remote read by timestamp failed", "topic", p.topic, "partition", p.index, "timestamp", ts,
+			s.tier.warnings.warn(s.log, "remote read by timestamp failed", "topic", p.Topic(), "partition", p.Index(), "timestamp", ts,
 				"segment", m.SegmentID.String(), "err", err)
 			return -1, -1, -1, false, kerr.KafkaStorageError.Code
 		}
@@ -340,11 +340,11 @@ func (s *Server) segmentMissing(ctx context.Context, p *partition, m *index.Segm
 		return false // checked a moment ago: a storage error, without the bucket round trips
 	}
 	gone, marked, first, cerr := tier.CheckMissing(ctx, s.tier.store, s.tier.idx, m)
-	args := []any{"topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "start", m.StartOffset, "end", m.EndOffset,
+	args := []any{"topic", p.Topic(), "partition", p.Index(), "segment", m.SegmentID.String(), "start", m.StartOffset, "end", m.EndOffset,
 		"upload_epoch", m.UploadEpoch, "uploaded_by", m.BrokerID, "err", err}
 	switch {
 	case cerr != nil:
-		s.log.Debug("check a remote segment's objects", "topic", p.topic, "partition", p.index, "segment", m.SegmentID.String(), "err", cerr)
+		s.log.Debug("check a remote segment's objects", "topic", p.Topic(), "partition", p.Index(), "segment", m.SegmentID.String(), "err", cerr)
 	case first:
 		s.log.Warn("remote segment's objects are missing from the bucket; its offsets are read from the other segments that hold them", args...)
 	case gone && !marked:

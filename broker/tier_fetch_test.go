@@ -72,19 +72,19 @@ func tieredBroker(t *testing.T, store tier.ObjectStore, topic string, partitions
 	}
 	var p *partition
 	waitFor(t, "the partition", 10*time.Second, func() bool { p = srv.partition(topic, 0); return p != nil })
-	tp := index.TopicIDPartition{TopicID: index.UUID(p.topicID), Partition: 0}
+	tp := index.TopicIDPartition{TopicID: index.UUID(p.TopicID()), Partition: 0}
 	waitFor(t, "sealed segments uploaded and local retention applied", 60*time.Second, func() bool {
 		end, ok, err := srv.tier.idx.LogEnd(tp)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sealedEnd := int64(-1)
-		for _, s := range p.log.Segments() {
+		for _, s := range p.Log().Segments() {
 			if s.Sealed {
 				sealedEnd = s.NextOffset - 1
 			}
 		}
-		return ok && end == sealedEnd && p.log.LogStartOffset() > 0 && p.log.Size() <= localBytes+segBytes
+		return ok && end == sealedEnd && p.Log().LogStartOffset() > 0 && p.Log().Size() <= localBytes+segBytes
 	})
 	return ts, p, tp
 }
@@ -114,7 +114,7 @@ func TestTieredConsumeFromStart(t *testing.T) {
 	const topic, n = "tiered-read", 300
 	ts, p, tp := tieredBroker(t, s3s, topic, 1, n)
 
-	localStart := p.log.LogStartOffset()
+	localStart := p.Log().LogStartOffset()
 	remoteEnd, _, _ := ts.tier.idx.LogEnd(tp)
 	for _, c := range []struct {
 		name      string
@@ -171,7 +171,7 @@ func fetchAsConsumer(t *testing.T, ts *testServer, topic string, at map[int32]in
 	req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = 100, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
-	rt.TopicID = ts.partition(topic, 0).topicID // the client may send v13+, which names topics by id
+	rt.TopicID = ts.partition(topic, 0).TopicID() // the client may send v13+, which names topics by id
 	for part, offset := range at {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = part, -1, offset, -1, 1<<20
@@ -282,7 +282,7 @@ func TestTieredFetchRemoteFailures(t *testing.T) {
 func TestTieredIndexNotReady(t *testing.T) {
 	const topic = "tiered-notready"
 	ts, p, _ := tieredBroker(t, tier.NewMemStore(), topic, 2, 1200)
-	localStart := p.log.LogStartOffset()
+	localStart := p.Log().LogStartOffset()
 	// Between two passes (they wait while the checks run, so no refresh
 	// happens), partition 0 is as if just opened.
 	ts.tier.passMu.Lock()

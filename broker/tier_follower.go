@@ -39,6 +39,8 @@ package broker
 // consumers through its index. Kafka's BrokerTopicMetrics
 // buildremotelogauxstaterequests_total and
 // failedbuildremotelogauxstaterequests_total count the attempts.
+// The fetcher's side of the rebuild is replica/fetcher_tier.go; it
+// reaches what is here through replica.Tiering (replicas.go).
 
 import (
 	"context"
@@ -47,10 +49,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"strata/broker/plog"
 	"strata/index"
 	"strata/tier"
 )
@@ -125,7 +124,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 		return false
 	}
 	leader := s.isLeader(p)
-	epoch := p.leaderEpoch.Load()
+	epoch := p.LeaderEpoch()
 	ts.mu.Lock()
 	fresh := ts.fresh[p]
 	sinceFull, everFull := ts.follow.sinceFull[p]
@@ -154,7 +153,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 	st, err := refresh(ctx, ts.store, ts.idx, tierPartition(p))
 	if err != nil {
 		if s.ctx.Err() == nil {
-			s.tier.warnings.warn(s.log, "refresh remote index from the bucket; retrying next pass", "topic", p.topic, "partition", p.index, "leader", leader, "err", err)
+			s.tier.warnings.warn(s.log, "refresh remote index from the bucket; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "leader", leader, "err", err)
 		}
 		return false
 	}
@@ -169,7 +168,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 	ts.mu.Unlock()
 	s.markFresh(p)
 	if st.Changed {
-		s.log.Debug("refreshed remote index", "topic", p.topic, "partition", p.index, "segments", st.Segments, "read", st.Read)
+		s.log.Debug("refreshed remote index", "topic", p.Topic(), "partition", p.Index(), "segments", st.Segments, "read", st.Read)
 	}
 	if !leader {
 		ts.mu.Lock()
@@ -179,20 +178,20 @@ func (s *Server) tierRefresh(p *partition) bool {
 		// leadership lost with the bucket down) go now, so that the
 		// leader need not wait out the settle grace for them.
 		if n, err := ts.uploader.SettleOwn(ctx, tierPartition(p)); err != nil {
-			s.tier.warnings.warn(s.log, "delete own unfinished uploads; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+			s.tier.warnings.warn(s.log, "delete own unfinished uploads; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		} else if n > 0 {
-			s.log.Info("deleted own unfinished uploads", "topic", p.topic, "partition", p.index, "uploads", n)
+			s.log.Info("deleted own unfinished uploads", "topic", p.Topic(), "partition", p.Index(), "uploads", n)
 		}
 		return false
 	}
-	if !s.isLeader(p) || p.leaderEpoch.Load() != epoch {
+	if !s.isLeader(p) || p.LeaderEpoch() != epoch {
 		return false // leadership moved meanwhile: the next pass decides
 	}
 	ts.mu.Lock()
 	ts.follow.refreshed[p] = epoch
 	ts.mu.Unlock()
 	if st.Changed {
-		s.log.Debug("refreshed remote index before uploading as leader", "topic", p.topic, "partition", p.index,
+		s.log.Debug("refreshed remote index before uploading as leader", "topic", p.Topic(), "partition", p.Index(),
 			"leader_epoch", epoch, "segments", st.Segments)
 	}
 	return true
@@ -202,7 +201,7 @@ func (s *Server) tierRefresh(p *partition) bool {
 // local log start of p is to be answered OFFSET_MOVED_TO_TIERED_STORAGE:
 // the partition is tiered and its remote log holds offset.
 func (s *Server) movedToTier(p *partition, offset int64) bool {
-	if offset < 0 || offset >= p.log.LogStartOffset() {
+	if offset < 0 || offset >= p.Log().LogStartOffset() {
 		return false
 	}
 	start, ok := s.remoteLogStart(p)
@@ -211,190 +210,9 @@ func (s *Server) movedToTier(p *partition, offset int64) bool {
 
 // tierRebuildBackoff is how long a partition whose rebuild failed waits
 // before the next attempt (its fetches wait with it; the fetcher's other
-// partitions do not).
+// partitions do not). The follower fetchers keep their own copy
+// (replica/fetcher_tier.go).
 const tierRebuildBackoff = time.Second
-
-// retryLater postpones the rebuild of k.
-func (f *fetcher) retryLater(k tp, want followPart) {
-	f.mu.Lock()
-	if fp := f.current(k, want); fp != nil {
-		fp.tierRetry = time.Now().Add(tierRebuildBackoff)
-	}
-	f.mu.Unlock()
-}
-
-// markEmptyTiered marks the followed partitions of tiered topics whose
-// local log is empty (a replica new to the partition, or whose disk was
-// wiped) to start at the leader's last tiered offset, when
-// follower.fetch.last.tiered.offset.enable is on: they copy from the
-// leader only what the bucket does not hold yet (KIP-1023), not the
-// leader's whole local log. parts is updated too.
-func (f *fetcher) markEmptyTiered(parts map[tp]followPart) {
-	s := f.s
-	if s.tier == nil || !s.cfg.FollowerFetchLastTieredOffsetEnable {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for k, want := range parts {
-		if want.tailChecked || want.fromTier || !want.truncated {
-			continue
-		}
-		fp := f.current(k, want)
-		if fp == nil {
-			continue
-		}
-		p := fp.p
-		if _, known := s.tierSettings(p); !known {
-			continue // the topic's settings are not applied yet: next round
-		}
-		fp.tailChecked = true
-		if _, tiered := s.tieredLocal(p); !tiered || p.log.LogEndOffset() != 0 {
-			continue
-		}
-		fp.fromTier, fp.lastTiered = true, true
-		parts[k] = *fp
-	}
-}
-
-// buildFromTier rebuilds the state of followed partitions whose leader
-// answered OFFSET_MOVED_TO_TIERED_STORAGE (see the file comment). A
-// partition it could not rebuild stays marked and is retried after
-// tierRebuildBackoff; an error means the connection is unusable.
-func (f *fetcher) buildFromTier(ctx context.Context, rc *replicaConn, parts map[tp]followPart, keys []tp) error {
-	s := f.s
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 9
-	req.ReplicaID = s.cfg.ID
-	topics := map[string]int{}
-	for _, k := range keys {
-		i, ok := topics[k.topic]
-		if !ok {
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = k.topic
-			req.Topics = append(req.Topics, rt)
-			i = len(req.Topics) - 1
-			topics[k.topic] = i
-		}
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = k.part
-		rp.CurrentLeaderEpoch = parts[k].epoch
-		rp.Timestamp = -4 // EARLIEST_LOCAL (KIP-1005)
-		if parts[k].lastTiered {
-			rp.Timestamp = -5 // LATEST_TIERED
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-	}
-	kresp, err := rc.roundTrip(req, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	resp := kresp.(*kmsg.ListOffsetsResponse)
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			k := tp{rt.Topic, rp.Partition}
-			want, ok := parts[k]
-			if !ok {
-				continue
-			}
-			start := rp.Offset
-			if want.lastTiered && rp.ErrorCode == 0 {
-				if start < 0 {
-					f.fetchFromStart(k, want) // nothing tiered yet: copy it all
-					continue
-				}
-				start++ // the first offset not in the bucket
-			}
-			if rp.ErrorCode != 0 || start < 0 {
-				s.log.Debug("earliest local offset from leader", "topic", k.topic, "partition", k.part, "leader", f.leader,
-					"last_tiered", want.lastTiered, "err", kerr.ErrorForCode(rp.ErrorCode))
-				f.retryLater(k, want)
-				continue
-			}
-			if err := f.buildOne(ctx, k, want, start); err != nil {
-				if s.tier != nil {
-					s.tier.follow.buildFailures.Inc()
-				}
-				s.log.Warn("rebuild follower log from remote storage; retrying", "topic", k.topic, "partition", k.part,
-					"leader", f.leader, "leader_local_start", rp.Offset, "err", err)
-				f.retryLater(k, want)
-			}
-		}
-	}
-	return nil
-}
-
-// fetchFromStart gives up the start at the last tiered offset: the
-// partition is fetched from its log end as any other.
-func (f *fetcher) fetchFromStart(k tp, want followPart) {
-	f.mu.Lock()
-	if fp := f.current(k, want); fp != nil {
-		fp.fromTier, fp.lastTiered = false, false
-	}
-	f.mu.Unlock()
-}
-
-// buildOne rebuilds one partition from the remote segment that ends just
-// below leaderLocalStart: the leader's local log start, or its last
-// tiered offset + 1.
-func (f *fetcher) buildOne(ctx context.Context, k tp, want followPart, leaderLocalStart int64) error {
-	s := f.s
-	p := want.p
-	done := func() {
-		f.mu.Lock()
-		if fp := f.current(k, want); fp != nil {
-			fp.fromTier, fp.lastTiered = false, false
-		}
-		f.mu.Unlock()
-	}
-	if leaderLocalStart <= p.log.LogEndOffset() {
-		done() // the leader has what comes next locally: fetch on
-		return nil
-	}
-	if s.tier == nil {
-		return errors.New("the leader tiers this partition but tiered storage is off on this broker")
-	}
-	s.tier.follow.buildRequests.Inc()
-	ctx, cancel := context.WithTimeout(ctx, buildAuxTimeout)
-	defer cancel()
-	m, err := s.remoteSegmentAt(ctx, p, leaderLocalStart-1)
-	if err != nil {
-		return err
-	}
-	r := plog.Reset{Offset: m.EndOffset + 1}
-	if r.EpochCheckpoint, err = s.auxObject(ctx, &m, index.ObjectLeaderEpochCheckpoint); err != nil {
-		return err
-	}
-	if r.ProducerSnapshot, err = s.auxObject(ctx, &m, index.ObjectProducerSnapshot); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s.replPaused.Load() {
-		return nil // paused meanwhile: nothing is applied; retried on resume
-	}
-	fp := f.current(k, want)
-	if fp == nil {
-		return nil // no longer followed in this epoch
-	}
-	if r.Offset <= p.log.LogEndOffset() {
-		fp.fromTier, fp.lastTiered = false, false
-		return nil
-	}
-	from := p.log.LogEndOffset()
-	if err := p.log.ResetTo(r); err != nil {
-		return fmt.Errorf("reset local log to %d: %w", r.Offset, err)
-	}
-	// Everything below the remote segment's end was below the leader's
-	// high watermark when it was uploaded.
-	p.hw.Store(r.Offset)
-	p.wake()
-	fp.fromTier, fp.lastTiered, fp.truncated = false, false, true
-	s.log.Info("rebuilt follower log from remote storage", "topic", k.topic, "partition", k.part, "leader", f.leader,
-		"from", from, "to", r.Offset, "leader_local_start", leaderLocalStart, "segment", m.SegmentID.String(),
-		"latest_epoch", p.log.LatestEpoch())
-	return nil
-}
 
 // remoteSegmentAt finds the finished remote segment holding offset: in
 // the index, else in the bucket (the index may not have been refreshed

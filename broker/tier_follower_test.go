@@ -106,13 +106,13 @@ func TestTieredFollowers(t *testing.T) {
 	// 1, 2: followers learn the uploads and apply local retention.
 	waitFor(t, "followers' indexes and local logs follow the leader's", 60*time.Second, func() bool {
 		end, ok, _ := c.servers[0].tier.idx.LogEnd(tp)
-		if !ok || p0.log.LogStartOffset() == 0 {
+		if !ok || p0.Log().LogStartOffset() == 0 {
 			return false
 		}
 		for _, id := range []int32{1, 2} {
 			fe, fok, _ := c.servers[id].tier.idx.LogEnd(tp)
 			p := c.servers[id].partition(topic, 0)
-			if !fok || fe != end || p.log.LogStartOffset() == 0 || p.log.Size() > localBytes+segBytes {
+			if !fok || fe != end || p.Log().LogStartOffset() == 0 || p.Log().Size() > localBytes+segBytes {
 				return false
 			}
 		}
@@ -124,7 +124,7 @@ func TestTieredFollowers(t *testing.T) {
 	epoch := c.partition(topic).LeaderEpoch
 	fp := replicaFetch(t, rc, 2, topic, epoch, 0)
 	wantCode(t, "replica fetch at 0", fp.ErrorCode, kerr.OffsetMovedToTieredStorage)
-	fp = replicaFetch(t, rc, 2, topic, epoch, p0.log.LogStartOffset())
+	fp = replicaFetch(t, rc, 2, topic, epoch, p0.Log().LogStartOffset())
 	wantCode(t, "replica fetch at the local log start", fp.ErrorCode, nil)
 	// ListOffsets EARLIEST_LOCAL from a replica id.
 	lo := kmsg.NewPtrListOffsetsRequest()
@@ -137,8 +137,8 @@ func TestTieredFollowers(t *testing.T) {
 	lo.Topics = append(lo.Topics, lt)
 	lr := rc.do(lo, 9).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 	wantCode(t, "ListOffsets -4 from a replica", lr.ErrorCode, nil)
-	if lr.Offset != p0.log.LogStartOffset() {
-		t.Fatalf("ListOffsets -4 from a replica: %d, want %d", lr.Offset, p0.log.LogStartOffset())
+	if lr.Offset != p0.Log().LogStartOffset() {
+		t.Fatalf("ListOffsets -4 from a replica: %d, want %d", lr.Offset, p0.Log().LogStartOffset())
 	}
 
 	// 4: wipe broker 2 and bring it back.
@@ -153,19 +153,19 @@ func TestTieredFollowers(t *testing.T) {
 	c.start(2)
 	c.waitISR(topic, 0, 1, 2)
 	p2 := c.servers[2].partition(topic, 0)
-	waitFor(t, "broker 2 caught up", 30*time.Second, func() bool { return p2.log.LogEndOffset() == p0.log.LogEndOffset() })
-	if start := p2.log.LogStartOffset(); start == 0 {
+	waitFor(t, "broker 2 caught up", 30*time.Second, func() bool { return p2.Log().LogEndOffset() == p0.Log().LogEndOffset() })
+	if start := p2.Log().LogStartOffset(); start == 0 {
 		t.Fatal("the wiped follower copied the whole log")
 	}
 	// It fetched from the leader's local log start on; its own local
 	// retention then keeps about local.retention.bytes.
 	waitFor(t, "the wiped follower holds about the local retention", 30*time.Second, func() bool {
-		return p2.log.Size() <= localBytes+segBytes
+		return p2.Log().Size() <= localBytes+segBytes
 	})
 	if got := tierMetric(t, c.servers[2], "buildremotelogauxstaterequests_total"); got < 1 {
 		t.Fatalf("buildremotelogauxstaterequests_total = %v, want >= 1", got)
 	}
-	if got, want := p2.log.LatestEpoch(), p0.log.LatestEpoch(); got != want {
+	if got, want := p2.Log().LatestEpoch(), p0.Log().LatestEpoch(); got != want {
 		t.Fatalf("rebuilt follower's latest epoch %d, leader's %d", got, want)
 	}
 
@@ -280,7 +280,7 @@ func TestTieredFollowerRebuildRetries(t *testing.T) {
 	}
 	produce("ta", 600)
 	pa := c.servers[0].partition("ta", 0)
-	waitFor(t, "the leader's local log start moves up", 30*time.Second, func() bool { return pa.log.LogStartOffset() > 0 })
+	waitFor(t, "the leader's local log start moves up", 30*time.Second, func() bool { return pa.Log().LogStartOffset() > 0 })
 
 	c.kill(1)
 	if err := os.RemoveAll(c.dirs[1]); err != nil {
@@ -303,12 +303,12 @@ func TestTieredFollowerRebuildRetries(t *testing.T) {
 	waitFor(t, "failed rebuilds counted", 30*time.Second, func() bool {
 		return tierMetric(t, c.servers[1], "failedbuildremotelogauxstaterequests_total") >= 1
 	})
-	if p := c.servers[1].partition("ta", 0); p.log.LogEndOffset() != 0 {
-		t.Fatalf("tiered partition at %d without its rebuild", p.log.LogEndOffset())
+	if p := c.servers[1].partition("ta", 0); p.Log().LogEndOffset() != 0 {
+		t.Fatalf("tiered partition at %d without its rebuild", p.Log().LogEndOffset())
 	}
 	store.SetFault(nil)
 	waitFor(t, "the tiered partition rebuilt and caught up", 30*time.Second, func() bool {
 		p := c.servers[1].partition("ta", 0)
-		return p.log.LogStartOffset() > 0 && p.log.LogEndOffset() == pa.log.LogEndOffset()
+		return p.Log().LogStartOffset() > 0 && p.Log().LogEndOffset() == pa.Log().LogEndOffset()
 	})
 }

@@ -208,7 +208,7 @@ func (s *Server) reconcileTier(h *tierHousekeeping) {
 			continue
 		}
 		st, err := h.reconciler.ReconcilePartition(s.ctx, tierPartition(p))
-		count(st, err, fmt.Sprintf("%s-%d", p.topic, p.index))
+		count(st, err, fmt.Sprintf("%s-%d", p.Topic(), p.Index()))
 	}
 	if s.isController() && s.ctx.Err() == nil {
 		known := func(id index.UUID) bool {

@@ -48,7 +48,7 @@ func TestTieredReaderListOffsetsAndMetrics(t *testing.T) {
 	store := tier.NewMemStore()
 	const topic, n = "tiered-bytime", 400
 	ts, p, _ := tieredBroker(t, store, topic, 1, n)
-	localStart := p.log.LogStartOffset()
+	localStart := p.Log().LogStartOffset()
 
 	// A failing bucket: the fetch at 0 and a by-timestamp lookup in the
 	// remote log fail with KAFKA_STORAGE_ERROR.
@@ -61,7 +61,7 @@ func TestTieredReaderListOffsetsAndMetrics(t *testing.T) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 100, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, p.topicID
+	rt.Topic, rt.TopicID = topic, p.TopicID()
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = 0, -1, 0, -1, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)

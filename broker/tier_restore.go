@@ -30,16 +30,16 @@ import (
 // markRestore marks p, which this broker is about to lead, as restoring
 // when it is tiered and its local log is empty. Called by applyRole.
 func (s *Server) markRestore(p *partition) {
-	if s.tier == nil || p.log.LogEndOffset() != 0 {
-		p.restoring.Store(false)
+	if s.tier == nil || p.Log().LogEndOffset() != 0 {
+		p.Restoring.Store(false)
 		return
 	}
 	tt, ok := s.tierSettings(p)
 	if !ok || !tt.remote {
-		p.restoring.Store(false)
+		p.Restoring.Store(false)
 		return
 	}
-	if !p.restoring.Swap(true) {
+	if !p.Restoring.Swap(true) {
 		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata, handlers)
 		go s.restoreLoop(p)
 	}
@@ -50,12 +50,12 @@ func (s *Server) markRestore(p *partition) {
 func (s *Server) restoreLoop(p *partition) {
 	defer s.wg.Done()
 	ts := s.tier
-	for p.restoring.Load() && s.ctx.Err() == nil {
-		if s.partition(p.topic, p.index) != p {
-			p.restoring.Store(false) // closed or deleted meanwhile
+	for p.Restoring.Load() && s.ctx.Err() == nil {
+		if s.partition(p.Topic(), p.Index()) != p {
+			p.Restoring.Store(false) // closed or deleted meanwhile
 			return
 		}
-		p.indexMu.Lock()
+		p.IndexMu.Lock()
 		ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
 		_, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
 		cancel()
@@ -63,11 +63,11 @@ func (s *Server) restoreLoop(p *partition) {
 			s.markFresh(p)
 			s.restoreLeader(p)
 		}
-		p.indexMu.Unlock()
+		p.IndexMu.Unlock()
 		if err != nil && s.ctx.Err() == nil {
-			ts.warnings.warn(s.log, "restore leader from remote storage: refresh the index from the bucket; retrying", "topic", p.topic, "partition", p.index, "err", err)
+			ts.warnings.warn(s.log, "restore leader from remote storage: refresh the index from the bucket; retrying", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
-		if !p.restoring.Load() {
+		if !p.Restoring.Load() {
 			return
 		}
 		select {
@@ -84,11 +84,11 @@ func (s *Server) restoreLeader(p *partition) {
 	tp := tierPartition(p)
 	end, ok, err := ts.idx.LogEnd(tp)
 	if err != nil {
-		s.log.Warn("restore leader from remote storage: remote index; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("restore leader from remote storage: remote index; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return
 	}
-	if !ok || p.log.LogEndOffset() > end {
-		p.restoring.Store(false) // nothing uploaded: the log starts here
+	if !ok || p.Log().LogEndOffset() > end {
+		p.Restoring.Store(false) // nothing uploaded: the log starts here
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
@@ -99,17 +99,17 @@ func (s *Server) restoreLeader(p *partition) {
 		r.Offset = m.EndOffset + 1
 		if r.EpochCheckpoint, err = s.auxObject(ctx, &m, index.ObjectLeaderEpochCheckpoint); err == nil {
 			if r.ProducerSnapshot, err = s.auxObject(ctx, &m, index.ObjectProducerSnapshot); err == nil {
-				err = p.log.ResetTo(r)
+				err = p.Log().ResetTo(r)
 			}
 		}
 	}
 	if err != nil {
-		s.log.Warn("restore leader from remote storage; retrying", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("restore leader from remote storage; retrying", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return
 	}
-	p.hw.Store(p.log.LogEndOffset())
-	p.restoring.Store(false)
-	p.advanceHW(p.log.LogEndOffset())
-	s.log.Info("restored leader log end from remote storage", "topic", p.topic, "partition", p.index,
-		"log_end", p.log.LogEndOffset(), "latest_epoch", p.log.LatestEpoch(), "segment", m.SegmentID.String())
+	p.StoreHW(p.Log().LogEndOffset())
+	p.Restoring.Store(false)
+	p.AdvanceHW(p.Log().LogEndOffset())
+	s.log.Info("restored leader log end from remote storage", "topic", p.Topic(), "partition", p.Index(),
+		"log_end", p.Log().LogEndOffset(), "latest_epoch", p.Log().LatestEpoch(), "segment", m.SegmentID.String())
 }

@@ -80,42 +80,42 @@ func (s *Server) expireRemote(p *partition) {
 	r.mu.Unlock()
 	end, have, err := ts.idx.LogEnd(tp)
 	if err != nil {
-		s.log.Warn("remote index: log end", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("remote index: log end", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return
 	}
 	var localOnly int64
-	for _, seg := range p.log.Segments() {
+	for _, seg := range p.Log().Segments() {
 		if !have || seg.NextOffset-1 > end {
 			localOnly += seg.Size
 		}
 	}
 	start, ok, err := ts.idx.LogStartOffset(tp)
 	if err != nil {
-		s.log.Warn("remote index: log start offset", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("remote index: log start offset", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return
 	}
 	if !ok {
 		start = -1
 	}
 	pol := tier.RetentionPolicy{RetentionMs: tt.retentionMs, RetentionBytes: tt.retentionBytes, LocalOnlyBytes: localOnly, LogStartOffset: start}
-	if !p.log.Config().Delete { // cleanup.policy empty: no retention by time or size
+	if !p.Log().Config().Delete { // cleanup.policy empty: no retention by time or size
 		pol.RetentionMs, pol.RetentionBytes = -1, -1
 	}
 	st, err := ts.uploader.ExpirePartition(s.ctx, tp, pol)
 	r.deleteRequests.Add(float64(st.Attempts))
 	r.deleteErrors.Add(float64(st.Failed))
 	if err != nil && s.ctx.Err() == nil {
-		s.tier.warnings.warn(s.log, "remote retention; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+		s.tier.warnings.warn(s.log, "remote retention; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 	}
 	if st.Deleted > 0 || st.Resumed > 0 {
-		s.log.Info("remote retention deleted segments", "topic", p.topic, "partition", p.index,
+		s.log.Info("remote retention deleted segments", "topic", p.Topic(), "partition", p.Index(),
 			"segments", st.Deleted, "bytes", st.Bytes, "resumed", st.Resumed, "log_start", st.NewLogStart)
 	}
 	// As in Kafka, the log start offset follows the remote log start up:
 	// local copies of what was deleted remotely go too.
-	if st.NewLogStart > p.log.LogStartOffset() {
-		if _, err := p.log.DeleteRecordsBefore(min(st.NewLogStart, p.log.LogEndOffset())); err != nil {
-			s.log.Warn("move the local log start up to the remote log start", "topic", p.topic, "partition", p.index, "err", err)
+	if st.NewLogStart > p.Log().LogStartOffset() {
+		if _, err := p.Log().DeleteRecordsBefore(min(st.NewLogStart, p.Log().LogEndOffset())); err != nil {
+			s.log.Warn("move the local log start up to the remote log start", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 	}
 	if size, _, err := tier.RemoteLogSize(ts.idx, tp); err == nil {
@@ -142,13 +142,13 @@ func (s *Server) deleteRemoteOnDisable(p *partition) {
 	r.deleteErrors.Add(float64(st.Failed))
 	if err != nil {
 		if s.ctx.Err() == nil {
-			s.log.Warn("delete the remote log of a topic with remote storage turned off; retrying next pass", "topic", p.topic, "partition", p.index, "err", err)
+			s.log.Warn("delete the remote log of a topic with remote storage turned off; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 		return
 	}
 	if st.Deleted > 0 {
 		s.log.Info("deleted the remote log: remote.storage.enable=false, remote.log.delete.on.disable=true",
-			"topic", p.topic, "partition", p.index, "segments", st.Deleted, "bytes", st.Bytes)
+			"topic", p.Topic(), "partition", p.Index(), "segments", st.Deleted, "bytes", st.Bytes)
 	}
 	r.mu.Lock()
 	r.disabledDone[p] = true
@@ -181,8 +181,8 @@ func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
 	r.mu.Lock()
 	delete(r.disabledDone, p)
 	r.mu.Unlock()
-	name, exists := md.TopicIDs[p.topicID]
-	if t := md.Topics[name]; exists && t != nil && int(p.index) < len(t.Partitions) {
+	name, exists := md.TopicIDs[p.TopicID()]
+	if t := md.Topics[name]; exists && t != nil && int(p.Index()) < len(t.Partitions) {
 		return // moved to other brokers
 	}
 	s.tier.mu.Lock()
@@ -194,11 +194,11 @@ func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
 	}
 	if exists {
 		r.mu.Lock()
-		r.deleting[p.topicID] = p.topic
+		r.deleting[p.TopicID()] = p.Topic()
 		r.mu.Unlock()
 		return
 	}
-	s.markTopicDeleted(p.topicID, p.topic)
+	s.markTopicDeleted(p.TopicID(), p.Topic())
 }
 
 func (s *Server) markTopicDeleted(id [16]byte, name string) {
@@ -298,14 +298,14 @@ func (s *Server) deleteRemoteTopics() {
 // segments below it at once. It returns the new low watermark.
 func (s *Server) deleteRecords(p *partition, off int64) (int64, error) {
 	if !s.remoteReadable(p) {
-		return p.log.DeleteRecordsBefore(off)
+		return p.Log().DeleteRecordsBefore(off)
 	}
 	if _, err := s.tier.idx.RaiseLogStartOffset(tierPartition(p), off); err != nil {
-		s.log.Warn("remote index: record the log start offset", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("remote index: record the log start offset", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return -1, kerr.KafkaStorageError
 	}
-	if off > p.log.LogStartOffset() {
-		if _, err := p.log.DeleteRecordsBefore(off); err != nil {
+	if off > p.Log().LogStartOffset() {
+		if _, err := p.Log().DeleteRecordsBefore(off); err != nil {
 			return -1, err
 		}
 	}
@@ -332,11 +332,11 @@ func (s *Server) tierSizeConfigs(t *controller.Topic, o config.DescribeOptions) 
 	tiered := false
 	for _, pm := range t.Partitions {
 		p := s.partition(t.Name, pm.Index)
-		if p == nil || p.topicID != t.ID || !s.remoteReadable(p) {
+		if p == nil || p.TopicID() != t.ID || !s.remoteReadable(p) {
 			continue
 		}
 		tiered = true
-		local += p.log.Size()
+		local += p.Log().Size()
 		if s.isLeader(p) {
 			if n, _, err := tier.RemoteLogSize(s.tier.idx, tierPartition(p)); err == nil {
 				remote += n

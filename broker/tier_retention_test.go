@@ -28,7 +28,7 @@ func fetchAt(t *testing.T, ts *testServer, topic string, offset int64) (int16, i
 	req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = 100, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
-	rt.TopicID = ts.partition(topic, 0).topicID
+	rt.TopicID = ts.partition(topic, 0).TopicID()
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = 0, -1, offset, -1, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
@@ -99,7 +99,7 @@ func localOnly(t *testing.T, ts *testServer, p *partition, tp index.TopicIDParti
 		t.Fatal(err)
 	}
 	var n int64
-	for _, s := range p.log.Segments() {
+	for _, s := range p.Log().Segments() {
 		if !ok || s.NextOffset-1 > end {
 			n += s.Size
 		}
@@ -135,7 +135,7 @@ func TestTieredRemoteRetention(t *testing.T) {
 	if len(segs) < 8 {
 		t.Fatalf("%d remote segments", len(segs))
 	}
-	hw := p.hw.Load()
+	hw := p.HW()
 
 	// DescribeLogDirs: the local dir and the remote tier with its size.
 	dirs, err := ts.admin(t).DescribeAllLogDirs(testCtx(t), nil)
@@ -174,14 +174,14 @@ func TestTieredRemoteRetention(t *testing.T) {
 			sizes[c.Key] = c.MaybeValue()
 		}
 	}
-	if sizes["strata.remote.log.size.bytes"] != itoa(remoteSize) || sizes["strata.local.log.size.bytes"] != itoa(p.log.Size()) {
-		t.Fatalf("size entries %v; remote %d, local %d", sizes, remoteSize, p.log.Size())
+	if sizes["strata.remote.log.size.bytes"] != itoa(remoteSize) || sizes["strata.local.log.size.bytes"] != itoa(p.Log().Size()) {
+		t.Fatalf("size entries %v; remote %d, local %d", sizes, remoteSize, p.Log().Size())
 	}
 
 	// DeleteRecords inside the third remote segment, below the local log start.
 	cut := segs[2].StartOffset + 1
-	if cut >= p.log.LogStartOffset() {
-		t.Fatalf("cut %d not below the local log start %d", cut, p.log.LogStartOffset())
+	if cut >= p.Log().LogStartOffset() {
+		t.Fatalf("cut %d not below the local log start %d", cut, p.Log().LogStartOffset())
 	}
 	res, err := ts.admin(t).DeleteRecords(testCtx(t), kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: cut}}})
 	if err != nil {
@@ -278,7 +278,7 @@ func TestTieredSwitches(t *testing.T) {
 	store := tier.NewMemStore()
 	const topic, n = "tiered-switches", 120
 	ts, p, tp := tieredBroker(t, store, topic, 1, n)
-	hw := p.hw.Load()
+	hw := p.HW()
 
 	err := alterTopic(t, ts, topic, "remote.storage.enable", "false")
 	if err == nil || !strings.Contains(err.Error(), "INVALID_CONFIG") || !strings.Contains(err.Error(), "It is invalid to disable remote storage without deleting remote data.") {
@@ -310,10 +310,10 @@ func TestTieredSwitches(t *testing.T) {
 	waitFor(t, "the remote log deleted", 30*time.Second, func() bool {
 		return len(keysUnder(t, store, tier.PartitionPrefix(tp))) == 0 && len(segmentsOf(t, ts, tp)) == 0
 	})
-	if off, _ := listOffsets(t, ts, topic, -2); off != p.log.LogStartOffset() {
-		t.Fatalf("earliest %d, want the local log start %d", off, p.log.LogStartOffset())
+	if off, _ := listOffsets(t, ts, topic, -2); off != p.Log().LogStartOffset() {
+		t.Fatalf("earliest %d, want the local log start %d", off, p.Log().LogStartOffset())
 	}
-	consumeTiered(t, ts, topic, p.log.LogStartOffset(), hw)
+	consumeTiered(t, ts, topic, p.Log().LogStartOffset(), hw)
 }
 
 // TestTieredTopicDeletion: deleting a tiered topic deletes its objects and
@@ -328,7 +328,7 @@ func TestTieredTopicDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := ts.partition("kept", 0)
-	otherKey := tier.TopicPrefix(index.UUID(kept.topicID)) + "0/00000000000000000000-" + index.NewUUID().String() + ".log"
+	otherKey := tier.TopicPrefix(index.UUID(kept.TopicID())) + "0/00000000000000000000-" + index.NewUUID().String() + ".log"
 	if err := store.Put(context.Background(), otherKey, strings.NewReader("x"), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestTieredTopicDeletion(t *testing.T) {
 func TestTieredForgetMovedOrDeleted(t *testing.T) {
 	store := tier.NewMemStore()
 	ts, p, _ := tieredBroker(t, store, "tiered-forget", 2, 40)
-	id := p.topicID
+	id := p.TopicID()
 	pending := func() int {
 		pend, err := ts.tier.idx.PendingTopicDeletions()
 		if err != nil {
@@ -428,11 +428,11 @@ func TestTieredLiveTopicMarkedDeleted(t *testing.T) {
 	if len(keysUnder(t, store, tier.TopicPrefix(tp.TopicID))) == 0 {
 		t.Fatal("nothing in the bucket")
 	}
-	rec := tier.TopicDeletion{TopicID: index.UUID(p.topicID).String(), ClusterID: ts.ctrl.Metadata().ClusterID, DeletedMs: 1}
+	rec := tier.TopicDeletion{TopicID: index.UUID(p.TopicID()).String(), ClusterID: ts.ctrl.Metadata().ClusterID, DeletedMs: 1}
 	if err := tier.RecordTopicDeletion(testCtx(t), store, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.tier.idx.MarkTopicDeleted(p.topicID, topic); err != nil {
+	if err := ts.tier.idx.MarkTopicDeleted(p.TopicID(), topic); err != nil {
 		t.Fatal(err)
 	}
 	// The worst case: the cluster snapshot does not name it.

@@ -140,13 +140,13 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 	}
 	var p *partition
 	waitFor(t, "the partition", 10*time.Second, func() bool { p = srv.partition(topic, 0); return p != nil })
-	tp := index.TopicIDPartition{TopicID: index.UUID(p.topicID), Partition: 0}
+	tp := index.TopicIDPartition{TopicID: index.UUID(p.TopicID()), Partition: 0}
 	partDir := filepath.Join(dir, topic+"-0")
 
 	// lastSealedEnd is the last offset of the newest sealed segment.
 	lastSealedEnd := func() int64 {
 		end := int64(-1)
-		for _, s := range p.log.Segments() {
+		for _, s := range p.Log().Segments() {
 			if s.Sealed {
 				end = s.NextOffset - 1
 			}
@@ -164,7 +164,7 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 		return end
 	}
 	settled := func() bool {
-		return remoteEnd() == lastSealedEnd() && p.log.Size() <= localBytes+segBytes
+		return remoteEnd() == lastSealedEnd() && p.Log().Size() <= localBytes+segBytes
 	}
 
 	produce(200)
@@ -175,7 +175,7 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 	if n := tierMetric(t, srv, "remotecopyrequests_total"); n == 0 || tierMetric(t, srv, "remotecopybytes_total") == 0 {
 		t.Fatalf("remotecopyrequests %v, remotecopybytes %v after uploads", n, tierMetric(t, srv, "remotecopybytes_total"))
 	}
-	start0 := p.log.LogStartOffset()
+	start0 := p.Log().LogStartOffset()
 	if start0 == 0 {
 		t.Fatalf("local log start still 0 after %d bytes produced", 200*tierValueSize)
 	}
@@ -192,14 +192,14 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 		t.Fatal("no remotecopyerrors counted with the bucket down")
 	}
 	// Segments uploaded before the stop may go; none after.
-	if got := p.log.LogStartOffset(); got > uploadedEnd+1 {
+	if got := p.Log().LogStartOffset(); got > uploadedEnd+1 {
 		t.Fatalf("local log start %d while the bucket was down, past the uploaded end %d", got, uploadedEnd)
 	}
 	if got := remoteEnd(); got != uploadedEnd {
 		t.Fatalf("remote end moved from %d to %d with the bucket down", uploadedEnd, got)
 	}
-	start0 = p.log.LogStartOffset()
-	if sz := p.log.Size(); sz <= localBytes+segBytes {
+	start0 = p.Log().LogStartOffset()
+	if sz := p.Log().Size(); sz <= localBytes+segBytes {
 		t.Fatalf("local size %d: expected the not-uploaded segments to be kept", sz)
 	}
 	// From the local log start: earliest is the remote log start, whose
@@ -212,7 +212,7 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 
 	// Sealed local files, kept to compare with the bucket.
 	localLogs := map[int64][]byte{}
-	for _, s := range p.log.Segments() {
+	for _, s := range p.Log().Segments() {
 		if s.Sealed {
 			b, err := os.ReadFile(filepath.Join(partDir, fmt.Sprintf("%020d.log", s.BaseOffset)))
 			if err != nil {
@@ -224,7 +224,7 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 
 	m.Start(t)
 	waitFor(t, "uploads resumed and local retention applied", 60*time.Second, settled)
-	start1 := p.log.LogStartOffset()
+	start1 := p.Log().LogStartOffset()
 	if start1 <= start0 {
 		t.Fatalf("local log start %d did not move past %d after uploads resumed", start1, start0)
 	}
@@ -332,7 +332,7 @@ func TestTieredUploadAndLocalRetention(t *testing.T) {
 		}
 	}
 	// Below the local log start nothing is left on disk.
-	start1 = p.log.LogStartOffset()
+	start1 = p.Log().LogStartOffset()
 	ents, err := os.ReadDir(partDir)
 	if err != nil {
 		t.Fatal(err)

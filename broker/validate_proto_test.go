@@ -145,7 +145,7 @@ func TestProtoProduceMaxRecordCountNoRoll(t *testing.T) {
 		p := rc.producePart("roll", 0, lieBatch(t, lieRecords(2), math.MaxInt32, kgo.NoCompression(), -1, -1))
 		wantCode(t, "2^31-1 records", p.ErrorCode, kerr.InvalidRecord)
 	}
-	if n := len(ts.partition("roll", 0).log.Segments()); n != 1 {
+	if n := len(ts.partition("roll", 0).Log().Segments()); n != 1 {
 		t.Fatalf("%d segments after 200 refused produces, want 1", n)
 	}
 	if hw := rc.offsetAt("roll", 0, -1); hw != 1 {

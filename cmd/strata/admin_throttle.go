@@ -1,7 +1,7 @@
 package main
 
 // Replication throttles while a plan moves, set and cleared exactly as
-// kafka-reassign-partitions --throttle does (broker/replication_throttle.go
+// kafka-reassign-partitions --throttle does (broker/replica/throttle.go
 // enforces them): the dynamic broker configs
 // leader.replication.throttled.rate and follower.replication.throttled.rate
 // on every broker holding or receiving a replica of a moving partition,

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 // Fetching from followers (KIP-392).
 //
@@ -71,22 +71,22 @@ func selectRackAware(clientRack string, leader replicaView, replicas []replicaVi
 	return *best
 }
 
-// preferredReadReplica returns the replica a consumer in clientRack should
+// PreferredReadReplica returns the replica a consumer in clientRack should
 // fetch fetchOffset of p from, when the selector picks one other than this
 // leader; -1 otherwise.
-func (s *Server) preferredReadReplica(md *controller.Metadata, p *partition, clientRack string, fetchOffset int64, now time.Time) int32 {
-	if s.cfg.ReplicaSelectorClass != config.RackAwareReplicaSelector || clientRack == "" {
+func (m *Manager) PreferredReadReplica(md *controller.Metadata, p *Partition, clientRack string, fetchOffset int64, now time.Time) int32 {
+	if m.cfg.ReplicaSelectorClass != config.RackAwareReplicaSelector || clientRack == "" {
 		return -1
 	}
 	alive := map[int32]*string{}
 	for _, b := range md.Brokers {
 		alive[b.ID] = b.Rack
 	}
-	leaderRack, ok := alive[s.cfg.ID]
+	leaderRack, ok := alive[m.cfg.ID]
 	if !ok {
-		leaderRack = s.cfg.Rack
+		leaderRack = m.cfg.Rack
 	}
-	leader := replicaView{id: s.cfg.ID, rack: leaderRack, logEnd: p.log.LogEndOffset()}
+	leader := replicaView{id: m.cfg.ID, rack: leaderRack, logEnd: p.log.LogEndOffset()}
 	views := []replicaView{leader}
 	r := &p.rs
 	r.mu.Lock()
@@ -111,9 +111,9 @@ func (s *Server) preferredReadReplica(md *controller.Metadata, p *partition, cli
 	return -1
 }
 
-// recordFollowerLogStart keeps the log start offset a follower sent in its
+// RecordFollowerLogStart keeps the log start offset a follower sent in its
 // fetch, for the selector's "has the offset" rule; -1 (unknown) passes it.
-func (p *partition) recordFollowerLogStart(id int32, logStart int64) {
+func (p *Partition) RecordFollowerLogStart(id int32, logStart int64) {
 	r := &p.rs
 	r.mu.Lock()
 	if f := r.followers[id]; r.leader && f != nil {
@@ -122,8 +122,8 @@ func (p *partition) recordFollowerLogStart(id int32, logStart int64) {
 	r.mu.Unlock()
 }
 
-// recordSentHW notes the high watermark sent to follower id.
-func (p *partition) recordSentHW(id int32, hw int64) {
+// RecordSentHW notes the high watermark sent to follower id.
+func (p *Partition) RecordSentHW(id int32, hw int64) {
 	r := &p.rs
 	r.mu.Lock()
 	if f := r.followers[id]; r.leader && f != nil {
@@ -132,24 +132,13 @@ func (p *partition) recordSentHW(id int32, hw int64) {
 	r.mu.Unlock()
 }
 
-// followerNeedsHW reports whether follower id was last sent a high
+// FollowerNeedsHW reports whether follower id was last sent a high
 // watermark below p's (Kafka's DelayedFetch "case H").
-func (p *partition) followerNeedsHW(id int32) bool {
+func (p *Partition) FollowerNeedsHW(id int32) bool {
 	hw := p.hw.Load()
 	r := &p.rs
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.followers[id]
 	return r.leader && f != nil && f.lastSentHW < hw
-}
-
-// followersNeedHW reports whether any partition of a follower's fetch has
-// a high watermark the follower has not been sent.
-func (s *Server) followersNeedHW(replicaID int32, targets []*fetchTarget) bool {
-	for _, t := range targets {
-		if p := s.partition(t.key.topic, t.key.part); p != nil && p.followerNeedsHW(replicaID) {
-			return true
-		}
-	}
-	return false
 }

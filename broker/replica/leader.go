@@ -1,4 +1,4 @@
-package broker
+package replica
 
 // Leader side of ISR replication (Kafka's Partition): the leader learns each
 // follower's log end offset from its Fetch requests, keeps the time it last
@@ -23,8 +23,8 @@ type followerState struct {
 	lastCaughtUp       time.Time // last time its fetch reached the leader's log end
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64 // the leader's log end at the follower's previous fetch
-	logStart           int64 // its log start offset, from its fetches (fetch_from_follower.go)
-	lastSentHW         int64 // the high watermark last sent to it (fetch_from_follower.go)
+	logStart           int64 // its log start offset, from its fetches (select.go)
+	lastSentHW         int64 // the high watermark last sent to it (select.go)
 }
 
 // replicaState is a partition's role and ISR bookkeeping, guarded by mu.
@@ -56,7 +56,7 @@ func (r *replicaState) maximalISRLocked() []int32 {
 // offset over the maximal ISR (the leader's own log end for itself). A
 // partition that does not lead (or has no replication state yet, as with a
 // single replica) is bounded by its log end.
-func (p *partition) isrHW() int64 {
+func (p *Partition) isrHW() int64 {
 	leo := p.log.LogEndOffset()
 	r := &p.rs
 	r.mu.Lock()
@@ -78,11 +78,11 @@ func (p *partition) isrHW() int64 {
 	return hw
 }
 
-// lowWatermark is Kafka's lowWatermarkIfLeader: the lowest log start
+// LowWatermark is Kafka's lowWatermarkIfLeader: the lowest log start
 // offset over the leader (start) and the followers of the assignment on
 // live brokers, as their fetches reported it; -1 when this broker does
 // not lead the partition.
-func (p *partition) lowWatermark(start int64, alive func(int32) bool) int64 {
+func (p *Partition) LowWatermark(start int64, alive func(int32) bool) int64 {
 	r := &p.rs
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -98,16 +98,16 @@ func (p *partition) lowWatermark(start int64, alive func(int32) bool) int64 {
 	return low
 }
 
-// isrSize is the size of the committed ISR, for min.insync.replicas.
-func (p *partition) isrSize() int {
+// ISRSize is the size of the committed ISR, for min.insync.replicas.
+func (p *Partition) ISRSize() int {
 	p.rs.mu.Lock()
 	defer p.rs.mu.Unlock()
 	return len(p.rs.isr)
 }
 
-// applyLeader resets the follower states for a new leader epoch (or
+// ApplyLeader resets the follower states for a new leader epoch (or
 // adopts a newer ISR for the current one). The high watermark continues.
-func (p *partition) applyLeader(self int32, pm controller.Partition, now time.Time) {
+func (p *Partition) ApplyLeader(self int32, pm controller.Partition, now time.Time) {
 	r := &p.rs
 	r.mu.Lock()
 	if !r.leader || r.leaderEpoch != pm.LeaderEpoch {
@@ -143,24 +143,24 @@ func (p *partition) applyLeader(self int32, pm controller.Partition, now time.Ti
 		}
 	}
 	r.mu.Unlock()
-	p.advanceHW(p.log.LogEndOffset())
+	p.AdvanceHW(p.log.LogEndOffset())
 }
 
-// applyFollower records that this broker no longer leads the partition.
-func (p *partition) applyFollower(self int32, pm controller.Partition) {
+// ApplyFollower records that this broker no longer leads the partition.
+func (p *Partition) ApplyFollower(self int32, pm controller.Partition) {
 	r := &p.rs
 	r.mu.Lock()
 	r.leader, r.self, r.leaderEpoch = false, self, pm.LeaderEpoch
 	r.partitionEpoch, r.replicas, r.isr, r.pending = pm.PartitionEpoch, slices.Clone(pm.Replicas), slices.Clone(pm.ISR), nil
 	r.followers = nil
 	r.mu.Unlock()
-	p.wake() // waiting produces answer NOT_LEADER_OR_FOLLOWER
+	p.Wake() // waiting produces answer NOT_LEADER_OR_FOLLOWER
 }
 
-// recordFollowerFetch updates a follower's state from a Fetch at
+// RecordFollowerFetch updates a follower's state from a Fetch at
 // fetchOffset (its log end), applying Kafka's lastCaughtUpTime rule, and
 // returns an ISR expansion to propose, if any.
-func (p *partition) recordFollowerFetch(id int32, fetchOffset int64, now time.Time) (proposal []int32) {
+func (p *Partition) RecordFollowerFetch(id int32, fetchOffset int64, now time.Time) (proposal []int32) {
 	leo := p.log.LogEndOffset()
 	r := &p.rs
 	r.mu.Lock()
@@ -185,14 +185,14 @@ func (p *partition) recordFollowerFetch(id int32, fetchOffset int64, now time.Ti
 		r.pending = proposal
 	}
 	r.mu.Unlock()
-	p.advanceHW(leo)
+	p.AdvanceHW(leo)
 	return proposal
 }
 
-// outOfSyncProposal returns the ISR without followers that have not caught
+// OutOfSyncProposal returns the ISR without followers that have not caught
 // up within maxLag, or nil when nothing is to change (or a change is
 // pending).
-func (p *partition) outOfSyncProposal(now time.Time, maxLag time.Duration) []int32 {
+func (p *Partition) OutOfSyncProposal(now time.Time, maxLag time.Duration) []int32 {
 	r := &p.rs
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -213,21 +213,21 @@ func (p *partition) outOfSyncProposal(now time.Time, maxLag time.Duration) []int
 	return keep
 }
 
-// alterISR commits a proposed ISR through the controller and adopts the
+// AlterISR commits a proposed ISR through the controller and adopts the
 // answer. It runs in its own goroutine so that no request waits on the
 // controller.
-func (s *Server) alterISR(p *partition, isr []int32) {
+func (m *Manager) AlterISR(p *Partition, isr []int32) {
 	r := &p.rs
 	r.mu.Lock()
-	req := controller.AlterPartitionRequest{Topic: p.topic, Partition: p.index, Leader: s.cfg.ID,
+	req := controller.AlterPartitionRequest{Topic: p.topic, Partition: p.index, Leader: m.cfg.ID,
 		LeaderEpoch: r.leaderEpoch, PartitionEpoch: r.partitionEpoch, ISR: isr}
 	r.mu.Unlock()
-	s.wg.Add(1)
+	m.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
 		defer cancel()
-		np, err := s.ctrl.AlterPartition(ctx, req)
+		np, err := m.ctrl().AlterPartition(ctx, req)
 		r.mu.Lock()
 		if slices.Equal(r.pending, isr) {
 			r.pending = nil
@@ -237,32 +237,58 @@ func (s *Server) alterISR(p *partition, isr []int32) {
 		}
 		r.mu.Unlock()
 		if err != nil {
-			s.log.Warn("alter partition", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
+			m.log.Warn("alter partition", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
 		} else {
-			s.log.Info("isr changed", "topic", p.topic, "partition", p.index, "isr", np.ISR, "partition_epoch", np.PartitionEpoch)
+			m.log.Info("isr changed", "topic", p.topic, "partition", p.index, "isr", np.ISR, "partition_epoch", np.PartitionEpoch)
 		}
-		p.advanceHW(p.log.LogEndOffset())
-		p.wake()
+		p.AdvanceHW(p.log.LogEndOffset())
+		p.Wake()
 	}()
 }
 
-// isrExpiry shrinks ISRs every replica.lag.time.max.ms / 2, as Kafka's
-// isr-expiration task does.
-func (s *Server) isrExpiry() {
-	defer s.wg.Done()
-	lag := time.Duration(s.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
+// RecordFollowerFetch records a follower's Fetch at fetchOffset on p (see
+// Partition.RecordFollowerFetch) and proposes the ISR expansion it
+// allows, if any.
+func (m *Manager) RecordFollowerFetch(p *Partition, id int32, fetchOffset int64, now time.Time) {
+	if isr := p.RecordFollowerFetch(id, fetchOffset, now); isr != nil {
+		m.AlterISR(p, isr)
+	}
+}
+
+// RunISRExpiry shrinks ISRs every replica.lag.time.max.ms / 2, as Kafka's
+// isr-expiration task does, until the broker stops. The caller has added
+// it to the WaitGroup of Options.
+func (m *Manager) RunISRExpiry() {
+	defer m.wg.Done()
+	lag := time.Duration(m.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
 	t := time.NewTicker(max(lag/2, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-m.ctx.Done():
 			return
 		case now := <-t.C:
-			for _, p := range s.allPartitions() {
-				if isr := p.outOfSyncProposal(now, lag); isr != nil {
-					s.alterISR(p, isr)
-				}
-			}
+			m.ExpireISRs(now)
 		}
 	}
+}
+
+// ExpireISRs is one pass of the isr-expiration task at now: every leader
+// proposes its ISR without the followers that have not caught up within
+// replica.lag.time.max.ms.
+func (m *Manager) ExpireISRs(now time.Time) {
+	lag := time.Duration(m.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
+	for _, p := range m.All() {
+		if isr := p.OutOfSyncProposal(now, lag); isr != nil {
+			m.AlterISR(p, isr)
+		}
+	}
+}
+
+// LeaderTerm is the leader epoch of p's role, the log end offset at which
+// this broker became its leader, and whether it leads it.
+func (p *Partition) LeaderTerm() (epoch int32, epochStart int64, leader bool) {
+	p.rs.mu.Lock()
+	defer p.rs.mu.Unlock()
+	return p.rs.leaderEpoch, p.rs.epochStart, p.rs.leader
 }

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 // Replication throttles, as Kafka's ReplicationQuotaManager applies them
 // while partitions move (kafka-reassign-partitions --throttle sets them):
@@ -83,8 +83,8 @@ func (q *replThrottle) record(rate int64, n int64, now time.Time) {
 
 // throttledRate is a throttle rate config of this broker, or 0 when there
 // is no bound.
-func (s *Server) throttledRate(md *controller.Metadata, key string) int64 {
-	r := s.resolver(md).Int(key)
+func (m *Manager) throttledRate(md *controller.Metadata, key string) int64 {
+	r := m.cfg.Resolver(md.BrokerConfigs).Int(key)
 	if r <= 0 || r == math.MaxInt64 {
 		return 0
 	}
@@ -93,7 +93,7 @@ func (s *Server) throttledRate(md *controller.Metadata, key string) int64 {
 
 // throttledPartition tells whether a topic config of throttled replicas
 // names partition part on this broker.
-func (s *Server) throttledPartition(t *controller.Topic, key string, part int32) bool {
+func (m *Manager) throttledPartition(t *controller.Topic, key string, part int32) bool {
 	v := strings.TrimSpace(t.Configs[key])
 	if v == "" {
 		return false
@@ -101,67 +101,67 @@ func (s *Server) throttledPartition(t *controller.Topic, key string, part int32)
 	if v == "*" {
 		return true
 	}
-	want := strconv.Itoa(int(part)) + ":" + strconv.Itoa(int(s.cfg.ID))
+	want := strconv.Itoa(int(part)) + ":" + strconv.Itoa(int(m.cfg.ID))
 	return slices.ContainsFunc(strings.Split(v, ","), func(e string) bool { return strings.TrimSpace(e) == want })
 }
 
-// leaderThrottle is the leader-side throttle of one replica fetch; nil
+// LeaderThrottle is the leader-side throttle of one replica fetch; nil
 // when none applies.
-type leaderThrottle struct {
-	s       *Server
+type LeaderThrottle struct {
+	m       *Manager
 	md      *controller.Metadata
 	replica int32
 	rate    int64
 }
 
-// leaderThrottleFor returns the throttle of a fetch from replica, or nil.
-func (s *Server) leaderThrottleFor(md *controller.Metadata, replica int32) *leaderThrottle {
-	rate := s.throttledRate(md, leaderThrottledRate)
+// LeaderThrottleFor returns the throttle of a fetch from replica, or nil.
+func (m *Manager) LeaderThrottleFor(md *controller.Metadata, replica int32) *LeaderThrottle {
+	rate := m.throttledRate(md, leaderThrottledRate)
 	if rate == 0 {
 		return nil
 	}
-	return &leaderThrottle{s: s, md: md, replica: replica, rate: rate}
+	return &LeaderThrottle{m: m, md: md, replica: replica, rate: rate}
 }
 
-// applies tells whether the fetch of partition part of t is throttled:
+// Applies tells whether the fetch of partition part of t is throttled:
 // the partition is named, and the replica is not in its ISR.
-func (lt *leaderThrottle) applies(t *controller.Topic, part int32) bool {
-	if lt == nil || !lt.s.throttledPartition(t, leaderThrottledReplicas, part) {
+func (lt *LeaderThrottle) Applies(t *controller.Topic, part int32) bool {
+	if lt == nil || !lt.m.throttledPartition(t, leaderThrottledReplicas, part) {
 		return false
 	}
 	return !slices.Contains(t.Partitions[part].ISR, lt.replica)
 }
 
-// hold tells whether a throttled partition gets no records now.
-func (lt *leaderThrottle) hold() bool {
-	return lt.s.leaderThrottle.exceeded(lt.rate, time.Now())
+// Hold tells whether a throttled partition gets no records now.
+func (lt *LeaderThrottle) Hold() bool {
+	return lt.m.leaderThrottle.exceeded(lt.rate, time.Now())
 }
 
-// limit bounds the bytes of a throttled partition's answer to what the
+// Limit bounds the bytes of a throttled partition's answer to what the
 // rate allows now (at least one batch goes: the read returns whole
 // batches).
-func (lt *leaderThrottle) limit(n int) int {
-	return int(min(int64(n), max(lt.s.leaderThrottle.available(lt.rate, time.Now()), 1)))
+func (lt *LeaderThrottle) Limit(n int) int {
+	return int(min(int64(n), max(lt.m.leaderThrottle.available(lt.rate, time.Now()), 1)))
 }
 
-// sent counts bytes of throttled partitions sent.
-func (lt *leaderThrottle) sent(n int64) {
-	lt.s.leaderThrottle.record(lt.rate, n, time.Now())
+// Sent counts bytes of throttled partitions sent.
+func (lt *LeaderThrottle) Sent(n int64) {
+	lt.m.leaderThrottle.record(lt.rate, n, time.Now())
 }
 
 // followerThrottled returns the follower-side rate and a test of whether
 // a followed partition is throttled now (named, this broker out of its
 // ISR); rate 0: no throttle.
-func (s *Server) followerThrottled(md *controller.Metadata) (int64, func(topic string, part int32) bool) {
-	rate := s.throttledRate(md, followerThrottledRate)
+func (m *Manager) followerThrottled(md *controller.Metadata) (int64, func(topic string, part int32) bool) {
+	rate := m.throttledRate(md, followerThrottledRate)
 	if rate == 0 {
 		return 0, nil
 	}
 	return rate, func(topic string, part int32) bool {
 		t := md.Topics[topic]
-		if t == nil || part < 0 || int(part) >= len(t.Partitions) || !s.throttledPartition(t, followerThrottledReplicas, part) {
+		if t == nil || part < 0 || int(part) >= len(t.Partitions) || !m.throttledPartition(t, followerThrottledReplicas, part) {
 			return false
 		}
-		return !slices.Contains(t.Partitions[part].ISR, s.cfg.ID)
+		return !slices.Contains(t.Partitions[part].ISR, m.cfg.ID)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"testing"
@@ -43,7 +43,7 @@ func TestThrottledPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: cfg}
+	m := &Manager{cfg: cfg}
 	topic := func(v string) *controller.Topic {
 		return &controller.Topic{Configs: map[string]string{leaderThrottledReplicas: v}}
 	}
@@ -55,7 +55,7 @@ func TestThrottledPartition(t *testing.T) {
 		{"", 0, false}, {"*", 7, true}, {"0:2", 0, true}, {"0:1,0:3", 0, false},
 		{"1:2, 0:2", 0, true}, {"0:2", 1, false}, {"10:2", 1, false},
 	} {
-		if got := s.throttledPartition(topic(c.list), leaderThrottledReplicas, c.part); got != c.want {
+		if got := m.throttledPartition(topic(c.list), leaderThrottledReplicas, c.part); got != c.want {
 			t.Errorf("%q partition %d on broker 2: throttled %v, want %v", c.list, c.part, got, c.want)
 		}
 	}

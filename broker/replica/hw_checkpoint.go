@@ -1,4 +1,4 @@
-package broker
+package replica
 
 // The high-watermark checkpoint: Kafka's replication-offset-checkpoint
 // file in the log directory, one line per partition this broker hosts
@@ -24,12 +24,13 @@ package broker
 // Kafka's file would lose the entries of partitions not hosted any more),
 // and each is used at most once.
 //
-// A rewrite that fails takes the log directory offline (logdir.go), as
+// A rewrite that fails takes the log directory offline (the broker's
+// logdir.go, through Options.LogDirWriteFailed), as
 // Kafka's does when replication-offset-checkpoint cannot be written,
 // except on a full disk before the fsync: the old file stays whole, a
 // stale high watermark only makes consumers wait after a restart, and the
 // next interval tries again (a full disk is not a failure in Strata, see
-// logdir.go). An offline directory's checkpoint is not rewritten: its
+// the broker's logdir.go). An offline directory's checkpoint is not rewritten: its
 // disk is not trusted any more, as Kafka checkpoints online directories
 // only.
 
@@ -154,24 +155,24 @@ func readHWCheckpoint(fsys vfs.FS, dir string) (map[tp]int64, error) {
 }
 
 // errLogDirFileSync tags a failed fsync of a file written with
-// writeLogDirFile or of its directory: never a mere full disk.
+// WriteLogDirFile or of its directory: never a mere full disk.
 var errLogDirFileSync = errors.New("fsync failed")
 
-// logDirFileDiskFull tells whether a failed writeLogDirFile is a full
+// LogDirFileDiskFull tells whether a failed WriteLogDirFile is a full
 // disk before any fsync: the old file is whole and the log directory
 // stays online.
-func logDirFileDiskFull(err error) bool {
+func LogDirFileDiskFull(err error) bool {
 	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, errLogDirFileSync)
 }
 
 // writeHWCheckpoint replaces dir's checkpoint crash-safely.
 func writeHWCheckpoint(fsys vfs.FS, dir string, b []byte) error {
-	return writeLogDirFile(fsys, dir, hwCheckpointName, b)
+	return WriteLogDirFile(fsys, dir, hwCheckpointName, b)
 }
 
-// writeLogDirFile replaces dir/name crash-safely: a temporary file,
+// WriteLogDirFile replaces dir/name crash-safely: a temporary file,
 // fsync, rename over the old one, fsync of the directory.
-func writeLogDirFile(fsys vfs.FS, dir, name string, b []byte) error {
+func WriteLogDirFile(fsys vfs.FS, dir, name string, b []byte) error {
 	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
@@ -198,7 +199,7 @@ func writeLogDirFile(fsys vfs.FS, dir, name string, b []byte) error {
 	return nil
 }
 
-// hwCheckpoints is the server's checkpoint state.
+// hwCheckpoints is the Manager's checkpoint state.
 type hwCheckpoints struct {
 	mu      sync.Mutex
 	loaded  map[tp]int64 // entries read at start, until the first rewrite
@@ -206,104 +207,124 @@ type hwCheckpoints struct {
 	started bool         // the partitions were opened: the file may be rewritten
 }
 
-// loadHWCheckpoint reads the checkpoint before the first reconcile. A
+// LoadHWCheckpoint reads the checkpoint before the first reconcile. A
 // corrupt or unreadable file is logged and ignored.
-func (s *Server) loadHWCheckpoint() {
-	s.registerLogDirMetrics() // logdir.go: once, as the log directory is first read
-	hws, err := readHWCheckpoint(s.fs, s.cfg.DataDir)
+func (m *Manager) LoadHWCheckpoint() {
+	hws, err := readHWCheckpoint(m.fs, m.cfg.DataDir)
 	if err != nil {
-		s.log.Warn("ignoring the high-watermark checkpoint; high watermarks start from the log start", "file", hwCheckpointName, "err", err)
+		m.log.Warn("ignoring the high-watermark checkpoint; high watermarks start from the log start", "file", hwCheckpointName, "err", err)
 		hws = nil
 	}
-	s.hwck.mu.Lock()
-	s.hwck.loaded = hws
-	s.hwck.mu.Unlock()
+	m.hwck.mu.Lock()
+	m.hwck.loaded = hws
+	m.hwck.mu.Unlock()
 }
 
-// initialHW is the high watermark of a partition being opened: with one
+// InitialHW is the high watermark of a partition being opened: with one
 // replica its log end (it is its own ISR); with more, the checkpointed
 // value clamped into the log, or the log start without one, so that
 // nothing uncommitted shows and the ISR moves it from there.
-func (s *Server) initialHW(k tp, l *plog.Log, replicas int) int64 {
+func (m *Manager) InitialHW(topic string, part int32, l *plog.Log, replicas int) int64 {
+	k := tp{topic, part}
 	start, end := l.LogStartOffset(), l.LogEndOffset()
 	if replicas <= 1 {
 		return end
 	}
-	s.hwck.mu.Lock()
-	hw, ok := s.hwck.loaded[k]
-	delete(s.hwck.loaded, k)
-	s.hwck.mu.Unlock()
+	m.hwck.mu.Lock()
+	hw, ok := m.hwck.loaded[k]
+	delete(m.hwck.loaded, k)
+	m.hwck.mu.Unlock()
 	if !ok {
 		return start
 	}
 	return min(max(hw, start), end)
 }
 
-// checkpointHWs writes every hosted partition's high watermark, unless
+// CheckpointHWs writes every hosted partition's high watermark, unless
 // the log directory is offline.
-func (s *Server) checkpointHWs() error {
-	if s.logDirErr() != nil {
+func (m *Manager) CheckpointHWs() error {
+	if m.logDirErr() != nil {
 		return nil
 	}
 	hws := map[tp]int64{}
-	for _, p := range s.allPartitions() {
+	for _, p := range m.All() {
 		hws[tp{p.topic, p.index}] = p.hw.Load()
 	}
 	b := formatHWCheckpoint(hws)
-	s.hwck.mu.Lock()
-	defer s.hwck.mu.Unlock()
-	s.hwck.loaded = nil
-	if bytes.Equal(b, s.hwck.last) {
+	m.hwck.mu.Lock()
+	defer m.hwck.mu.Unlock()
+	m.hwck.loaded = nil
+	if bytes.Equal(b, m.hwck.last) {
 		return nil
 	}
-	if err := s.fs.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+	if err := m.fs.MkdirAll(m.cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", hwCheckpointName, err)
 	}
-	if err := writeHWCheckpoint(s.fs, s.cfg.DataDir, b); err != nil {
-		s.hwck.last = nil
+	if err := writeHWCheckpoint(m.fs, m.cfg.DataDir, b); err != nil {
+		m.hwck.last = nil
 		return fmt.Errorf("write %s: %w", hwCheckpointName, err)
 	}
-	s.hwck.last = b
+	m.hwck.last = b
 	return nil
 }
 
-// finalHWCheckpoint writes the checkpoint at shutdown, once the server
+// FinalHWCheckpoint writes the checkpoint at shutdown, once the server
 // has stopped serving, with the partitions still open; not when it never
 // started (a failed Start must not replace a good file with an empty one),
 // and only once.
-func (s *Server) finalHWCheckpoint() {
-	s.hwck.mu.Lock()
-	started := s.hwck.started
-	s.hwck.started = false // a second Close must not write an empty file
-	s.hwck.mu.Unlock()
+func (m *Manager) FinalHWCheckpoint() {
+	m.hwck.mu.Lock()
+	started := m.hwck.started
+	m.hwck.started = false // a second Close must not write an empty file
+	m.hwck.mu.Unlock()
 	if !started {
 		return
 	}
-	if err := s.checkpointHWs(); err != nil {
-		s.log.Warn("high-watermark checkpoint at shutdown", "err", err)
+	if err := m.CheckpointHWs(); err != nil {
+		m.log.Warn("high-watermark checkpoint at shutdown", "err", err)
 	}
 }
 
-// startHWCheckpoints runs checkpointHWs every
+// StartHWCheckpoints runs CheckpointHWs every
 // replica.high.watermark.checkpoint.interval.ms until the server stops.
-func (s *Server) startHWCheckpoints() {
-	s.hwck.mu.Lock()
-	s.hwck.started = true
-	s.hwck.mu.Unlock()
-	s.wg.Add(1)
+func (m *Manager) StartHWCheckpoints() {
+	m.hwck.mu.Lock()
+	m.hwck.started = true
+	m.hwck.mu.Unlock()
+	m.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
-		t := time.NewTicker(time.Duration(max(s.cfg.ReplicaHighWatermarkCheckpointIntervalMs, 1)) * time.Millisecond)
+		defer m.wg.Done()
+		t := time.NewTicker(time.Duration(max(m.cfg.ReplicaHighWatermarkCheckpointIntervalMs, 1)) * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
-			case <-s.ctx.Done():
+			case <-m.ctx.Done():
 				return
 			case <-t.C:
-				if err := s.checkpointHWs(); err != nil && !s.logDirWriteFailed(err) {
-					s.log.Warn("high-watermark checkpoint not rewritten: disk full", "err", err)
+				if err := m.CheckpointHWs(); err != nil && !m.logDirWriteFailed(err) {
+					m.log.Warn("high-watermark checkpoint not rewritten: disk full", "err", err)
 				}
 			}
 		}
 	}()
+}
+
+// HWCheckpointName is the checkpoint's file name in the log directory.
+const HWCheckpointName = hwCheckpointName
+
+// ReadHWCheckpoint reads dir's checkpoint: high watermarks by topic and
+// partition; a missing file has no entries.
+func ReadHWCheckpoint(fsys vfs.FS, dir string) (map[string]map[int32]int64, error) {
+	hws, err := readHWCheckpoint(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int32]int64{}
+	for k, hw := range hws {
+		if out[k.topic] == nil {
+			out[k.topic] = map[int32]int64{}
+		}
+		out[k.topic][k.part] = hw
+	}
+	return out, nil
 }

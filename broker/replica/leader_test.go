@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"log/slog"
@@ -24,17 +24,17 @@ func TestLeaderAdoptsReplicasOfTheSameEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	p := &partition{topic: "t", log: l}
+	p := NewPartition("t", 0, [16]byte{}, l)
 	now := time.Now()
-	p.applyLeader(1, controller.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, now)
-	p.applyLeader(1, controller.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 3, Replicas: []int32{4, 2, 3, 1}, ISR: []int32{1, 2, 3}}, now)
-	if isr := p.recordFollowerFetch(4, 0, now); !slices.Equal(isr, []int32{1, 2, 3, 4}) {
+	p.ApplyLeader(1, controller.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, now)
+	p.ApplyLeader(1, controller.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 3, Replicas: []int32{4, 2, 3, 1}, ISR: []int32{1, 2, 3}}, now)
+	if isr := p.RecordFollowerFetch(4, 0, now); !slices.Equal(isr, []int32{1, 2, 3, 4}) {
 		t.Fatalf("a caught-up added replica proposed ISR %v, want [1 2 3 4]", isr)
 	}
 	// A replica no longer in the set is forgotten.
 	p.rs.pending = nil
-	p.applyLeader(1, controller.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, now)
-	if isr := p.recordFollowerFetch(3, 0, now); isr != nil {
+	p.ApplyLeader(1, controller.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, now)
+	if isr := p.RecordFollowerFetch(3, 0, now); isr != nil {
 		t.Fatalf("a removed replica proposed ISR %v", isr)
 	}
 }

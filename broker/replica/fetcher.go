@@ -1,4 +1,4 @@
-package broker
+package replica
 
 // Follower side of replication: one fetcher per leader broker replicates
 // the partitions this broker follows from it. A partition that starts
@@ -9,7 +9,7 @@ package broker
 // end) as its high watermark. A fetch answered OFFSET_MOVED_TO_TIERED_STORAGE
 // (its offset is below the leader's local log start of a tiered
 // partition) first rebuilds the log from the leader's local tail
-// (tier_follower.go).
+// (fetcher_tier.go).
 
 import (
 	"bufio"
@@ -36,14 +36,14 @@ const (
 
 // followPart is one partition a fetcher replicates.
 type followPart struct {
-	p         *partition
+	p         *Partition
 	epoch     int32 // leader epoch being followed
 	truncated bool  // the divergent tail has been truncated for epoch
 	// fromTier: the leader answered OFFSET_MOVED_TO_TIERED_STORAGE; the
-	// log is rebuilt from the leader's local tail first (tier_follower.go).
+	// log is rebuilt from the leader's local tail first (fetcher_tier.go).
 	fromTier bool
 	// lastTiered: the rebuild starts at the leader's last tiered offset
-	// rather than its local log start (an empty replica, tier_follower.go);
+	// rather than its local log start (an empty replica, fetcher_tier.go);
 	// tailChecked: that choice was made for this epoch.
 	lastTiered, tailChecked bool
 	tierRetry               time.Time // a failed rebuild is retried from then on
@@ -52,7 +52,7 @@ type followPart struct {
 
 // fetcher replicates from one leader broker.
 type fetcher struct {
-	s      *Server
+	m      *Manager
 	leader int32
 
 	mu    sync.Mutex // guards parts; held while applying a response
@@ -63,26 +63,27 @@ type fetcher struct {
 	done   chan struct{}
 }
 
-// follow makes p replicate from leader at epoch, moving it from any other
-// fetcher. Called by reconcile (with pmu held; fetchers never take pmu).
-func (s *Server) follow(p *partition, leader, epoch int32) {
+// Follow makes p replicate from leader at epoch, moving it from any other
+// fetcher. Called by the broker's reconcile (with the partition set
+// locked, see Edit; fetchers never take that lock).
+func (m *Manager) Follow(p *Partition, leader, epoch int32) {
 	k := tp{p.topic, p.index}
-	s.fmu.Lock()
-	defer s.fmu.Unlock()
-	for id, f := range s.fetchers {
+	m.fmu.Lock()
+	defer m.fmu.Unlock()
+	for id, f := range m.fetchers {
 		if id != leader {
-			s.removeFollowed(f, k)
+			m.removeFollowed(f, k)
 		}
 	}
 	if leader < 0 {
 		return
 	}
-	f := s.fetchers[leader]
+	f := m.fetchers[leader]
 	if f == nil {
-		ctx, cancel := context.WithCancel(s.ctx)
-		f = &fetcher{s: s, leader: leader, parts: map[tp]*followPart{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
-		s.fetchers[leader] = f
-		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata, handlers)
+		ctx, cancel := context.WithCancel(m.ctx)
+		f = &fetcher{m: m, leader: leader, parts: map[tp]*followPart{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+		m.fetchers[leader] = f
+		m.wg.Add(1) // callers run inside the broker's WaitGroup (Start, watchMetadata, handlers)
 		go f.run(ctx)
 	}
 	f.mu.Lock()
@@ -93,52 +94,54 @@ func (s *Server) follow(p *partition, leader, epoch int32) {
 	f.poke()
 }
 
-// unfollow stops replicating p (it leads now, or is no longer a replica).
-func (s *Server) unfollow(k tp) {
-	s.fmu.Lock()
-	defer s.fmu.Unlock()
-	for _, f := range s.fetchers {
-		s.removeFollowed(f, k)
+// Unfollow stops replicating the partition of topic (it leads now, or is
+// no longer a replica).
+func (m *Manager) Unfollow(topic string, part int32) {
+	k := tp{topic, part}
+	m.fmu.Lock()
+	defer m.fmu.Unlock()
+	for _, f := range m.fetchers {
+		m.removeFollowed(f, k)
 	}
 }
 
 // removeFollowed drops k from f and ends f when it has nothing left to
 // fetch. Called with fmu held.
-func (s *Server) removeFollowed(f *fetcher, k tp) {
+func (m *Manager) removeFollowed(f *fetcher, k tp) {
 	if f.remove(k) == 0 {
 		f.cancel()
-		delete(s.fetchers, f.leader)
+		delete(m.fetchers, f.leader)
 	}
 }
 
-// stopFetchers ends every fetcher and waits for them.
-func (s *Server) stopFetchers() {
-	s.fmu.Lock()
-	fs := s.fetchers
-	s.fetchers = map[int32]*fetcher{}
-	s.fmu.Unlock()
+// StopFetchers ends every fetcher and waits for them.
+func (m *Manager) StopFetchers() {
+	m.fmu.Lock()
+	fs := m.fetchers
+	m.fetchers = map[int32]*fetcher{}
+	m.fmu.Unlock()
 	for _, f := range fs {
 		f.cancel()
 		<-f.done
 	}
 }
 
-// pauseReplication stops (true) or resumes (false) every fetcher of this
+// PauseReplication stops (true) or resumes (false) every fetcher of this
 // broker, as if the follower process were paused: for tests, and for
 // controlled shutdown.
 //
 // Pausing is a barrier: once it returns, no fetched data is applied (a
 // response being applied finishes first; later ones see the flag under
 // the fetcher's lock and are dropped).
-func (s *Server) pauseReplication(paused bool) {
-	s.replPaused.Store(paused)
-	s.fmu.Lock()
-	fs := make([]*fetcher, 0, len(s.fetchers))
-	for _, f := range s.fetchers {
+func (m *Manager) PauseReplication(paused bool) {
+	m.replPaused.Store(paused)
+	m.fmu.Lock()
+	fs := make([]*fetcher, 0, len(m.fetchers))
+	for _, f := range m.fetchers {
 		f.poke()
 		fs = append(fs, f)
 	}
-	s.fmu.Unlock()
+	m.fmu.Unlock()
 	if paused {
 		for _, f := range fs {
 			f.mu.Lock()
@@ -174,21 +177,21 @@ func (f *fetcher) wait(ctx context.Context, d time.Duration) {
 }
 
 func (f *fetcher) run(ctx context.Context) {
-	defer f.s.wg.Done()
+	defer f.m.wg.Done()
 	defer close(f.done)
-	var rc *replicaConn
+	var rc *Conn
 	defer func() {
 		if rc != nil {
-			rc.close()
+			rc.Close()
 		}
 	}()
 	for ctx.Err() == nil {
 		f.mu.Lock()
 		n := len(f.parts)
 		f.mu.Unlock()
-		if n == 0 || f.s.replPaused.Load() {
+		if n == 0 || f.m.replPaused.Load() {
 			if rc != nil {
-				rc.close()
+				rc.Close()
 				rc = nil
 			}
 			f.wait(ctx, time.Minute)
@@ -197,7 +200,7 @@ func (f *fetcher) run(ctx context.Context) {
 		if rc == nil {
 			c, err := f.dial(ctx)
 			if err != nil {
-				f.s.log.Debug("replica fetcher connect", "leader", f.leader, "err", err)
+				f.m.log.Debug("replica fetcher connect", "leader", f.leader, "err", err)
 				f.wait(ctx, replicaFetchBackoff)
 				continue
 			}
@@ -206,9 +209,9 @@ func (f *fetcher) run(ctx context.Context) {
 		backoff, err := f.round(ctx, rc)
 		if err != nil {
 			if ctx.Err() == nil {
-				f.s.log.Debug("replica fetch", "leader", f.leader, "err", err)
+				f.m.log.Debug("replica fetch", "leader", f.leader, "err", err)
 			}
-			rc.close()
+			rc.Close()
 			rc = nil
 			backoff = true
 		}
@@ -218,9 +221,9 @@ func (f *fetcher) run(ctx context.Context) {
 	}
 }
 
-func (f *fetcher) dial(ctx context.Context) (*replicaConn, error) {
+func (f *fetcher) dial(ctx context.Context) (*Conn, error) {
 	var addr string
-	if b, ok := f.s.ctrl.Metadata().Broker(f.leader); ok {
+	if b, ok := f.m.metadata().Broker(f.leader); ok {
 		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
 	if addr == "" {
@@ -231,7 +234,7 @@ func (f *fetcher) dial(ctx context.Context) (*replicaConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial leader %d at %s: %w", f.leader, addr, err)
 	}
-	rc := &replicaConn{conn: c, r: bufio.NewReader(c), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-replica-" + strconv.Itoa(int(f.s.cfg.ID))))}
+	rc := NewConn(c, "strata-replica-"+strconv.Itoa(int(f.m.cfg.ID)))
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	rc.stop = stop
 	return rc, nil
@@ -260,7 +263,7 @@ func (f *fetcher) current(k tp, want followPart) *followPart {
 
 // round truncates partitions new to their epoch, then fetches once.
 // backoff asks the caller to pause (errors from the leader).
-func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err error) {
+func (f *fetcher) round(ctx context.Context, rc *Conn) (backoff bool, err error) {
 	parts := f.snapshot()
 	var untruncated []tp
 	for k, fp := range parts {
@@ -287,8 +290,8 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 		}
 		parts = f.snapshot()
 	}
-	rate, throttled := f.s.followerThrottled(f.s.ctrl.Metadata())
-	hold := rate > 0 && f.s.followerThrottle.exceeded(rate, now)
+	rate, throttled := f.m.followerThrottled(f.m.metadata())
+	hold := rate > 0 && f.m.followerThrottle.exceeded(rate, now)
 	for k, fp := range parts {
 		if fp.fromTier || !fp.truncated || hold && throttled(k.topic, k.part) {
 			delete(parts, k) // over follower.replication.throttled.rate: not fetched for now
@@ -297,11 +300,11 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 	if len(parts) == 0 {
 		return true, nil
 	}
-	lag := time.Duration(f.s.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
+	lag := time.Duration(f.m.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
 	wait := min(500*time.Millisecond, max(lag/2, 10*time.Millisecond))
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
-	req.ReplicaID = f.s.cfg.ID
+	req.ReplicaID = f.m.cfg.ID
 	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = replicaRespMaxBytes
@@ -324,7 +327,7 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 		rp.PartitionMaxBytes = replicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	kresp, err := rc.roundTrip(req, wait+10*time.Second)
+	kresp, err := rc.RoundTrip(req, wait+10*time.Second)
 	if err != nil {
 		return false, err
 	}
@@ -334,7 +337,7 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.s.replPaused.Load() {
+	if f.m.replPaused.Load() {
 		return false, nil // paused while the fetch was out: drop what came
 	}
 	for _, rt := range resp.Topics {
@@ -347,10 +350,10 @@ func (f *fetcher) round(ctx context.Context, rc *replicaConn) (backoff bool, err
 			switch rp.ErrorCode {
 			case 0:
 				if rate > 0 && throttled(k.topic, k.part) {
-					f.s.followerThrottle.record(rate, int64(len(rp.RecordBatches)), time.Now())
+					f.m.followerThrottle.record(rate, int64(len(rp.RecordBatches)), time.Now())
 				}
 				if err := f.apply(fp, rp); err != nil {
-					f.s.log.Warn("replicate", "topic", k.topic, "partition", k.part, "err", err)
+					f.m.log.Warn("replicate", "topic", k.topic, "partition", k.part, "err", err)
 					backoff = true
 				}
 			case kerr.OffsetOutOfRange.Code:
@@ -375,11 +378,11 @@ func (f *fetcher) apply(fp *followPart, rp kmsg.FetchResponseTopicPartition) err
 		if _, err := p.log.AppendReplicated(recs); err != nil {
 			return fmt.Errorf("append replicated: %w", err)
 		}
-		f.s.metrics.replicationBytesIn.Add(float64(len(recs)))
-		p.wake()
+		f.m.replicationBytesIn(len(recs))
+		p.Wake()
 	}
-	p.setHW(min(rp.HighWatermark, p.log.LogEndOffset()))
-	return f.s.followLogStart(fp, rp.LogStartOffset)
+	p.SetHW(min(rp.HighWatermark, p.log.LogEndOffset()))
+	return f.m.followLogStart(fp, rp.LogStartOffset)
 }
 
 // followLogStart moves a follower's log start offset up to the leader's,
@@ -389,13 +392,13 @@ func (f *fetcher) apply(fp *followPart, rp kmsg.FetchResponseTopicPartition) err
 // follower's high watermark, and for a tiered partition (whose log start
 // may lie below the local log) the remote index's log start offset too.
 // Called with the fetcher's lock held.
-func (s *Server) followLogStart(fp *followPart, leaderStart int64) error {
+func (m *Manager) followLogStart(fp *followPart, leaderStart int64) error {
 	if leaderStart <= fp.logStart {
 		return nil // nothing new (the common case: one comparison per fetch)
 	}
 	p := fp.p
-	if s.remoteReadable(p) {
-		if _, err := s.tier.idx.RaiseLogStartOffset(tierPartition(p), leaderStart); err != nil {
+	if m.tier.RemoteReadable(p) {
+		if err := m.tier.RaiseRemoteLogStart(p, leaderStart); err != nil {
 			return fmt.Errorf("remote index: record the leader's log start offset %d: %w", leaderStart, err)
 		}
 	}
@@ -426,10 +429,10 @@ func wholeBatches(b []byte) []byte {
 // truncate asks the leader where this broker's log diverges from its own
 // and truncates to there (KIP-279): the end offset of the latest epoch the
 // two logs share.
-func (f *fetcher) truncate(rc *replicaConn, parts map[tp]followPart, keys []tp) (bool, error) {
+func (f *fetcher) truncate(rc *Conn, parts map[tp]followPart, keys []tp) (bool, error) {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = 4
-	req.ReplicaID = f.s.cfg.ID
+	req.ReplicaID = f.m.cfg.ID
 	topics := map[string]int{}
 	for _, k := range keys {
 		i, ok := topics[k.topic]
@@ -446,7 +449,7 @@ func (f *fetcher) truncate(rc *replicaConn, parts map[tp]followPart, keys []tp) 
 		rp.LeaderEpoch = parts[k].p.log.LatestEpoch()
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	kresp, err := rc.roundTrip(req, 10*time.Second)
+	kresp, err := rc.RoundTrip(req, 10*time.Second)
 	if err != nil {
 		return false, err
 	}
@@ -475,9 +478,9 @@ func (f *fetcher) truncate(rc *replicaConn, parts map[tp]followPart, keys []tp) 
 				to = min(to, rp.EndOffset, own)
 			}
 			if to < p.log.LogEndOffset() {
-				f.s.log.Info("truncating divergent log", "topic", k.topic, "partition", k.part, "from", p.log.LogEndOffset(), "to", to, "leader_epoch", fp.epoch)
+				f.m.log.Info("truncating divergent log", "topic", k.topic, "partition", k.part, "from", p.log.LogEndOffset(), "to", to, "leader_epoch", fp.epoch)
 				if err := p.log.Truncate(to); err != nil {
-					f.s.log.Error("truncate", "topic", k.topic, "partition", k.part, "err", err)
+					f.m.log.Error("truncate", "topic", k.topic, "partition", k.part, "err", err)
 					backoff = true
 					continue
 				}
@@ -491,8 +494,9 @@ func (f *fetcher) truncate(rc *replicaConn, parts map[tp]followPart, keys []tp) 
 	return backoff, nil
 }
 
-// replicaConn is a raw Kafka connection to a leader.
-type replicaConn struct {
+// Conn is a raw Kafka connection to another broker: a leader, for a
+// fetcher, or the controller, for the broker's controlled shutdown.
+type Conn struct {
 	conn net.Conn
 	r    *bufio.Reader
 	fmt  *kmsg.RequestFormatter
@@ -501,13 +505,19 @@ type replicaConn struct {
 	stop func() bool
 }
 
-func (c *replicaConn) close() {
+// NewConn makes a Conn of c, whose requests carry clientID.
+func NewConn(c net.Conn, clientID string) *Conn {
+	return &Conn{conn: c, r: bufio.NewReader(c), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), stop: func() bool { return true }}
+}
+
+// Close closes the connection.
+func (c *Conn) Close() {
 	c.stop()
 	c.conn.Close()
 }
 
-// roundTrip sends req and reads its response within timeout.
-func (c *replicaConn) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+// RoundTrip sends req and reads its response within timeout.
+func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	c.corr++
 	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
 	c.conn.SetDeadline(time.Now().Add(timeout))
