@@ -10,7 +10,6 @@ import (
 
 	"strata/broker/plog"
 	"strata/broker/replica"
-	"strata/index"
 	"strata/internal/vfs"
 )
 
@@ -87,17 +86,8 @@ func (t replicaTiering) RaiseRemoteLogStart(p *partition, offset int64) error {
 }
 
 func (t replicaTiering) BuildAuxState(ctx context.Context, p *partition, offset int64) (plog.Reset, string, error) {
-	s := t.s
-	s.tier.follow.buildRequests.Inc()
-	m, err := s.remoteSegmentAt(ctx, p, offset)
+	r, m, err := t.s.rlm().BuildAuxState(ctx, tierPart{p}, offset)
 	if err != nil {
-		return plog.Reset{}, "", err
-	}
-	r := plog.Reset{Offset: m.EndOffset + 1}
-	if r.EpochCheckpoint, err = s.auxObject(ctx, &m, index.ObjectLeaderEpochCheckpoint); err != nil {
-		return plog.Reset{}, "", err
-	}
-	if r.ProducerSnapshot, err = s.auxObject(ctx, &m, index.ObjectProducerSnapshot); err != nil {
 		return plog.Reset{}, "", err
 	}
 	return r, m.SegmentID.String(), nil
@@ -105,6 +95,6 @@ func (t replicaTiering) BuildAuxState(ctx context.Context, p *partition, offset 
 
 func (t replicaTiering) BuildFailed() {
 	if t.s.tier != nil {
-		t.s.tier.follow.buildFailures.Inc()
+		t.s.tier.BuildFailed()
 	}
 }

@@ -285,10 +285,8 @@ func TestTieredIndexNotReady(t *testing.T) {
 	localStart := p.Log().LogStartOffset()
 	// Between two passes (they wait while the checks run, so no refresh
 	// happens), partition 0 is as if just opened.
-	ts.tier.passMu.Lock()
-	ts.tier.mu.Lock()
-	delete(ts.tier.fresh, p)
-	ts.tier.mu.Unlock()
+	ts.tier.PausePasses()
+	ts.tier.SetIndexFresh(tierPart{p}, false)
 	for _, c := range []struct {
 		timestamp int64
 		want      int64
@@ -302,10 +300,8 @@ func TestTieredIndexNotReady(t *testing.T) {
 	if codes[0] != kerr.ReplicaNotAvailable.Code || codes[1] != 0 {
 		t.Errorf("index not ready: fetch at 0: error codes %v (%d bytes of partition 0), want [%d 0]", codes, recs[0], kerr.ReplicaNotAvailable.Code)
 	}
-	ts.tier.mu.Lock()
-	ts.tier.fresh[p] = true // refreshed
-	ts.tier.mu.Unlock()
-	defer ts.tier.passMu.Unlock()
+	ts.tier.SetIndexFresh(tierPart{p}, true) // refreshed
+	defer ts.tier.ResumePasses()
 	if off, code := listOffsets(t, ts, topic, -2); code != 0 || off != 0 {
 		t.Errorf("index ready: ListOffsets earliest: offset %d, error %d; want 0", off, code)
 	}

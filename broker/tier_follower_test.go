@@ -225,12 +225,9 @@ func TestTieredLeaderRefreshesBeforeUpload(t *testing.T) {
 	end, _, _ := ts.tier.idx.LogEnd(tp)
 	// Forget the uploads, as a new leader would not know them, between
 	// two passes.
-	ts.tier.passMu.Lock()
-	ts.tier.mu.Lock()
-	err := ts.tier.idx.ReplacePartition(tp, nil)
-	delete(ts.tier.follow.refreshed, p)
-	ts.tier.mu.Unlock()
-	ts.tier.passMu.Unlock()
+	ts.tier.PausePasses()
+	err := ts.tier.ForgetIndex(tierPart{p})
+	ts.tier.ResumePasses()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,9 +47,7 @@ func TestNewIndexReadsOnlyHostedPartitions(t *testing.T) {
 	gets := &getLog{ObjectStore: store}
 	ts, p, tp := tieredBroker(t, gets, "tiered-here", 1, 600)
 	waitFor(t, "the partition's index refreshed", 30*time.Second, func() bool {
-		ts.tier.mu.Lock()
-		defer ts.tier.mu.Unlock()
-		return ts.tier.fresh[p]
+		return ts.tier.IndexFresh(tierPart{p})
 	})
 	if n := gets.count(tier.PartitionPrefix(other)); n != 0 {
 		t.Fatalf("the new broker read %d objects of a partition it does not host", n)

@@ -402,9 +402,7 @@ func TestTieredForgetMovedOrDeleted(t *testing.T) {
 	if pending() != 0 {
 		t.Fatal("marked while the topic is still in the metadata")
 	}
-	ts.tier.retention.mu.Lock()
-	_, suspect := ts.tier.retention.deleting[id]
-	ts.tier.retention.mu.Unlock()
+	suspect := ts.tier.TopicDeletionUnderWay(id)
 	if !suspect {
 		t.Fatal("the partly deleted topic is not remembered")
 	}
@@ -441,7 +439,7 @@ func TestTieredLiveTopicMarkedDeleted(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ts.deleteRemoteTopics()
+	ts.tier.DeleteRemoteTopics()
 	if pend, err := ts.tier.idx.PendingTopicDeletions(); err != nil || len(pend) != 0 {
 		t.Fatalf("pending %v, %v; want the live topic's mark cleared", pend, err)
 	}

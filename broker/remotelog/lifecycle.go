@@ -1,8 +1,8 @@
-package broker
+package remotelog
 
 // Tiered storage housekeeping: bucket lifecycle rules and the
 // reconciliation of orphaned objects, run after an upload pass
-// (tier.go), in a goroutine of their own so that a slow listing never
+// (manager.go), in a goroutine of their own so that a slow listing never
 // delays uploads, one at a time.
 //
 // Lifecycle rules (remote.log.storage.lifecycle.rules.enable, off by
@@ -68,11 +68,11 @@ type tierHousekeeping struct {
 	unrecognized                                    prometheus.Gauge
 }
 
-// newTierHousekeeping reads the configs; openTier calls it.
-func (s *Server) newTierHousekeeping(ts *tierState) *tierHousekeeping {
+// newTierHousekeeping reads the configs; Open calls it.
+func (rm *Manager) newTierHousekeeping() *tierHousekeeping {
 	h := &tierHousekeeping{
-		lifecycleOn: s.cfg.RemoteLogStorageLifecycleRulesEnable,
-		margin:      s.cfg.RemoteLogStorageLifecycleMarginMs,
+		lifecycleOn: rm.cfg.RemoteLogStorageLifecycleRulesEnable,
+		margin:      rm.cfg.RemoteLogStorageLifecycleMarginMs,
 		resync:      time.Hour,
 		orphanObjects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_remote_log_orphan_objects_deleted_total", Help: "Orphaned objects deleted from remote storage by reconciliation.",
@@ -87,44 +87,44 @@ func (s *Server) newTierHousekeeping(ts *tierState) *tierHousekeeping {
 			Name: "strata_remote_log_lifecycle_sync_errors_total", Help: "Failed syncs of the bucket lifecycle rules (retried at the next pass).",
 		}),
 	}
-	h.store, _ = ts.store.(tier.LifecycleStore)
-	if ms := s.cfg.RemoteLogReconciliationIntervalMs; ms > 0 {
+	h.store, _ = rm.store.(tier.LifecycleStore)
+	if ms := rm.cfg.RemoteLogReconciliationIntervalMs; ms > 0 {
 		h.reconcileEvery = time.Duration(ms) * time.Millisecond
 		h.resync = max(h.reconcileEvery, 10*time.Minute)
 		h.nextReconcile = time.Now().Add(h.reconcileEvery)
 	}
-	grace := s.tierGrace(ts.interval)
-	h.reconciler = &tier.Reconciler{Store: ts.store, Index: ts.idx, BrokerID: s.cfg.ID, Grace: grace, Logger: s.log}
-	s.metrics.reg.MustRegister(h.orphanObjects, h.reconcileErrors, h.unrecognized, h.lifecycleErrors)
+	grace := rm.tierGrace(rm.interval)
+	h.reconciler = &tier.Reconciler{Store: rm.store, Index: rm.idx, BrokerID: rm.cfg.ID, Grace: grace, Logger: rm.log}
+	rm.reg.MustRegister(h.orphanObjects, h.reconcileErrors, h.unrecognized, h.lifecycleErrors)
 	return h
 }
 
 // isController reports whether this broker is the active controller (or
 // the embedded one), whose metadata is the cluster's.
-func (s *Server) isController() bool {
-	return s.ctrl.Metadata().ControllerID == s.cfg.ID
+func (rm *Manager) isController() bool {
+	return rm.b.Metadata().ControllerID == rm.cfg.ID
 }
 
 // tierHousekeeping starts a lifecycle sync and reconciliation in the
 // background unless one is still running.
-func (s *Server) tierHousekeeping() {
-	h := s.tier.house
+func (rm *Manager) tierHousekeeping() {
+	h := rm.house
 	if h == nil || !h.running.CompareAndSwap(false, true) {
 		return
 	}
-	s.wg.Add(1)
+	rm.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer rm.wg.Done()
 		defer h.running.Store(false)
-		s.syncLifecycle(h)
-		s.reconcileTier(h)
+		rm.syncLifecycle(h)
+		rm.reconcileTier(h)
 	}()
 }
 
 // lifecyclePolicy is the rules the metadata asks for.
-func (s *Server) lifecyclePolicy(h *tierHousekeeping) tier.LifecyclePolicy {
-	md := s.ctrl.Metadata()
-	r := s.resolver(md)
+func (rm *Manager) lifecyclePolicy(h *tierHousekeeping) tier.LifecyclePolicy {
+	md := rm.b.Metadata()
+	r := rm.b.Resolver(md)
 	p := tier.LifecyclePolicy{MarginMs: h.margin, AbortMultipartDays: 1}
 	for _, t := range md.Topics {
 		ts := r.Topic(t.Configs)
@@ -141,50 +141,50 @@ func (s *Server) lifecyclePolicy(h *tierHousekeeping) tier.LifecyclePolicy {
 	return p
 }
 
-func (s *Server) syncLifecycle(h *tierHousekeeping) {
+func (rm *Manager) syncLifecycle(h *tierHousekeeping) {
 	if !h.lifecycleOn {
 		return
 	}
 	if h.store == nil {
 		if !h.loggedNone {
 			h.loggedNone = true
-			s.log.Info("remote.log.storage.lifecycle.rules.enable has no effect: the tier has no bucket lifecycle rules", "tier", s.tier.store.String())
+			rm.log.Info("remote.log.storage.lifecycle.rules.enable has no effect: the tier has no bucket lifecycle rules", "tier", rm.store.String())
 		}
 		return
 	}
-	if !s.isController() {
+	if !rm.isController() {
 		h.synced = ""
 		return
 	}
-	p := s.lifecyclePolicy(h)
+	p := rm.lifecyclePolicy(h)
 	key := fmt.Sprint(p)
 	if key == h.synced && time.Since(h.syncedAt) < h.resync {
 		return
 	}
-	res, err := h.store.SyncLifecycle(s.ctx, p)
+	res, err := h.store.SyncLifecycle(rm.ctx, p)
 	if err != nil {
 		h.synced = ""
 		h.lifecycleErrors.Inc()
-		if s.ctx.Err() == nil {
-			s.log.Warn("sync bucket lifecycle rules; retrying next pass", "tier", s.tier.store.String(), "err", err)
+		if rm.ctx.Err() == nil {
+			rm.log.Warn("sync bucket lifecycle rules; retrying next pass", "tier", rm.store.String(), "err", err)
 		}
 		return
 	}
 	h.synced, h.syncedAt = key, time.Now()
 	if res.Skipped > 0 {
 		h.lifecycleErrors.Inc()
-		s.log.Warn("bucket lifecycle configuration full: topics left without a rule", "tier", s.tier.store.String(), "skipped", res.Skipped, "max_rules", tier.MaxLifecycleRules)
+		rm.log.Warn("bucket lifecycle configuration full: topics left without a rule", "tier", rm.store.String(), "skipped", res.Skipped, "max_rules", tier.MaxLifecycleRules)
 	}
 	if res.AbortUnsupported && !h.loggedAbort {
 		h.loggedAbort = true
-		s.log.Info("the bucket refuses rules aborting incomplete multipart uploads; relying on the server's own cleanup of stale uploads", "tier", s.tier.store.String())
+		rm.log.Info("the bucket refuses rules aborting incomplete multipart uploads; relying on the server's own cleanup of stale uploads", "tier", rm.store.String())
 	}
 	if res.Changed {
-		s.log.Info("synced bucket lifecycle rules", "tier", s.tier.store.String(), "rules", res.Rules, "foreign_rules_kept", res.Foreign)
+		rm.log.Info("synced bucket lifecycle rules", "tier", rm.store.String(), "rules", res.Rules, "foreign_rules_kept", res.Foreign)
 	}
 }
 
-func (s *Server) reconcileTier(h *tierHousekeeping) {
+func (rm *Manager) reconcileTier(h *tierHousekeeping) {
 	if h.reconcileEvery == 0 || time.Now().Before(h.nextReconcile) {
 		return
 	}
@@ -195,38 +195,38 @@ func (s *Server) reconcileTier(h *tierHousekeeping) {
 		h.orphanObjects.Add(float64(st.Objects))
 		if err != nil {
 			h.reconcileErrors.Inc()
-			if s.ctx.Err() == nil {
-				s.log.Warn("reconcile remote storage; retrying next interval", "of", what, "err", err)
+			if rm.ctx.Err() == nil {
+				rm.log.Warn("reconcile remote storage; retrying next interval", "of", what, "err", err)
 			}
 		}
 	}
-	for _, p := range s.allPartitions() {
-		if s.ctx.Err() != nil {
+	for _, p := range rm.b.Partitions() {
+		if rm.ctx.Err() != nil {
 			return
 		}
-		if _, ok := s.tiered(p); !ok {
+		if _, ok := rm.tiered(p); !ok {
 			continue
 		}
-		st, err := h.reconciler.ReconcilePartition(s.ctx, tierPartition(p))
+		st, err := h.reconciler.ReconcilePartition(rm.ctx, tierPartition(p))
 		count(st, err, fmt.Sprintf("%s-%d", p.Topic(), p.Index()))
 	}
-	if s.isController() && s.ctx.Err() == nil {
+	if rm.isController() && rm.ctx.Err() == nil {
 		known := func(id index.UUID) bool {
-			md := s.ctrl.Metadata()
-			if md.ControllerID != s.cfg.ID {
+			md := rm.b.Metadata()
+			if md.ControllerID != rm.cfg.ID {
 				return true // no longer the one who knows
 			}
 			_, ok := md.TopicIDs[[16]byte(id)]
 			return ok
 		}
-		st, err := h.reconciler.ReconcileDeletedTopics(s.ctx, known)
+		st, err := h.reconciler.ReconcileDeletedTopics(rm.ctx, known)
 		// The whole listing saw every key: its count is the bucket's.
 		h.unrecognized.Set(float64(st.Unrecognized))
 		count(st, err, "deleted topics")
 		total.Unrecognized, total.UnrecognizedSample = st.Unrecognized, st.UnrecognizedSample
 	}
 	if total.Orphans > 0 || total.Unrecognized > 0 || total.Corrupt > 0 {
-		s.log.Info("reconciled remote storage", "tier", s.tier.store.String(), "orphaned_segments_deleted", total.Orphans,
+		rm.log.Info("reconciled remote storage", "tier", rm.store.String(), "orphaned_segments_deleted", total.Orphans,
 			"objects_deleted", total.Objects, "young_candidates", total.Young, "unreadable_manifests", total.Corrupt,
 			"unrecognized_objects", total.Unrecognized, "unrecognized_sample", strings.Join(total.UnrecognizedSample, ","))
 	}

@@ -1,11 +1,12 @@
-package broker
+package remotelog
 
 // Tiered storage on the broker: the remote segment index under the data
 // directory, the uploader loop of partition leaders, and local retention of
 // tiered partitions.
 //
-// With Options.TierStore set and remote.log.storage.system.enable=true, the
-// broker opens <data-dir>/remote-index and, every
+// With the broker's Options.TierStore set (Options.Store here) and
+// remote.log.storage.system.enable=true, the broker opens
+// <data-dir>/remote-index (Open) and, every
 // remote.log.manager.task.interval.ms, in goroutines of its own (up to
 // remote.log.manager.copier.thread.pool.size partitions at once), copies
 // the sealed segments of every partition it leads whose topic has
@@ -18,35 +19,35 @@ package broker
 // (tier.RefreshPartition: a listing of the partition's manifests, reading
 // those the index does not already hold finished): by a goroutine of its
 // own (warmIndex, a few partitions at a time), then by every tier pass
-// (tier_follower.go); at once when this broker leads it or is in its ISR,
+// (follower.go); at once when this broker leads it or is in its ISR,
 // else once it has caught up and joined the ISR, so that a replica new
 // to the partition spends nothing on the history in the bucket before
 // it is in sync (a follower out of the ISR serves no reads, and its
 // local retention waits for its index). Until then its remote reads answer
-// REPLICA_NOT_AVAILABLE (remoteNotReady) and, if it leads with an empty
-// log, it restores first (tier_restore.go). A fresh broker thus reads
+// REPLICA_NOT_AVAILABLE (RemoteNotReady) and, if it leads with an empty
+// log, it restores first (restore.go). A fresh broker thus reads
 // the manifests of the partitions it hosts, never the whole bucket's, so
 // what it does before serving does not grow with other partitions'
 // history; and an index kept from an earlier run costs one listing per
-// partition. Writers of a partition's index take partition.IndexMu.
+// partition. Writers of a partition's index take the partition's IndexMu.
 //
 // Local retention of such a partition on its leader follows
 // local.retention.ms/bytes (-2: retention.ms/bytes) and deletes a segment
 // only once it is wholly uploaded (plog.EnforceTieredRetention); the log
 // start offset moves up with the local segments, and consumers read the
 // offsets below it from the bucket through the broker's one tier.Reader,
-// with its cache and read-ahead (tier_fetch.go); ListOffsets earliest is
+// with its cache and read-ahead (fetch.go); ListOffsets earliest is
 // then the remote log start, and ListOffsets by timestamp searches the
 // remote segments before the local log. Followers do the same: every pass
 // refreshes their index of each tiered partition from the bucket, and
 // their local retention deletes only what it holds; a leader refreshes
 // once per leader epoch before its first upload, so it never uploads again
-// what its predecessor did (tier_follower.go, which also rebuilds a
+// what its predecessor did (follower.go, which also rebuilds a
 // follower from the leader's local tail on OFFSET_MOVED_TO_TIERED_STORAGE).
 // Topics with remote.log.copy.disable=true keep plain retention.ms/bytes
 // locally.
 //
-// Remote retention (tier_retention.go) runs in the same pass on the
+// Remote retention (retention.go) runs in the same pass on the
 // leader, for topics with remote.storage.enable=true whether copying or
 // not (remote.log.copy.disable=true stops uploads only; reads and expiry
 // go on): retention.ms, retention.bytes (remote plus not-yet-uploaded
@@ -65,14 +66,14 @@ package broker
 // partition's whole remote log (tier.Uploader.DeletePartition) and local
 // retention.ms/bytes apply.
 //
-// Deleting a topic deletes its remote data: when reconcile drops a
-// partition whose topic id is no longer in the metadata (not one merely
-// moved to other brokers), the topic is marked in the index and every
-// pass runs tier.DeleteTopic for the marked topics until it succeeds.
+// Deleting a topic deletes its remote data: when the broker's reconcile
+// drops a partition whose topic id is no longer in the metadata (not one
+// merely moved to other brokers; ForgetRemoteTopic), the topic is marked
+// in the index and every pass runs tier.DeleteTopic for the marked topics until it succeeds.
 // Every broker that hosted a replica does this; it is idempotent.
 //
 // Bucket lifecycle rules and the deletion of orphaned objects run after
-// each pass (tier_lifecycle.go).
+// each pass (lifecycle.go).
 //
 // Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
 // remotecopyrequests_total (segments), remotecopyerrors_total (failed
@@ -85,8 +86,8 @@ package broker
 // and failedbuildremotelogauxstaterequests_total (follower rebuilds), all
 // prefixed kafka_server_brokertopicmetrics_. DescribeLogDirs lists the
 // remote tier as a second log dir, and DescribeConfigs of a tiered topic
-// adds read-only size entries (see tier_retention.go and docs/protocol.md).
-// The remote reader's metrics are described in tier_fetch.go.
+// adds read-only size entries (see retention.go and docs/protocol.md).
+// The remote reader's metrics are described in fetch.go.
 
 import (
 	"context"
@@ -105,8 +106,18 @@ import (
 	"strata/tier"
 )
 
-// tierState is the broker's tiered storage; nil when it is off.
-type tierState struct {
+// Manager is the broker's tiered storage; the broker holds none when
+// tiered storage is off. The methods the broker calls whether tiered
+// storage is on or not (settings, the log start, remote reads' checks,
+// local retention, DeleteRecords, the size configs, Close) take a nil
+// Manager, and then answer as for a partition that is not tiered.
+type Manager struct {
+	b        Broker
+	cfg      *config.Broker
+	log      *slog.Logger
+	reg      prometheus.Registerer
+	ctx      context.Context
+	wg       *sync.WaitGroup
 	store    tier.ObjectStore
 	idx      *index.Index
 	uploader *tier.Uploader
@@ -115,20 +126,20 @@ type tierState struct {
 	// passMu is held by a tier pass from start to end (tests pause the
 	// passes with it).
 	passMu sync.Mutex
-	// wake starts a pass before the interval is up (kickTier).
+	// wake starts a pass before the interval is up (Kick).
 	wake chan struct{}
 	// missingChecks spaces the checks of segments found missing
-	// (tier_fetch.go).
+	// (fetch.go).
 	missingChecks missingChecks
 	// warnings rate-limits the per-partition warnings of a failing
 	// bucket.
-	warnings bucketWarnings
+	warnings BucketWarnings
 
 	mu       sync.Mutex
-	settings map[*partition]tierTopic
+	settings map[Partition]Tiering
 	// fresh: partitions whose index was refreshed from the bucket since
 	// this broker opened them (see the file comment).
-	fresh map[*partition]bool
+	fresh map[Partition]bool
 	// warmSlots bounds the first refreshes running at once.
 	warmSlots chan struct{}
 
@@ -136,14 +147,14 @@ type tierState struct {
 	copyBytes, copyRequests, copyErrors prometheus.Counter
 	copyLagBytes, copyLagSegments       prometheus.Gauge
 
-	read      *tierRead         // the remote reader and its metrics (tier_fetch.go)
-	retention *tierRetention    // remote retention and deletions (tier_retention.go)
-	follow    tierFollow        // index refresh and follower rebuilds (tier_follower.go)
-	house     *tierHousekeeping // lifecycle rules and reconciliation (tier_lifecycle.go)
+	read      *tierRead         // the remote reader and its metrics (fetch.go)
+	retention *tierRetention    // remote retention and deletions (retention.go)
+	follow    tierFollow        // index refresh and follower rebuilds (follower.go)
+	house     *tierHousekeeping // lifecycle rules and reconciliation (lifecycle.go)
 }
 
-// tierTopic is what tiering needs of a partition's topic settings.
-type tierTopic struct {
+// Tiering is what tiering needs of a partition's topic settings.
+type Tiering struct {
 	remote              bool // remote.storage.enable
 	copyDisable         bool // remote.log.copy.disable
 	localRetentionMs    int64
@@ -153,36 +164,53 @@ type tierTopic struct {
 	deleteOnDisable     bool  // remote.log.delete.on.disable
 }
 
-// openTier opens the remote index when tiered storage is on.
-func (s *Server) openTier() error {
-	if !s.cfg.RemoteLogStorageSystemEnable {
-		if s.opts.TierStore != nil {
-			s.log.Info("tiered storage off: remote.log.storage.system.enable=false", "tier", s.opts.TierStore.String())
+// Options is what Open needs of the broker.
+type Options struct {
+	Config   *config.Broker
+	Store    tier.ObjectStore // the broker's --tier; nil: none
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	Broker   Broker
+	// Context is the broker's: cancelled when it stops. WG is the
+	// broker's wait group, which the manager's goroutines join.
+	Context context.Context
+	WG      *sync.WaitGroup
+}
+
+// Open opens the remote index when tiered storage is on; it returns nil,
+// nil when tiered storage is off.
+func Open(o Options) (*Manager, error) {
+	cfg, log := o.Config, o.Logger
+	if !cfg.RemoteLogStorageSystemEnable {
+		if o.Store != nil {
+			log.Info("tiered storage off: remote.log.storage.system.enable=false", "tier", o.Store.String())
 		}
-		return nil
+		return nil, nil
 	}
-	if s.opts.TierStore == nil {
-		return errors.New("remote.log.storage.system.enable=true needs a tier (--tier)")
+	if o.Store == nil {
+		return nil, errors.New("remote.log.storage.system.enable=true needs a tier (--tier)")
 	}
-	idx, err := index.Open(index.Options{Dir: filepath.Join(s.cfg.DataDir, "remote-index"), Logger: s.log})
+	idx, err := index.Open(index.Options{Dir: filepath.Join(cfg.DataDir, "remote-index"), Logger: log})
 	if err != nil {
-		return fmt.Errorf("remote index: %w", err)
+		return nil, fmt.Errorf("remote index: %w", err)
 	}
-	interval := time.Duration(s.cfg.RemoteLogManagerTaskIntervalMs) * time.Millisecond
+	interval := time.Duration(cfg.RemoteLogManagerTaskIntervalMs) * time.Millisecond
 	if interval <= 0 {
 		interval = 30 * time.Second
 	}
-	s.tier = &tierState{
-		store: s.opts.TierStore,
-		idx:   idx,
-		uploader: &tier.Uploader{Store: s.opts.TierStore, Index: idx, BrokerID: s.cfg.ID, Logger: s.log,
-			Throttle:    tier.NewThrottle(s.cfg.RemoteLogManagerCopyMaxBytesPerSecond),
-			PeerAlive:   s.brokerAlive,
-			SettleGrace: s.tierGrace(interval)},
+	rm := &Manager{
+		b:         o.Broker,
+		cfg:       cfg,
+		log:       log,
+		reg:       o.Registry,
+		ctx:       o.Context,
+		wg:        o.WG,
+		store:     o.Store,
+		idx:       idx,
 		interval:  interval,
 		wake:      make(chan struct{}, 1),
-		settings:  map[*partition]tierTopic{},
-		fresh:     map[*partition]bool{},
+		settings:  map[Partition]Tiering{},
+		fresh:     map[Partition]bool{},
 		warmSlots: make(chan struct{}, warmConcurrency),
 		copyBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_brokertopicmetrics_remotecopybytes_total", Help: "Bytes of segment objects copied to remote storage.",
@@ -200,21 +228,35 @@ func (s *Server) openTier() error {
 			Name: "kafka_server_brokertopicmetrics_remotecopylagsegments", Help: "Sealed segments below the high watermark not yet copied, after the last pass.",
 		}),
 	}
-	s.tier.follow.init(s.metrics.reg)
-	s.metrics.reg.MustRegister(s.tier.copyBytes, s.tier.copyRequests, s.tier.copyErrors, s.tier.copyLagBytes, s.tier.copyLagSegments)
-	s.tier.read = s.newTierRead(s.opts.TierStore, s.metrics.reg)
-	s.tier.retention = newTierRetention(s.metrics.reg)
-	s.tier.house = s.newTierHousekeeping(s.tier)
-	return nil
+	rm.uploader = &tier.Uploader{Store: o.Store, Index: idx, BrokerID: cfg.ID, Logger: log,
+		Throttle:    tier.NewThrottle(cfg.RemoteLogManagerCopyMaxBytesPerSecond),
+		PeerAlive:   rm.brokerAlive,
+		SettleGrace: rm.tierGrace(interval)}
+	rm.follow.init(rm.reg)
+	rm.reg.MustRegister(rm.copyBytes, rm.copyRequests, rm.copyErrors, rm.copyLagBytes, rm.copyLagSegments)
+	rm.read = rm.newTierRead(o.Store, rm.reg)
+	rm.retention = newTierRetention(rm.reg)
+	rm.house = rm.newTierHousekeeping()
+	return rm, nil
 }
 
-// setTierSettings records a partition's topic settings (reconcile).
-func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
-	if s.tier == nil {
+// Store is the object store of the remote tier.
+func (rm *Manager) Store() tier.ObjectStore { return rm.store }
+
+// Index is the remote segment index.
+func (rm *Manager) Index() *index.Index { return rm.idx }
+
+// Warnings rate-limits the warnings of a failing bucket; the broker's
+// other users of the bucket (metadata snapshots) share it.
+func (rm *Manager) Warnings() *BucketWarnings { return &rm.warnings }
+
+// SetSettings records a partition's topic settings (the broker's reconcile).
+func (rm *Manager) SetSettings(p Partition, ts config.TopicSettings) {
+	if rm == nil {
 		return
 	}
-	s.tier.mu.Lock()
-	s.tier.settings[p] = tierTopic{
+	rm.mu.Lock()
+	rm.settings[p] = Tiering{
 		remote:              ts.RemoteStorageEnable,
 		copyDisable:         ts.RemoteLogCopyDisable,
 		localRetentionMs:    ts.LocalRetentionMs,
@@ -223,11 +265,11 @@ func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
 		retentionBytes:      ts.Log.RetentionBytes,
 		deleteOnDisable:     ts.RemoteLogDeleteOnDisable,
 	}
-	warm := ts.RemoteStorageEnable && !s.tier.fresh[p]
-	s.tier.mu.Unlock()
-	if warm && !p.Warming.Swap(true) {
-		s.wg.Add(1) // callers run inside s.wg (Start, watchMetadata)
-		go s.warmIndex(p)
+	warm := ts.RemoteStorageEnable && !rm.fresh[p]
+	rm.mu.Unlock()
+	if warm && !p.Warming().Swap(true) {
+		rm.wg.Add(1) // callers run inside the broker's wait group (Start, watchMetadata)
+		go rm.warmIndex(p)
 	}
 }
 
@@ -236,96 +278,95 @@ func (s *Server) setTierSettings(p *partition, ts config.TopicSettings) {
 const warmConcurrency = 8
 
 // warmIndex gives a tiered partition its first refresh from the bucket
-// (see the file comment), again after tierRebuildBackoff while it fails,
+// (see the file comment), again after RebuildBackoff while it fails,
 // until it succeeds, the partition is gone or the broker stops.
-func (s *Server) warmIndex(p *partition) {
-	defer s.wg.Done()
-	defer p.Warming.Store(false)
-	ts := s.tier
+func (rm *Manager) warmIndex(p Partition) {
+	defer rm.wg.Done()
+	defer p.Warming().Store(false)
 	for {
-		ts.mu.Lock()
-		_, hosted := ts.settings[p]
-		done := ts.fresh[p]
-		ts.mu.Unlock()
+		rm.mu.Lock()
+		_, hosted := rm.settings[p]
+		done := rm.fresh[p]
+		rm.mu.Unlock()
 		if !hosted || done {
 			return
 		}
-		changes := s.ctrl.Changes() // before looking: no change goes unseen
-		if s.catchingUp(p) {
+		changes := rm.b.Changes() // before looking: no change goes unseen
+		if rm.b.CatchingUp(p) {
 			select { // catching up: the history waits (see the file comment)
-			case <-s.ctx.Done():
+			case <-rm.ctx.Done():
 				return
 			case <-changes:
 			}
 			continue
 		}
 		select {
-		case ts.warmSlots <- struct{}{}:
-		case <-s.ctx.Done():
+		case rm.warmSlots <- struct{}{}:
+		case <-rm.ctx.Done():
 			return
 		}
-		p.IndexMu.Lock()
-		ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
-		st, err := tier.RefreshPartition(ctx, ts.store, ts.idx, tierPartition(p))
+		p.IndexMu().Lock()
+		ctx, cancel := context.WithTimeout(rm.ctx, BuildAuxTimeout)
+		st, err := tier.RefreshPartition(ctx, rm.store, rm.idx, tierPartition(p))
 		cancel()
-		p.IndexMu.Unlock()
-		<-ts.warmSlots
+		p.IndexMu().Unlock()
+		<-rm.warmSlots
 		if err == nil {
-			s.markFresh(p)
-			s.log.Debug("remote index of partition refreshed", "topic", p.Topic(), "partition", p.Index(), "segments", st.Segments, "read", st.Read)
+			rm.markFresh(p)
+			rm.log.Debug("remote index of partition refreshed", "topic", p.Topic(), "partition", p.Index(), "segments", st.Segments, "read", st.Read)
 			return
 		}
-		if s.ctx.Err() == nil {
-			ts.warnings.warn(s.log, "refresh remote index from the bucket; retrying", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		if rm.ctx.Err() == nil {
+			rm.warnings.Warn(rm.log, "refresh remote index from the bucket; retrying", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 		select {
-		case <-s.ctx.Done():
+		case <-rm.ctx.Done():
 			return
-		case <-time.After(tierRebuildBackoff):
+		case <-time.After(RebuildBackoff):
 		}
 	}
 }
 
-// dropTierSettings forgets a partition that is closed or deleted.
-func (s *Server) dropTierSettings(p *partition) {
-	if s.tier == nil {
+// DropSettings forgets a partition that is closed or deleted.
+func (rm *Manager) DropSettings(p Partition) {
+	if rm == nil {
 		return
 	}
-	s.tier.mu.Lock()
-	delete(s.tier.settings, p)
-	delete(s.tier.follow.refreshed, p)
-	delete(s.tier.follow.sinceFull, p)
-	delete(s.tier.fresh, p)
-	s.tier.mu.Unlock()
+	rm.mu.Lock()
+	delete(rm.settings, p)
+	delete(rm.follow.refreshed, p)
+	delete(rm.follow.sinceFull, p)
+	delete(rm.fresh, p)
+	rm.mu.Unlock()
 }
 
 // tiered returns the partition's settings when this broker copies its
 // segments: tiering on, the topic tiered and copying, and the leader.
-func (s *Server) tiered(p *partition) (tierTopic, bool) {
-	if s.tier == nil {
-		return tierTopic{}, false
+func (rm *Manager) tiered(p Partition) (Tiering, bool) {
+	if rm == nil {
+		return Tiering{}, false
 	}
-	s.tier.mu.Lock()
-	tt, ok := s.tier.settings[p]
-	s.tier.mu.Unlock()
-	return tt, ok && tt.remote && !tt.copyDisable && s.isLeader(p)
+	rm.mu.Lock()
+	tt, ok := rm.settings[p]
+	rm.mu.Unlock()
+	return tt, ok && tt.remote && !tt.copyDisable && rm.b.IsLeader(p)
 }
 
-func tierPartition(p *partition) index.TopicIDPartition {
+func tierPartition(p Partition) index.TopicIDPartition {
 	return index.TopicIDPartition{TopicID: index.UUID(p.TopicID()), Partition: p.Index()}
 }
 
-// enforceRetention applies local retention to a partition: tiered
+// EnforceRetention applies local retention to a partition: tiered
 // partitions keep every segment not yet uploaded.
-func (s *Server) enforceRetention(p *partition) (int, error) {
-	tt, ok := s.tieredLocal(p) // leader or follower (tier_follower.go)
+func (rm *Manager) EnforceRetention(p Partition) (int, error) {
+	tt, ok := rm.TieredLocal(p) // leader or follower (follower.go)
 	if !ok {
 		return p.Log().EnforceRetention()
 	}
 	// Only what the bucket holds without a gap from the local log start
 	// on may go (index.ContiguousEnd), not all below the greatest remote
 	// end.
-	end, have, err := s.tier.idx.ContiguousEnd(tierPartition(p), p.Log().LogStartOffset())
+	end, have, err := rm.idx.ContiguousEnd(tierPartition(p), p.Log().LogStartOffset())
 	if err != nil {
 		return 0, fmt.Errorf("remote index: %w", err)
 	}
@@ -337,56 +378,55 @@ func (s *Server) enforceRetention(p *partition) (int, error) {
 	})
 }
 
-// tierLoop runs the uploader every remote.log.manager.task.interval.ms.
-func (s *Server) tierLoop() {
-	defer s.wg.Done()
-	s.probeConditionalWrites()
-	t := time.NewTicker(s.tier.interval)
+// Run runs the uploader every remote.log.manager.task.interval.ms,
+// until the broker's context is done.
+func (rm *Manager) Run() {
+	rm.probeConditionalWrites()
+	t := time.NewTicker(rm.interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-rm.ctx.Done():
 			return
 		case <-t.C:
-		case <-s.tier.wake:
+		case <-rm.wake:
 		}
-		s.tierPass()
+		rm.tierPass()
 	}
 }
 
-// kickTier starts a tier pass soon.
-func (s *Server) kickTier() {
+// Kick starts a tier pass soon.
+func (rm *Manager) Kick() {
 	select {
-	case s.tier.wake <- struct{}{}:
+	case rm.wake <- struct{}{}:
 	default:
 	}
 }
 
 // tierPass refreshes and copies what every tiered partition this broker
 // hosts has ready.
-func (s *Server) tierPass() {
-	ts := s.tier
-	ts.passMu.Lock()
-	defer ts.passMu.Unlock()
-	defer s.tierHousekeeping()
+func (rm *Manager) tierPass() {
+	rm.passMu.Lock()
+	defer rm.passMu.Unlock()
+	defer rm.tierHousekeeping()
 	var lagMu sync.Mutex
 	var lagBytes, lagSegments int64
 	defer func() {
-		ts.copyLagBytes.Set(float64(lagBytes))
-		ts.copyLagSegments.Set(float64(lagSegments))
+		rm.copyLagBytes.Set(float64(lagBytes))
+		rm.copyLagSegments.Set(float64(lagSegments))
 	}()
-	s.deleteRemoteTopics()
-	defer s.setRemoteLogSize()
+	rm.deleteRemoteTopics()
+	defer rm.setRemoteLogSize()
 	// Partitions go through remote.log.manager.copier.thread.pool.size
 	// workers; one partition is only ever in one worker.
-	work := make(chan *partition)
+	work := make(chan Partition)
 	var wg sync.WaitGroup
-	for range max(s.cfg.RemoteLogManagerCopierThreadPoolSize, 1) {
+	for range max(rm.cfg.RemoteLogManagerCopierThreadPoolSize, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				b, n := s.tierPassPartition(p)
+				b, n := rm.tierPassPartition(p)
 				lagMu.Lock()
 				lagBytes += b
 				lagSegments += n
@@ -396,8 +436,8 @@ func (s *Server) tierPass() {
 	}
 	defer wg.Wait()
 	defer close(work)
-	for _, p := range s.allPartitions() {
-		if s.ctx.Err() != nil {
+	for _, p := range rm.b.Partitions() {
+		if rm.ctx.Err() != nil {
 			return
 		}
 		work <- p
@@ -406,49 +446,48 @@ func (s *Server) tierPass() {
 
 // markFresh records that p's index was refreshed from the bucket since
 // this broker opened p.
-func (s *Server) markFresh(p *partition) {
-	s.tier.mu.Lock()
-	if _, hosted := s.tier.settings[p]; hosted {
-		s.tier.fresh[p] = true
+func (rm *Manager) markFresh(p Partition) {
+	rm.mu.Lock()
+	if _, hosted := rm.settings[p]; hosted {
+		rm.fresh[p] = true
 	}
-	s.tier.mu.Unlock()
+	rm.mu.Unlock()
 }
 
 // tierPassPartition is one partition's share of a tier pass: refresh,
 // remote retention and copy. It returns the partition's upload lag.
-func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
-	ts := s.tier
-	if p.Restoring.Load() {
-		return 0, 0 // its restore goroutine has it (tier_restore.go)
+func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments int64) {
+	if p.Restoring().Load() {
+		return 0, 0 // its restore goroutine has it (restore.go)
 	}
-	p.IndexMu.Lock()
-	defer p.IndexMu.Unlock()
-	mayCopy := s.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (tier_follower.go)
-	s.expireRemote(p)
-	if _, ok := s.tieredLocal(p); ok {
-		s.rollForUpload(p) // drain.go: leaders and caught-up followers alike
+	p.IndexMu().Lock()
+	defer p.IndexMu().Unlock()
+	mayCopy := rm.tierRefresh(p) // refreshes followed partitions, and led ones once per epoch (follower.go)
+	rm.expireRemote(p)
+	if _, ok := rm.TieredLocal(p); ok {
+		rm.b.RollForUpload(p) // the broker's drain.go: leaders and caught-up followers alike
 	}
-	if _, ok := s.tiered(p); !ok || !mayCopy {
+	if _, ok := rm.tiered(p); !ok || !mayCopy {
 		return 0, 0
 	}
 	hw := p.HW()
-	lead, ctx, stop := s.copyLeadership(p)
-	st, err := ts.uploader.CopyPartition(ctx, tierPartition(p), p.Topic(), p.Log(), hw, lead)
+	lead, ctx, stop := rm.copyLeadership(p)
+	st, err := rm.uploader.CopyPartition(ctx, tierPartition(p), p.Topic(), p.Log(), hw, lead)
 	stop()
-	ts.copyBytes.Add(float64(st.Bytes))
-	ts.copyRequests.Add(float64(st.Copied))
+	rm.copyBytes.Add(float64(st.Bytes))
+	rm.copyRequests.Add(float64(st.Copied))
 	switch {
 	case errors.Is(err, tier.ErrNotLeading):
-		s.log.Info("stopped copying to remote storage: fenced", "topic", p.Topic(), "partition", p.Index(), "leader_epoch", lead.Epoch, "reason", err)
+		rm.log.Info("stopped copying to remote storage: fenced", "topic", p.Topic(), "partition", p.Index(), "leader_epoch", lead.Epoch, "reason", err)
 	case err != nil:
-		ts.copyErrors.Inc()
-		if s.ctx.Err() == nil {
-			s.tier.warnings.warn(s.log, "copy segments to remote storage; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		rm.copyErrors.Inc()
+		if rm.ctx.Err() == nil {
+			rm.warnings.Warn(rm.log, "copy segments to remote storage; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 	case st.Unsettled > 0:
-		s.log.Info("waiting for another broker's unfinished uploads before copying", "topic", p.Topic(), "partition", p.Index(), "uploads", st.Unsettled)
+		rm.log.Info("waiting for another broker's unfinished uploads before copying", "topic", p.Topic(), "partition", p.Index(), "uploads", st.Unsettled)
 	}
-	if end, ok, err := ts.idx.LogEnd(tierPartition(p)); err == nil {
+	if end, ok, err := rm.idx.LogEnd(tierPartition(p)); err == nil {
 		if !ok {
 			end = -1
 		}
@@ -460,7 +499,7 @@ func (s *Server) tierPassPartition(p *partition) (lagBytes, lagSegments int64) {
 		}
 	}
 	if st.Copied > 0 || st.Finished > 0 || st.Abandoned > 0 {
-		s.log.Info("copied segments to remote storage", "topic", p.Topic(), "partition", p.Index(),
+		rm.log.Info("copied segments to remote storage", "topic", p.Topic(), "partition", p.Index(),
 			"segments", st.Copied, "bytes", st.Bytes, "finished", st.Finished, "cleaned_up", st.Abandoned)
 	}
 	return lagBytes, lagSegments
@@ -475,10 +514,10 @@ const leadershipPoll = 50 * time.Millisecond
 // that stops holding, which stops the pass's uploads (Kafka's
 // RemoteLogManager cancels a partition's copy task when the broker stops
 // leading it); stop releases it.
-func (s *Server) copyLeadership(p *partition) (tier.Leadership, context.Context, func()) {
+func (rm *Manager) copyLeadership(p Partition) (tier.Leadership, context.Context, func()) {
 	epoch := p.LeaderEpoch()
-	leading := func() bool { return s.isLeader(p) && p.LeaderEpoch() == epoch }
-	ctx, cancel := context.WithCancel(s.ctx)
+	leading := func() bool { return rm.b.IsLeader(p) && p.LeaderEpoch() == epoch }
+	ctx, cancel := context.WithCancel(rm.ctx)
 	go func() {
 		t := time.NewTicker(leadershipPoll)
 		defer t.Stop()
@@ -498,32 +537,32 @@ func (s *Server) copyLeadership(p *partition) (tier.Leadership, context.Context,
 }
 
 // brokerAlive reports whether broker id is registered in the cluster.
-func (s *Server) brokerAlive(id int32) bool {
-	_, ok := s.ctrl.Metadata().Broker(id)
+func (rm *Manager) brokerAlive(id int32) bool {
+	_, ok := rm.b.Metadata().Broker(id)
 	return ok
 }
 
 // tierGrace is how long an upload or an orphaned object is given before
 // another broker may delete it: remote.log.reconciliation.grace.ms, but at
 // least ten task intervals.
-func (s *Server) tierGrace(interval time.Duration) time.Duration {
-	return max(time.Duration(s.cfg.RemoteLogReconciliationGraceMs)*time.Millisecond, 10*interval)
+func (rm *Manager) tierGrace(interval time.Duration) time.Duration {
+	return max(time.Duration(rm.cfg.RemoteLogReconciliationGraceMs)*time.Millisecond, 10*interval)
 }
 
-// closeTier closes the reader and the index once the loop has stopped.
-func (s *Server) closeTier() error {
-	if s.tier == nil {
+// Close closes the reader and the index once the loop has stopped.
+func (rm *Manager) Close() error {
+	if rm == nil {
 		return nil
 	}
-	s.tier.read.reader.Close()
-	return s.tier.idx.Close()
+	rm.read.reader.Close()
+	return rm.idx.Close()
 }
 
-// bucketWarnings rate-limits warnings that every partition repeats when
+// BucketWarnings rate-limits warnings that every partition repeats when
 // the bucket is down: the first of a kind in a minute is logged, the
 // others of that minute at debug, and the next one logged says how many
 // there were.
-type bucketWarnings struct {
+type BucketWarnings struct {
 	mu    sync.Mutex
 	kinds map[string]*bucketWarning
 }
@@ -536,7 +575,7 @@ type bucketWarning struct {
 const bucketWarnEvery = time.Minute
 
 // warn logs msg as a warning, at most once a minute per msg.
-func (w *bucketWarnings) warn(log *slog.Logger, msg string, args ...any) {
+func (w *BucketWarnings) Warn(log *slog.Logger, msg string, args ...any) {
 	now := time.Now()
 	w.mu.Lock()
 	if w.kinds == nil {
@@ -572,18 +611,18 @@ func (w *bucketWarnings) warn(log *slog.Logger, msg string, args ...any) {
 // heartbeat's lease, a check followed by a write, which a broker frozen
 // between the two defeats; one that refuses them (ERROR) fails every
 // upload and snapshot write.
-func (s *Server) probeConditionalWrites() {
-	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+func (rm *Manager) probeConditionalWrites() {
+	ctx, cancel := context.WithTimeout(rm.ctx, 30*time.Second)
 	defer cancel()
-	err := tier.ProbeConditionalWrites(ctx, s.tier.store)
+	err := tier.ProbeConditionalWrites(ctx, rm.store)
 	switch {
 	case err == nil:
-		s.log.Debug("the object store honours conditional writes", "tier", s.tier.store.String())
+		rm.log.Debug("the object store honours conditional writes", "tier", rm.store.String())
 	case errors.Is(err, tier.ErrNoConditionalWrites):
-		s.log.Warn("the object store does not honour conditional writes (If-None-Match, If-Match): a broker frozen in the middle of an upload may still write it over the new leader's cleanup; use a store that has them (AWS S3, MinIO, and most S3-compatible stores since 2024)", "tier", s.tier.store.String())
+		rm.log.Warn("the object store does not honour conditional writes (If-None-Match, If-Match): a broker frozen in the middle of an upload may still write it over the new leader's cleanup; use a store that has them (AWS S3, MinIO, and most S3-compatible stores since 2024)", "tier", rm.store.String())
 	case errors.Is(err, tier.ErrConditionalWritesRefused):
-		s.log.Error("the object store refuses conditional writes (If-None-Match, If-Match), which fence uploads and the metadata snapshots: uploads, their cleanups and snapshot writes fail on it; use a store that has them (AWS S3, MinIO, and most S3-compatible stores since 2024)", "tier", s.tier.store.String(), "err", err)
-	case s.ctx.Err() == nil:
-		s.log.Warn("could not check whether the object store honours conditional writes", "tier", s.tier.store.String(), "err", err)
+		rm.log.Error("the object store refuses conditional writes (If-None-Match, If-Match), which fence uploads and the metadata snapshots: uploads, their cleanups and snapshot writes fail on it; use a store that has them (AWS S3, MinIO, and most S3-compatible stores since 2024)", "tier", rm.store.String(), "err", err)
+	case rm.ctx.Err() == nil:
+		rm.log.Warn("could not check whether the object store honours conditional writes", "tier", rm.store.String(), "err", err)
 	}
 }

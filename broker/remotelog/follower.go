@@ -1,4 +1,4 @@
-package broker
+package remotelog
 
 // Replicas of tiered partitions that do not upload: followers, and
 // leaders before their first upload.
@@ -12,7 +12,7 @@ package broker
 // the bucket (tier.RefreshPartition: a listing of the partition's
 // manifests, reading only those not known finished) the index of every
 // tiered partition this broker follows, at every pass (a follower new to
-// the partition, only once it is in the ISR: tier.go), and of every one
+// the partition, only once it is in the ISR: manager.go), and of every one
 // it leads, once per leader epoch before the first upload of that epoch;
 // no upload happens for an epoch until that refresh succeeded. A
 // follower's refresh lists only the manifests from its index's last
@@ -21,13 +21,13 @@ package broker
 // followerFullRefresh-th is whole, which is when it learns of segments
 // deleted below that. Every
 // writer of a partition's index (its share of a pass, its first refresh,
-// a restore) holds partition.indexMu, so a refresh never races an
+// a restore) holds the partition's IndexMu, so a refresh never races an
 // upload.
 //
 // Rebuilding a follower from the leader's local tail. The leader answers
 // a replica fetch below its local log start with
 // OFFSET_MOVED_TO_TIERED_STORAGE when its remote log holds the offset
-// (01_fetch.go). The follower then does what Kafka's
+// (the broker's 01_fetch.go). The follower then does what Kafka's
 // ReplicaFetcherTierStateMachine does (buildRemoteLogAuxState): it asks
 // the leader for its earliest local offset (ListOffsets -4 with its
 // replica id), finds the remote segment holding the offset just below
@@ -39,8 +39,6 @@ package broker
 // consumers through its index. Kafka's BrokerTopicMetrics
 // buildremotelogauxstaterequests_total and
 // failedbuildremotelogauxstaterequests_total count the attempts.
-// The fetcher's side of the rebuild is replica/fetcher_tier.go; it
-// reaches what is here through replica.Tiering (replicas.go).
 
 import (
 	"context"
@@ -50,33 +48,34 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"strata/broker/plog"
 	"strata/index"
 	"strata/tier"
 )
 
-// buildAuxTimeout bounds one rebuild of a follower's log state from the
+// BuildAuxTimeout bounds one rebuild of a follower's log state from the
 // bucket (a listing and two small objects).
-const buildAuxTimeout = 30 * time.Second
+const BuildAuxTimeout = 30 * time.Second
 
 // maxAuxObject bounds the leader-epoch checkpoint and producer snapshot
 // downloaded for a rebuild.
 const maxAuxObject = 16 << 20
 
-// tierFollow is the part of tierState this file owns.
+// tierFollow is the part of Manager this file owns.
 type tierFollow struct {
 	// refreshed maps a partition this broker leads to the leader epoch
-	// its index was last refreshed for (guarded by tierState.mu).
-	refreshed map[*partition]int32
+	// its index was last refreshed for (guarded by Manager.mu).
+	refreshed map[Partition]int32
 	// sinceFull counts a partition's refreshes since its last whole one
-	// by the tier pass (guarded by tierState.mu).
-	sinceFull map[*partition]int
+	// by the tier pass (guarded by Manager.mu).
+	sinceFull map[Partition]int
 
 	buildRequests, buildFailures prometheus.Counter
 }
 
 func (tf *tierFollow) init(reg prometheus.Registerer) {
-	tf.refreshed = map[*partition]int32{}
-	tf.sinceFull = map[*partition]int{}
+	tf.refreshed = map[Partition]int32{}
+	tf.sinceFull = map[Partition]int{}
 	tf.buildRequests = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_buildremotelogauxstaterequests_total",
 		Help: "Followers' rebuilds of a partition's log state (epochs, producers) from remote storage.",
@@ -88,24 +87,24 @@ func (tf *tierFollow) init(reg prometheus.Registerer) {
 	reg.MustRegister(tf.buildRequests, tf.buildFailures)
 }
 
-// tierSettings returns the partition's tier settings, if tiering is on
+// Settings returns the partition's tier settings, if tiering is on
 // and its topic is known.
-func (s *Server) tierSettings(p *partition) (tierTopic, bool) {
-	if s.tier == nil {
-		return tierTopic{}, false
+func (rm *Manager) Settings(p Partition) (Tiering, bool) {
+	if rm == nil {
+		return Tiering{}, false
 	}
-	s.tier.mu.Lock()
-	defer s.tier.mu.Unlock()
-	tt, ok := s.tier.settings[p]
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	tt, ok := rm.settings[p]
 	return tt, ok
 }
 
-// tieredLocal returns the settings of a partition whose local retention
+// TieredLocal returns the settings of a partition whose local retention
 // follows local.retention.*: its topic is tiered and copying, whichever
 // replica this broker is (the leader uploads; followers learn the uploads
 // by refreshing).
-func (s *Server) tieredLocal(p *partition) (tierTopic, bool) {
-	tt, ok := s.tierSettings(p)
+func (rm *Manager) TieredLocal(p Partition) (Tiering, bool) {
+	tt, ok := rm.Settings(p)
 	return tt, ok && tt.remote && !tt.copyDisable
 }
 
@@ -117,30 +116,29 @@ const followerFullRefresh = 10
 // must (see the file comment) and reports whether this broker may upload
 // for it now: it leads, and its index was refreshed in this leader epoch.
 // Called by the tier pass only.
-func (s *Server) tierRefresh(p *partition) bool {
-	ts := s.tier
-	tt, ok := s.tierSettings(p)
+func (rm *Manager) tierRefresh(p Partition) bool {
+	tt, ok := rm.Settings(p)
 	if !ok || !tt.remote {
 		return false
 	}
-	leader := s.isLeader(p)
+	leader := rm.b.IsLeader(p)
 	epoch := p.LeaderEpoch()
-	ts.mu.Lock()
-	fresh := ts.fresh[p]
-	sinceFull, everFull := ts.follow.sinceFull[p]
-	ts.mu.Unlock()
-	if !leader && !fresh && s.catchingUp(p) {
-		return false // catching up: its first refresh waits for the ISR (tier.go)
+	rm.mu.Lock()
+	fresh := rm.fresh[p]
+	sinceFull, everFull := rm.follow.sinceFull[p]
+	rm.mu.Unlock()
+	if !leader && !fresh && rm.b.CatchingUp(p) {
+		return false // catching up: its first refresh waits for the ISR (manager.go)
 	}
 	if leader {
-		ts.mu.Lock()
-		done, have := ts.follow.refreshed[p]
-		ts.mu.Unlock()
+		rm.mu.Lock()
+		done, have := rm.follow.refreshed[p]
+		rm.mu.Unlock()
 		if have && done == epoch {
 			return true
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, buildAuxTimeout)
+	ctx, cancel := context.WithTimeout(rm.ctx, BuildAuxTimeout)
 	defer cancel()
 	// A follower's refresh lists only what is new (tier.RefreshNewer), and
 	// the whole partition every followerFullRefresh passes, which is when
@@ -150,89 +148,116 @@ func (s *Server) tierRefresh(p *partition) bool {
 	if full {
 		refresh = tier.RefreshPartition
 	}
-	st, err := refresh(ctx, ts.store, ts.idx, tierPartition(p))
+	st, err := refresh(ctx, rm.store, rm.idx, tierPartition(p))
 	if err != nil {
-		if s.ctx.Err() == nil {
-			s.tier.warnings.warn(s.log, "refresh remote index from the bucket; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "leader", leader, "err", err)
+		if rm.ctx.Err() == nil {
+			rm.warnings.Warn(rm.log, "refresh remote index from the bucket; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "leader", leader, "err", err)
 		}
 		return false
 	}
-	ts.mu.Lock()
-	if _, hosted := ts.settings[p]; hosted {
+	rm.mu.Lock()
+	if _, hosted := rm.settings[p]; hosted {
 		if full {
-			ts.follow.sinceFull[p] = 0
+			rm.follow.sinceFull[p] = 0
 		} else {
-			ts.follow.sinceFull[p] = sinceFull + 1
+			rm.follow.sinceFull[p] = sinceFull + 1
 		}
 	}
-	ts.mu.Unlock()
-	s.markFresh(p)
+	rm.mu.Unlock()
+	rm.markFresh(p)
 	if st.Changed {
-		s.log.Debug("refreshed remote index", "topic", p.Topic(), "partition", p.Index(), "segments", st.Segments, "read", st.Read)
+		rm.log.Debug("refreshed remote index", "topic", p.Topic(), "partition", p.Index(), "segments", st.Segments, "read", st.Read)
 	}
 	if !leader {
-		ts.mu.Lock()
-		delete(ts.follow.refreshed, p)
-		ts.mu.Unlock()
+		rm.mu.Lock()
+		delete(rm.follow.refreshed, p)
+		rm.mu.Unlock()
 		// Uploads this broker left unfinished when it led (a crash, or
 		// leadership lost with the bucket down) go now, so that the
 		// leader need not wait out the settle grace for them.
-		if n, err := ts.uploader.SettleOwn(ctx, tierPartition(p)); err != nil {
-			s.tier.warnings.warn(s.log, "delete own unfinished uploads; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		if n, err := rm.uploader.SettleOwn(ctx, tierPartition(p)); err != nil {
+			rm.warnings.Warn(rm.log, "delete own unfinished uploads; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		} else if n > 0 {
-			s.log.Info("deleted own unfinished uploads", "topic", p.Topic(), "partition", p.Index(), "uploads", n)
+			rm.log.Info("deleted own unfinished uploads", "topic", p.Topic(), "partition", p.Index(), "uploads", n)
 		}
 		return false
 	}
-	if !s.isLeader(p) || p.LeaderEpoch() != epoch {
+	if !rm.b.IsLeader(p) || p.LeaderEpoch() != epoch {
 		return false // leadership moved meanwhile: the next pass decides
 	}
-	ts.mu.Lock()
-	ts.follow.refreshed[p] = epoch
-	ts.mu.Unlock()
+	rm.mu.Lock()
+	rm.follow.refreshed[p] = epoch
+	rm.mu.Unlock()
 	if st.Changed {
-		s.log.Debug("refreshed remote index before uploading as leader", "topic", p.Topic(), "partition", p.Index(),
+		rm.log.Debug("refreshed remote index before uploading as leader", "topic", p.Topic(), "partition", p.Index(),
 			"leader_epoch", epoch, "segments", st.Segments)
 	}
 	return true
 }
 
-// movedToTier reports whether a replica's fetch at offset below the
+// MovedToTier reports whether a replica's fetch at offset below the
 // local log start of p is to be answered OFFSET_MOVED_TO_TIERED_STORAGE:
 // the partition is tiered and its remote log holds offset.
-func (s *Server) movedToTier(p *partition, offset int64) bool {
+func (rm *Manager) MovedToTier(p Partition, offset int64) bool {
 	if offset < 0 || offset >= p.Log().LogStartOffset() {
 		return false
 	}
-	start, ok := s.remoteLogStart(p)
+	start, ok := rm.RemoteLogStart(p)
 	return ok && offset >= start
 }
 
-// tierRebuildBackoff is how long a partition whose rebuild failed waits
+// RebuildBackoff is how long a partition whose rebuild failed waits
 // before the next attempt (its fetches wait with it; the fetcher's other
-// partitions do not). The follower fetchers keep their own copy
-// (replica/fetcher_tier.go).
-const tierRebuildBackoff = time.Second
+// partitions do not).
+const RebuildBackoff = time.Second
+
+// BuildAuxState is the bucket's part of rebuilding a follower from the
+// leader's local tail (see the file comment; the broker's replica fetcher
+// does the rest): the reset to the end of the remote segment holding
+// offset, the offset just below the leader's local log start, with that
+// segment's leader-epoch checkpoint and producer snapshot. It counts the
+// attempt in buildremotelogauxstaterequests_total.
+func (rm *Manager) BuildAuxState(ctx context.Context, p Partition, offset int64) (plog.Reset, index.SegmentMetadata, error) {
+	rm.follow.buildRequests.Inc()
+	ctx, cancel := context.WithTimeout(ctx, BuildAuxTimeout)
+	defer cancel()
+	m, err := rm.remoteSegmentAt(ctx, p, offset)
+	if err != nil {
+		return plog.Reset{}, m, err
+	}
+	r := plog.Reset{Offset: m.EndOffset + 1}
+	if r.EpochCheckpoint, err = rm.auxObject(ctx, &m, index.ObjectLeaderEpochCheckpoint); err != nil {
+		return plog.Reset{}, m, err
+	}
+	if r.ProducerSnapshot, err = rm.auxObject(ctx, &m, index.ObjectProducerSnapshot); err != nil {
+		return plog.Reset{}, m, err
+	}
+	return r, m, nil
+}
+
+// BuildFailed counts a failed rebuild of a follower
+// (failedbuildremotelogauxstaterequests_total).
+func (rm *Manager) BuildFailed() { rm.follow.buildFailures.Inc() }
 
 // remoteSegmentAt finds the finished remote segment holding offset: in
 // the index, else in the bucket (the index may not have been refreshed
 // yet, or be rebuilding after a wiped data directory).
-func (s *Server) remoteSegmentAt(ctx context.Context, p *partition, offset int64) (index.SegmentMetadata, error) {
+func (rm *Manager) remoteSegmentAt(ctx context.Context, p Partition, offset int64) (index.SegmentMetadata, error) {
 	tp := tierPartition(p)
-	m, err := s.tier.idx.SegmentForOffset(tp, offset)
+	m, err := rm.idx.SegmentForOffset(tp, offset)
 	if err == nil {
 		return m, nil
 	}
 	if !errors.Is(err, index.ErrNotFound) {
 		return m, fmt.Errorf("remote index: %w", err)
 	}
-	return tier.FindSegment(ctx, s.tier.store, tp, offset)
+	return tier.FindSegment(ctx, rm.store, tp, offset)
 }
 
 // auxObject downloads one small object of a remote segment; nil when the
 // segment has none of that kind.
-func (s *Server) auxObject(ctx context.Context, m *index.SegmentMetadata, kind index.ObjectKind) ([]byte, error) {
-	b, err := tier.GetObject(ctx, s.tier.store, m, kind, maxAuxObject)
+func (rm *Manager) auxObject(ctx context.Context, m *index.SegmentMetadata, kind index.ObjectKind) ([]byte, error) {
+	b, err := tier.GetObject(ctx, rm.store, m, kind, maxAuxObject)
 	if err != nil {
 		return nil, fmt.Errorf("%s of remote segment %s: %w", kind.Suffix(), m.SegmentID, err)
 	}

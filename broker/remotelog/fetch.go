@@ -1,4 +1,4 @@
-package broker
+package remotelog
 
 // Remote reads of tiered storage: a consumer's fetch at an offset below
 // the local log start of a partition whose topic has
@@ -11,7 +11,7 @@ package broker
 // partition's local evaluation, outside any partition lock, within
 // remoteReadTimeout. The bytes stay in the Reader's chunks (pinned) and
 // are written from there to the connection, in place of their marker in
-// the encoded response as local slices are (sendfile.go), so they are
+// the encoded response as local slices are (the broker's sendfile.go), so they are
 // not copied in the broker; the chunks are released once the response is
 // written. A fetch with a remote partition answers at
 // once, without long polling. A missing or corrupt object, or a failing
@@ -19,7 +19,7 @@ package broker
 // failed remote read); the other partitions of the fetch are unaffected.
 // Followers (replica fetches) get OFFSET_MOVED_TO_TIERED_STORAGE below
 // the local log start instead, and rebuild from the local tail
-// (tier_follower.go).
+// (follower.go).
 //
 // ListOffsets by timestamp searches the remote log first, as Kafka does
 // (remote segments hold the older records): the first readable segment
@@ -64,14 +64,14 @@ type tierRead struct {
 	latency                          prometheus.Histogram // ms
 }
 
-func (s *Server) newTierRead(store tier.ObjectStore, reg prometheus.Registerer) *tierRead {
+func (rm *Manager) newTierRead(store tier.ObjectStore, reg prometheus.Registerer) *tierRead {
 	r := tier.NewReader(tier.ReaderConfig{
 		Store:           store,
-		CacheBytes:      s.cfg.RemoteLogReaderCacheSizeBytes,
-		IndexCacheBytes: s.cfg.RemoteLogIndexFileCacheTotalSizeBytes,
-		ReadAhead:       s.cfg.RemoteLogReaderReadaheadChunks,
+		CacheBytes:      rm.cfg.RemoteLogReaderCacheSizeBytes,
+		IndexCacheBytes: rm.cfg.RemoteLogIndexFileCacheTotalSizeBytes,
+		ReadAhead:       rm.cfg.RemoteLogReaderReadaheadChunks,
 		Next: func(m *index.SegmentMetadata) (index.SegmentMetadata, bool) {
-			next, err := s.tier.idx.SegmentForOffset(m.Partition, m.EndOffset+1)
+			next, err := rm.idx.SegmentForOffset(m.Partition, m.EndOffset+1)
 			return next, err == nil
 		},
 	})
@@ -112,85 +112,85 @@ func (s *Server) newTierRead(store tier.ObjectStore, reg prometheus.Registerer) 
 	return tr
 }
 
-// remoteReadable reports whether the partition's topic is tiered
+// RemoteReadable reports whether the partition's topic is tiered
 // (remote.storage.enable=true) on a broker with tiered storage on.
-func (s *Server) remoteReadable(p *partition) bool {
-	if s.tier == nil {
+func (rm *Manager) RemoteReadable(p Partition) bool {
+	if rm == nil {
 		return false
 	}
-	s.tier.mu.Lock()
-	tt, ok := s.tier.settings[p]
-	s.tier.mu.Unlock()
+	rm.mu.Lock()
+	tt, ok := rm.settings[p]
+	rm.mu.Unlock()
 	return ok && tt.remote
 }
 
-// remoteNotReady reports whether the partition is tiered while its index
+// RemoteNotReady reports whether the partition is tiered while its index
 // is still to be refreshed from the bucket (its first refresh since this
-// broker opened it: tier.go): its remote log is unknown, so what
+// broker opened it: manager.go): its remote log is unknown, so what
 // depends on it (the earliest offset, reads below the local log start)
 // is answered REPLICA_NOT_AVAILABLE, which clients retry, as Kafka does
 // while its remote log metadata cache is not initialised.
-func (s *Server) remoteNotReady(p *partition) bool {
-	if !s.remoteReadable(p) {
+func (rm *Manager) RemoteNotReady(p Partition) bool {
+	if !rm.RemoteReadable(p) {
 		return false
 	}
-	s.tier.mu.Lock()
-	defer s.tier.mu.Unlock()
-	return !s.tier.fresh[p]
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	return !rm.fresh[p]
 }
 
-// remoteLogStart is the partition's remote log start, if it has one, or
+// RemoteLogStart is the partition's remote log start, if it has one, or
 // the log start offset DeleteRecords set when that is higher.
-func (s *Server) remoteLogStart(p *partition) (int64, bool) {
-	if !s.remoteReadable(p) {
+func (rm *Manager) RemoteLogStart(p Partition) (int64, bool) {
+	if !rm.RemoteReadable(p) {
 		return 0, false
 	}
 	tp := tierPartition(p)
-	start, ok, err := s.tier.idx.LogStart(tp)
+	start, ok, err := rm.idx.LogStart(tp)
 	if err != nil {
-		s.log.Warn("remote index: log start", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		rm.log.Warn("remote index: log start", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return 0, false
 	}
 	// DeleteRecords below the local log start: nothing below it is read.
 	if ok {
-		if ls, have, err := s.tier.idx.LogStartOffset(tp); err == nil && have && ls > start {
+		if ls, have, err := rm.idx.LogStartOffset(tp); err == nil && have && ls > start {
 			start = ls
 		}
 	}
 	return start, ok
 }
 
-// globalLogStart is the partition's log start offset as Kafka's leader
+// GlobalLogStart is the partition's log start offset as Kafka's leader
 // tells its followers: the local log start, or for a tiered partition the
 // lower remote log start (raised by DeleteRecords); -1, which followers
 // ignore, while a tiered partition's remote index is still being rebuilt.
-func (s *Server) globalLogStart(p *partition) int64 {
-	if !s.remoteReadable(p) {
+func (rm *Manager) GlobalLogStart(p Partition) int64 {
+	if !rm.RemoteReadable(p) {
 		return p.Log().LogStartOffset() // the common case: no index lookup
 	}
-	if s.remoteNotReady(p) {
+	if rm.RemoteNotReady(p) {
 		return -1
 	}
-	return s.logStart(p)
+	return rm.LogStart(p)
 }
 
 // logStart is the partition's log start offset: the local log start, or
 // the remote log start when that is lower (a tiered partition).
-func (s *Server) logStart(p *partition) int64 {
+func (rm *Manager) LogStart(p Partition) int64 {
 	start := p.Log().LogStartOffset()
-	if rs, ok := s.remoteLogStart(p); ok && rs < start {
+	if rs, ok := rm.RemoteLogStart(p); ok && rs < start {
 		return rs
 	}
 	return start
 }
 
-// readRemote serves a fetch at offset from the bucket: the records, pinned
+// ReadRemote serves a fetch at offset from the bucket: the records, pinned
 // until released, or ok=false when the remote log does not hold offset,
 // or an error code.
-func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier.Pinned, ok bool, code int16) {
-	ctx, cancel := context.WithTimeout(s.ctx, remoteReadTimeout)
+func (rm *Manager) ReadRemote(p Partition, offset int64, maxBytes int) (recs tier.Pinned, ok bool, code int16) {
+	ctx, cancel := context.WithTimeout(rm.ctx, remoteReadTimeout)
 	defer cancel()
-	tr := s.tier.read
+	tr := rm.read
 	start := time.Now()
 	defer func() {
 		tr.fetchReqs.Inc()
@@ -202,20 +202,20 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier
 	}()
 	tp := tierPartition(p)
 	for range 64 { // segments emptied by compaction hold no batch at offset: try the next
-		m, err := s.tier.idx.SegmentForOffset(tp, offset)
+		m, err := rm.idx.SegmentForOffset(tp, offset)
 		if errors.Is(err, index.ErrNotFound) {
 			return tier.Pinned{}, false, 0
 		}
 		if err != nil {
-			s.log.Warn("remote index: segment for offset", "topic", p.Topic(), "partition", p.Index(), "offset", offset, "err", err)
+			rm.log.Warn("remote index: segment for offset", "topic", p.Topic(), "partition", p.Index(), "offset", offset, "err", err)
 			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
 		b, err := tr.reader.ReadPinned(ctx, &m, offset, maxBytes)
-		if err != nil && s.segmentMissing(ctx, p, &m, err) {
+		if err != nil && rm.segmentMissing(ctx, p, &m, err) {
 			continue // resolved again without it
 		}
 		if err != nil {
-			s.tier.warnings.warn(s.log, "remote read failed", "topic", p.Topic(), "partition", p.Index(), "offset", offset,
+			rm.warnings.Warn(rm.log, "remote read failed", "topic", p.Topic(), "partition", p.Index(), "offset", offset,
 				"segment", m.SegmentID.String(), "err", err)
 			return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 		}
@@ -227,90 +227,59 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier
 	return tier.Pinned{}, true, kerr.KafkaStorageError.Code
 }
 
-// fetchRemote does the remote reads a fetch's evaluation left, one
-// goroutine per partition.
-func (s *Server) fetchRemote(results []fetchResult) {
-	var wg sync.WaitGroup
-	for i := range results {
-		r := &results[i]
-		if !r.remote {
-			continue
-		}
-		p := s.partition(r.t.key.topic, r.t.key.part)
-		if p == nil {
-			r.code = kerr.NotLeaderForPartition.Code
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			recs, ok, code := s.readRemote(p, r.t.fetchOffset, r.remoteLimit)
-			switch {
-			case code != 0:
-				r.code = code
-			case !ok: // deleted from the bucket meanwhile
-				r.code = kerr.OffsetOutOfRange.Code
-			default:
-				r.records = recs
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// remoteLogEnd is the last offset of the partition's uploaded segments
+// RemoteLogEnd is the last offset of the partition's uploaded segments
 // and its leader epoch, if it has any (ListOffsets LATEST_TIERED).
-func (s *Server) remoteLogEnd(p *partition) (end int64, epoch int32, ok bool) {
-	if !s.remoteReadable(p) {
+func (rm *Manager) RemoteLogEnd(p Partition) (end int64, epoch int32, ok bool) {
+	if !rm.RemoteReadable(p) {
 		return 0, -1, false
 	}
 	tp := tierPartition(p)
-	end, ok, err := s.tier.idx.LogEnd(tp)
+	end, ok, err := rm.idx.LogEnd(tp)
 	if err == nil && ok {
 		epoch = -1
-		if m, err := s.tier.idx.SegmentForOffset(tp, end); err == nil && len(m.LeaderEpochs) > 0 {
+		if m, err := rm.idx.SegmentForOffset(tp, end); err == nil && len(m.LeaderEpochs) > 0 {
 			epoch = m.LeaderEpochs[len(m.LeaderEpochs)-1].Epoch
 		}
 		return end, epoch, true
 	}
 	if err != nil {
-		s.log.Warn("remote index: log end", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		rm.log.Warn("remote index: log end", "topic", p.Topic(), "partition", p.Index(), "err", err)
 	}
 	return 0, -1, false
 }
 
-// remoteOffsetForTimestamp is the remote part of ListOffsets by timestamp
+// RemoteOffsetForTimestamp is the remote part of ListOffsets by timestamp
 // (see the top of this file): the first record at or after the log start
 // whose timestamp is >= ts, with its timestamp and leader epoch; found is
 // false when the remote log has none below the local log start (the
 // local log answers then); a failed read is an error code.
-func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int64, epoch int32, found bool, code int16) {
-	from, ok := s.remoteLogStart(p)
+func (rm *Manager) RemoteOffsetForTimestamp(p Partition, ts int64) (off, rts int64, epoch int32, found bool, code int16) {
+	from, ok := rm.RemoteLogStart(p)
 	if !ok {
 		return -1, -1, -1, false, 0
 	}
 	localStart := p.Log().LogStartOffset()
-	ctx, cancel := context.WithTimeout(s.ctx, remoteReadTimeout)
+	ctx, cancel := context.WithTimeout(rm.ctx, remoteReadTimeout)
 	defer cancel()
 	tp := tierPartition(p)
 	for range 64 { // segments whose records at or after from are all older: try the next
-		m, err := s.tier.idx.SegmentForTimestamp(tp, ts, from)
+		m, err := rm.idx.SegmentForTimestamp(tp, ts, from)
 		if errors.Is(err, index.ErrNotFound) {
 			return -1, -1, -1, false, 0
 		}
 		if err != nil {
-			s.log.Warn("remote index: segment for timestamp", "topic", p.Topic(), "partition", p.Index(), "timestamp", ts, "err", err)
+			rm.log.Warn("remote index: segment for timestamp", "topic", p.Topic(), "partition", p.Index(), "timestamp", ts, "err", err)
 			return -1, -1, -1, false, kerr.KafkaStorageError.Code
 		}
 		if m.StartOffset >= localStart {
 			return -1, -1, -1, false, 0
 		}
-		off, rts, epoch, ok, err := s.tier.read.reader.OffsetForTimestamp(ctx, &m, ts, from)
-		if err != nil && s.segmentMissing(ctx, p, &m, err) {
+		off, rts, epoch, ok, err := rm.read.reader.OffsetForTimestamp(ctx, &m, ts, from)
+		if err != nil && rm.segmentMissing(ctx, p, &m, err) {
 			continue
 		}
 		if err != nil {
-			s.tier.warnings.warn(s.log, "remote read by timestamp failed", "topic", p.Topic(), "partition", p.Index(), "timestamp", ts,
+			rm.warnings.Warn(rm.log, "remote read by timestamp failed", "topic", p.Topic(), "partition", p.Index(), "timestamp", ts,
 				"segment", m.SegmentID.String(), "err", err)
 			return -1, -1, -1, false, kerr.KafkaStorageError.Code
 		}
@@ -332,23 +301,23 @@ func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int6
 // its records, reads of them answer KAFKA_STORAGE_ERROR (and serve again
 // should the object come back), reported at most once a minute. It
 // reports whether the read should be resolved again.
-func (s *Server) segmentMissing(ctx context.Context, p *partition, m *index.SegmentMetadata, err error) bool {
+func (rm *Manager) segmentMissing(ctx context.Context, p Partition, m *index.SegmentMetadata, err error) bool {
 	if !errors.Is(err, tier.ErrNotFound) {
 		return false
 	}
-	if !s.tier.missingChecks.due(m.SegmentID) {
+	if !rm.missingChecks.due(m.SegmentID) {
 		return false // checked a moment ago: a storage error, without the bucket round trips
 	}
-	gone, marked, first, cerr := tier.CheckMissing(ctx, s.tier.store, s.tier.idx, m)
+	gone, marked, first, cerr := tier.CheckMissing(ctx, rm.store, rm.idx, m)
 	args := []any{"topic", p.Topic(), "partition", p.Index(), "segment", m.SegmentID.String(), "start", m.StartOffset, "end", m.EndOffset,
 		"upload_epoch", m.UploadEpoch, "uploaded_by", m.BrokerID, "err", err}
 	switch {
 	case cerr != nil:
-		s.log.Debug("check a remote segment's objects", "topic", p.Topic(), "partition", p.Index(), "segment", m.SegmentID.String(), "err", cerr)
+		rm.log.Debug("check a remote segment's objects", "topic", p.Topic(), "partition", p.Index(), "segment", m.SegmentID.String(), "err", cerr)
 	case first:
-		s.log.Warn("remote segment's objects are missing from the bucket; its offsets are read from the other segments that hold them", args...)
+		rm.log.Warn("remote segment's objects are missing from the bucket; its offsets are read from the other segments that hold them", args...)
 	case gone && !marked:
-		s.tier.warnings.warn(s.log, "remote segment's objects are missing from the bucket, and no other segment holds its records", args...)
+		rm.warnings.Warn(rm.log, "remote segment's objects are missing from the bucket, and no other segment holds its records", args...)
 	}
 	return marked
 }

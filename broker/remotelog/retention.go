@@ -1,9 +1,9 @@
-package broker
+package remotelog
 
 // Remote retention on the partition leader, the remote data of deleted
 // topics, remote.storage.enable turned off with
 // remote.log.delete.on.disable=true, DeleteRecords of tiered partitions,
-// and remote sizes (see the doc comment of tier.go).
+// and remote sizes (see the doc comment of manager.go).
 
 import (
 	"slices"
@@ -28,8 +28,8 @@ type tierRetention struct {
 	logSize                      prometheus.Gauge
 
 	mu           sync.Mutex
-	disabledDone map[*partition]bool // remote data deleted after remote.storage.enable=false
-	passSize     int64               // remote log bytes of the partitions led, this pass
+	disabledDone map[Partition]bool // remote data deleted after remote.storage.enable=false
+	passSize     int64              // remote log bytes of the partitions led, this pass
 	// deleting holds tiered topics of which a partition vanished from the
 	// metadata while the topic is still there: a deletion under way
 	// (ZooKeeper mode removes a deleted topic partition by partition). The
@@ -37,7 +37,7 @@ type tierRetention struct {
 	deleting map[[16]byte]string
 }
 
-func newTierRetention(reg *prometheus.Registry) *tierRetention {
+func newTierRetention(reg prometheus.Registerer) *tierRetention {
 	r := &tierRetention{
 		deleteRequests: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_brokertopicmetrics_remotedeleterequests_total", Help: "Remote segment deletions started (retention, DeleteRecords, remote storage turned off).",
@@ -48,7 +48,7 @@ func newTierRetention(reg *prometheus.Registry) *tierRetention {
 		logSize: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kafka_server_brokertopicmetrics_remotelogsizebytes", Help: "Bytes of the remote log segments of the partitions this broker leads, after the last pass.",
 		}),
-		disabledDone: map[*partition]bool{},
+		disabledDone: map[Partition]bool{},
 		deleting:     map[[16]byte]string{},
 	}
 	reg.MustRegister(r.deleteRequests, r.deleteErrors, r.logSize)
@@ -60,27 +60,27 @@ func newTierRetention(reg *prometheus.Registry) *tierRetention {
 // not) retention.ms, retention.bytes and the log start offset; for one
 // turned off with remote.log.delete.on.disable=true, the deletion of its
 // whole remote log.
-func (s *Server) expireRemote(p *partition) {
-	ts, r := s.tier, s.tier.retention
-	ts.mu.Lock()
-	tt, ok := ts.settings[p]
-	ts.mu.Unlock()
-	if !ok || !s.isLeader(p) {
+func (rm *Manager) expireRemote(p Partition) {
+	r := rm.retention
+	rm.mu.Lock()
+	tt, ok := rm.settings[p]
+	rm.mu.Unlock()
+	if !ok || !rm.b.IsLeader(p) {
 		return
 	}
 	tp := tierPartition(p)
 	if !tt.remote {
 		if tt.deleteOnDisable {
-			s.deleteRemoteOnDisable(p)
+			rm.deleteRemoteOnDisable(p)
 		}
 		return
 	}
 	r.mu.Lock()
 	delete(r.disabledDone, p) // enabled again: a later disable deletes anew
 	r.mu.Unlock()
-	end, have, err := ts.idx.LogEnd(tp)
+	end, have, err := rm.idx.LogEnd(tp)
 	if err != nil {
-		s.log.Warn("remote index: log end", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		rm.log.Warn("remote index: log end", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return
 	}
 	var localOnly int64
@@ -89,9 +89,9 @@ func (s *Server) expireRemote(p *partition) {
 			localOnly += seg.Size
 		}
 	}
-	start, ok, err := ts.idx.LogStartOffset(tp)
+	start, ok, err := rm.idx.LogStartOffset(tp)
 	if err != nil {
-		s.log.Warn("remote index: log start offset", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		rm.log.Warn("remote index: log start offset", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return
 	}
 	if !ok {
@@ -101,24 +101,24 @@ func (s *Server) expireRemote(p *partition) {
 	if !p.Log().Config().Delete { // cleanup.policy empty: no retention by time or size
 		pol.RetentionMs, pol.RetentionBytes = -1, -1
 	}
-	st, err := ts.uploader.ExpirePartition(s.ctx, tp, pol)
+	st, err := rm.uploader.ExpirePartition(rm.ctx, tp, pol)
 	r.deleteRequests.Add(float64(st.Attempts))
 	r.deleteErrors.Add(float64(st.Failed))
-	if err != nil && s.ctx.Err() == nil {
-		s.tier.warnings.warn(s.log, "remote retention; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
+	if err != nil && rm.ctx.Err() == nil {
+		rm.warnings.Warn(rm.log, "remote retention; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 	}
 	if st.Deleted > 0 || st.Resumed > 0 {
-		s.log.Info("remote retention deleted segments", "topic", p.Topic(), "partition", p.Index(),
+		rm.log.Info("remote retention deleted segments", "topic", p.Topic(), "partition", p.Index(),
 			"segments", st.Deleted, "bytes", st.Bytes, "resumed", st.Resumed, "log_start", st.NewLogStart)
 	}
 	// As in Kafka, the log start offset follows the remote log start up:
 	// local copies of what was deleted remotely go too.
 	if st.NewLogStart > p.Log().LogStartOffset() {
 		if _, err := p.Log().DeleteRecordsBefore(min(st.NewLogStart, p.Log().LogEndOffset())); err != nil {
-			s.log.Warn("move the local log start up to the remote log start", "topic", p.Topic(), "partition", p.Index(), "err", err)
+			rm.log.Warn("move the local log start up to the remote log start", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 	}
-	if size, _, err := tier.RemoteLogSize(ts.idx, tp); err == nil {
+	if size, _, err := tier.RemoteLogSize(rm.idx, tp); err == nil {
 		r.mu.Lock()
 		r.passSize += size
 		r.mu.Unlock()
@@ -129,25 +129,25 @@ func (s *Server) expireRemote(p *partition) {
 // turned remote.storage.enable off with remote.log.delete.on.disable=true,
 // once per partition and process (the bucket is listed once more after a
 // restart).
-func (s *Server) deleteRemoteOnDisable(p *partition) {
-	ts, r := s.tier, s.tier.retention
+func (rm *Manager) deleteRemoteOnDisable(p Partition) {
+	r := rm.retention
 	r.mu.Lock()
 	done := r.disabledDone[p]
 	r.mu.Unlock()
 	if done {
 		return
 	}
-	st, err := ts.uploader.DeletePartition(s.ctx, tierPartition(p))
+	st, err := rm.uploader.DeletePartition(rm.ctx, tierPartition(p))
 	r.deleteRequests.Add(float64(st.Attempts))
 	r.deleteErrors.Add(float64(st.Failed))
 	if err != nil {
-		if s.ctx.Err() == nil {
-			s.log.Warn("delete the remote log of a topic with remote storage turned off; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		if rm.ctx.Err() == nil {
+			rm.log.Warn("delete the remote log of a topic with remote storage turned off; retrying next pass", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 		return
 	}
 	if st.Deleted > 0 {
-		s.log.Info("deleted the remote log: remote.storage.enable=false, remote.log.delete.on.disable=true",
+		rm.log.Info("deleted the remote log: remote.storage.enable=false, remote.log.delete.on.disable=true",
 			"topic", p.Topic(), "partition", p.Index(), "segments", st.Deleted, "bytes", st.Bytes)
 	}
 	r.mu.Lock()
@@ -156,15 +156,15 @@ func (s *Server) deleteRemoteOnDisable(p *partition) {
 }
 
 // setRemoteLogSize publishes the remote log size summed by the pass.
-func (s *Server) setRemoteLogSize() {
-	r := s.tier.retention
+func (rm *Manager) setRemoteLogSize() {
+	r := rm.retention
 	r.mu.Lock()
 	r.logSize.Set(float64(r.passSize))
 	r.passSize = 0
 	r.mu.Unlock()
 }
 
-// forgetRemoteTopic is called by reconcile for a partition it closes and
+// ForgetRemoteTopic is called by reconcile for a partition it closes and
 // deletes locally. A replica merely moved off this broker (its partition
 // still in the metadata) leaves the bucket alone. When the topic itself is
 // gone (the metadata has no topic of that id: deleted, perhaps recreated
@@ -173,11 +173,11 @@ func (s *Server) setRemoteLogSize() {
 // (deleteRemoteTopics). When only the partition is gone, the topic is
 // being deleted partition by partition: the pass marks it once its id is
 // gone too.
-func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
-	if s.tier == nil {
+func (rm *Manager) ForgetRemoteTopic(p Partition, md *controller.Metadata) {
+	if rm == nil {
 		return
 	}
-	r := s.tier.retention
+	r := rm.retention
 	r.mu.Lock()
 	delete(r.disabledDone, p)
 	r.mu.Unlock()
@@ -185,9 +185,9 @@ func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
 	if t := md.Topics[name]; exists && t != nil && int(p.Index()) < len(t.Partitions) {
 		return // moved to other brokers
 	}
-	s.tier.mu.Lock()
-	tt := s.tier.settings[p]
-	s.tier.mu.Unlock()
+	rm.mu.Lock()
+	tt := rm.settings[p]
+	rm.mu.Unlock()
 	if !tt.remote {
 		// Never tiered, or its remote data already deleted on disable.
 		return
@@ -198,18 +198,18 @@ func (s *Server) forgetRemoteTopic(p *partition, md *controller.Metadata) {
 		r.mu.Unlock()
 		return
 	}
-	s.markTopicDeleted(p.TopicID(), p.Topic())
+	rm.markTopicDeleted(p.TopicID(), p.Topic())
 }
 
-func (s *Server) markTopicDeleted(id [16]byte, name string) {
-	if err := s.tier.idx.MarkTopicDeleted(id, name); err != nil {
-		s.log.Warn("remote index: mark a deleted topic; its objects stay for the reconciliation pass", "topic", name, "err", err)
+func (rm *Manager) markTopicDeleted(id [16]byte, name string) {
+	if err := rm.idx.MarkTopicDeleted(id, name); err != nil {
+		rm.log.Warn("remote index: mark a deleted topic; its objects stay for the reconciliation pass", "topic", name, "err", err)
 	}
 }
 
 // deleteRemoteTopics deletes the objects and index entries of the topics
 // marked deleted. A mark comes from a topic this broker had and saw
-// leave the metadata (forgetRemoteTopic). A topic id the metadata has
+// leave the metadata (ForgetRemoteTopic). A topic id the metadata has
 // (again: a wiped ZooKeeper, then a restore) is not deleted: its mark is
 // cleared. Otherwise the deletion is first recorded in the bucket
 // (tier/deletions.go), only while the bucket's cluster snapshot names
@@ -217,91 +217,91 @@ func (s *Server) markTopicDeleted(id [16]byte, name string) {
 // names the topic and the record is of the bucket's owner
 // (tier.DeletableTopic); until then, or after a failure, the mark stays
 // for the next pass.
-func (s *Server) deleteRemoteTopics() {
-	ts, r := s.tier, s.tier.retention
-	md := s.ctrl.Metadata()
+func (rm *Manager) deleteRemoteTopics() {
+	r := rm.retention
+	md := rm.b.Metadata()
 	r.mu.Lock()
 	for id, name := range r.deleting {
 		if _, ok := md.TopicIDs[id]; !ok {
-			s.markTopicDeleted(id, name)
+			rm.markTopicDeleted(id, name)
 			delete(r.deleting, id)
 		}
 	}
 	r.mu.Unlock()
-	pend, err := ts.idx.PendingTopicDeletions()
+	pend, err := rm.idx.PendingTopicDeletions()
 	if err != nil {
-		s.log.Warn("remote index: pending topic deletions", "err", err)
+		rm.log.Warn("remote index: pending topic deletions", "err", err)
 		return
 	}
 	live := func(id [16]byte) bool {
-		_, ok := s.ctrl.Metadata().TopicIDs[id]
+		_, ok := rm.b.Metadata().TopicIDs[id]
 		return ok
 	}
 	pend = slices.DeleteFunc(pend, func(d index.PendingTopicDeletion) bool {
 		if !live(d.TopicID) {
 			return false
 		}
-		if err := ts.idx.UnmarkTopicDeleted(d.TopicID); err != nil {
-			s.log.Warn("remote index: clear the deletion mark of a topic the metadata has", "topic", d.Topic, "err", err)
+		if err := rm.idx.UnmarkTopicDeleted(d.TopicID); err != nil {
+			rm.log.Warn("remote index: clear the deletion mark of a topic the metadata has", "topic", d.Topic, "err", err)
 		} else {
-			s.log.Info("a topic marked deleted is in the metadata: its remote data stays", "topic", d.Topic, "topic_id", d.TopicID.String())
+			rm.log.Info("a topic marked deleted is in the metadata: its remote data stays", "topic", d.Topic, "topic_id", d.TopicID.String())
 		}
 		return true
 	})
 	if len(pend) == 0 || md.ClusterID == "" {
 		return
 	}
-	snap, err := tier.ReadSnapshotTopics(s.ctx, ts.store)
+	snap, err := tier.ReadSnapshotTopics(rm.ctx, rm.store)
 	if err != nil {
-		s.log.Warn("delete the remote data of deleted topics: read the cluster snapshot; retrying next pass", "err", err)
+		rm.log.Warn("delete the remote data of deleted topics: read the cluster snapshot; retrying next pass", "err", err)
 		return
 	}
 	if snap.Owner != md.ClusterID {
-		s.log.Debug("the remote data of deleted topics waits: the bucket's metadata is not this cluster's",
+		rm.log.Debug("the remote data of deleted topics waits: the bucket's metadata is not this cluster's",
 			"snapshot_cluster_id", snap.Owner, "cluster_id", md.ClusterID, "topics", len(pend))
 		return
 	}
 	for _, d := range pend {
-		if s.ctx.Err() != nil {
+		if rm.ctx.Err() != nil {
 			return
 		}
 		rec := tier.TopicDeletion{TopicID: d.TopicID.String(), ClusterID: md.ClusterID, DeletedMs: time.Now().UnixMilli()}
-		if err := tier.RecordTopicDeletion(s.ctx, ts.store, rec); err != nil {
-			s.log.Warn("delete the remote data of a deleted topic: record its deletion; retrying next pass", "topic", d.Topic, "err", err)
+		if err := tier.RecordTopicDeletion(rm.ctx, rm.store, rec); err != nil {
+			rm.log.Warn("delete the remote data of a deleted topic: record its deletion; retrying next pass", "topic", d.Topic, "err", err)
 			continue
 		}
-		if ok, err := tier.DeletableTopic(s.ctx, ts.store, snap, d.TopicID); err != nil || !ok {
+		if ok, err := tier.DeletableTopic(rm.ctx, rm.store, snap, d.TopicID); err != nil || !ok {
 			if err != nil {
-				s.log.Warn("delete the remote data of a deleted topic: read its deletion record; retrying next pass", "topic", d.Topic, "err", err)
+				rm.log.Warn("delete the remote data of a deleted topic: read its deletion record; retrying next pass", "topic", d.Topic, "err", err)
 			} else {
-				s.log.Debug("the remote data of a deleted topic waits for the cluster snapshot to drop it", "topic", d.Topic, "topic_id", d.TopicID.String())
+				rm.log.Debug("the remote data of a deleted topic waits for the cluster snapshot to drop it", "topic", d.Topic, "topic_id", d.TopicID.String())
 			}
 			continue
 		}
 		if live(d.TopicID) {
 			continue // learned meanwhile: the next pass clears its mark
 		}
-		n, err := tier.DeleteTopic(s.ctx, ts.store, ts.idx, d.TopicID)
+		n, err := tier.DeleteTopic(rm.ctx, rm.store, rm.idx, d.TopicID)
 		if err != nil {
-			s.log.Warn("delete the remote data of a deleted topic; retrying next pass", "topic", d.Topic, "topic_id", d.TopicID.String(), "err", err)
+			rm.log.Warn("delete the remote data of a deleted topic; retrying next pass", "topic", d.Topic, "topic_id", d.TopicID.String(), "err", err)
 			continue
 		}
-		s.log.Info("deleted the remote data of a deleted topic", "topic", d.Topic, "topic_id", d.TopicID.String(), "objects", n)
+		rm.log.Info("deleted the remote data of a deleted topic", "topic", d.Topic, "topic_id", d.TopicID.String(), "objects", n)
 	}
 }
 
-// deleteRecords is DeleteRecords on the leader. For a tiered partition
+// DeleteRecords is DeleteRecords on the leader. For a tiered partition
 // the log start offset may lie below the local log start (Kafka's
 // logStartOffset below its localLogStartOffset): it is recorded in the
 // remote index, consumers below it get OFFSET_OUT_OF_RANGE, the remote
 // segments wholly below it go at the next retention pass, and local
 // segments below it at once. It returns the new low watermark.
-func (s *Server) deleteRecords(p *partition, off int64) (int64, error) {
-	if !s.remoteReadable(p) {
+func (rm *Manager) DeleteRecords(p Partition, off int64) (int64, error) {
+	if !rm.RemoteReadable(p) {
 		return p.Log().DeleteRecordsBefore(off)
 	}
-	if _, err := s.tier.idx.RaiseLogStartOffset(tierPartition(p), off); err != nil {
-		s.log.Warn("remote index: record the log start offset", "topic", p.Topic(), "partition", p.Index(), "err", err)
+	if _, err := rm.idx.RaiseLogStartOffset(tierPartition(p), off); err != nil {
+		rm.log.Warn("remote index: record the log start offset", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return -1, kerr.KafkaStorageError
 	}
 	if off > p.Log().LogStartOffset() {
@@ -309,7 +309,7 @@ func (s *Server) deleteRecords(p *partition, off int64) (int64, error) {
 			return -1, err
 		}
 	}
-	return s.logStart(p), nil
+	return rm.LogStart(p), nil
 }
 
 // Read-only DescribeConfigs entries of a tiered topic; they are not
@@ -319,26 +319,26 @@ const (
 	remoteSizeConfig = "strata.remote.log.size.bytes"
 )
 
-// tierSizeConfigs are the size entries of a tiered topic's DescribeConfigs
+// SizeConfigs are the size entries of a tiered topic's DescribeConfigs
 // on this broker: the bytes of its partitions' local logs here, and of the
 // remote logs of the partitions this broker leads (the sizes
 // DescribeLogDirs gives per partition, summed). Requested names select
 // them like configs.
-func (s *Server) tierSizeConfigs(t *controller.Topic, o config.DescribeOptions) []kmsgConfig {
-	if s.tier == nil {
+func (rm *Manager) SizeConfigs(t *controller.Topic, o config.DescribeOptions) []kmsg.DescribeConfigsResponseResourceConfig {
+	if rm == nil {
 		return nil
 	}
 	var local, remote int64
 	tiered := false
 	for _, pm := range t.Partitions {
-		p := s.partition(t.Name, pm.Index)
-		if p == nil || p.TopicID() != t.ID || !s.remoteReadable(p) {
+		p := rm.b.Partition(t.Name, pm.Index)
+		if p == nil || p.TopicID() != t.ID || !rm.RemoteReadable(p) {
 			continue
 		}
 		tiered = true
 		local += p.Log().Size()
-		if s.isLeader(p) {
-			if n, _, err := tier.RemoteLogSize(s.tier.idx, tierPartition(p)); err == nil {
+		if rm.b.IsLeader(p) {
+			if n, _, err := tier.RemoteLogSize(rm.idx, tierPartition(p)); err == nil {
 				remote += n
 			}
 		}
@@ -346,7 +346,7 @@ func (s *Server) tierSizeConfigs(t *controller.Topic, o config.DescribeOptions) 
 	if !tiered {
 		return nil
 	}
-	var out []kmsgConfig
+	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, e := range []struct {
 		name, doc string
 		v         int64
