@@ -17,9 +17,9 @@ package broker
 // (KIP-392, replica/select.go): the leader names a
 // PreferredReadReplica, a follower serves up to its high watermark.
 // Consumers' offsets below the local log start of a tiered partition are
-// read from the bucket (tier_fetch.go); a replica's get
+// read from the bucket (remotelog/fetch.go); a replica's get
 // OFFSET_MOVED_TO_TIERED_STORAGE when the remote log holds them, as from
-// Kafka's leader (tier_follower.go). The LogStartOffset of a tiered
+// Kafka's leader (replica/fetcher_tier.go, remotelog/follower.go). The LogStartOffset of a tiered
 // partition is the remote log start, below the local one, as Kafka's
 // UnifiedLog reports it.
 
@@ -57,7 +57,7 @@ type fetchResult struct {
 	start   int64
 	slice   plog.FileSlice
 
-	remote      bool        // to be read from the bucket (tier_fetch.go), at most remoteLimit bytes
+	remote      bool        // to be read from the bucket (remotelog/fetch.go), at most remoteLimit bytes
 	remoteLimit int         // bytes
 	records     tier.Pinned // records read from the bucket, held until the response is written
 
@@ -360,7 +360,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		return r
 	}
 	if leader && p.Restoring.Load() {
-		r.code = kerr.LeaderNotAvailable.Code // its log end is not known yet (tier_restore.go)
+		r.code = kerr.LeaderNotAvailable.Code // its log end is not known yet (remotelog/restore.go)
 		return r
 	}
 	hw := p.HW()
@@ -399,11 +399,11 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 			r.code = kerr.ReplicaNotAvailable.Code // below the local log start before the index is refreshed: retried
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && follower && s.movedToTier(p, t.fetchOffset) {
-			r.code = kerr.OffsetMovedToTieredStorage.Code // the follower rebuilds from our local tail (tier_follower.go)
+			r.code = kerr.OffsetMovedToTieredStorage.Code // the follower rebuilds from our local tail (replica/fetcher_tier.go, remotelog/follower.go)
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && !follower && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteReadable(p) {
 			if start, ok := s.remoteLogStart(p); ok && t.fetchOffset >= start {
-				r.code, r.remote, r.remoteLimit, r.start = 0, true, max(limit, 1), start // read after the loop (tier_fetch.go)
+				r.code, r.remote, r.remoteLimit, r.start = 0, true, max(limit, 1), start // read after the loop (remotelog/fetch.go)
 			}
 		}
 		return r

@@ -11,7 +11,7 @@ package broker
 // its leader epoch). A timestamp >= 0 gives
 // the first offset whose timestamp is at least it, or -1 when none is;
 // on a tiered partition the remote segments are searched first
-// (tier_fetch.go), and a failed remote read is KAFKA_STORAGE_ERROR.
+// (remotelog/fetch.go), and a failed remote read is KAFKA_STORAGE_ERROR.
 //
 // As in Kafka, only the leader answers, except for the debugging replica
 // id -2, which any replica serves from its own log; consumers (replica id
@@ -61,7 +61,7 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 			case p == nil || (leaderOnly && !s.isLeader(p)):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case p.Restoring.Load():
-				sp.ErrorCode = kerr.LeaderNotAvailable.Code // tier_restore.go
+				sp.ErrorCode = kerr.LeaderNotAvailable.Code // remotelog/restore.go
 			default:
 				if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 					sp.ErrorCode = code
@@ -144,7 +144,7 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 			return
 		}
 		// Remote segments first (they hold the older records), then the
-		// local log (tier_fetch.go).
+		// local log (remotelog/fetch.go).
 		off, fts, epoch, ok, code := s.remoteOffsetForTimestamp(p, ts)
 		if code != 0 {
 			sp.ErrorCode = code

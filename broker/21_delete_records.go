@@ -4,7 +4,7 @@ package broker
 // (-1 = the high watermark); whole segments below it are deleted. An
 // offset above the high watermark is OFFSET_OUT_OF_RANGE. On a tiered
 // partition the offset may lie below the local log start, in the remote
-// log (tier_retention.go).
+// log (remotelog/retention.go).
 //
 // As Kafka's DelayedDeleteRecords, the answer waits, up to the request's
 // timeout, until every follower on a live broker has moved its log start

@@ -6,7 +6,7 @@ package broker
 // values are null. A tiered topic (remote.storage.enable=true on a broker
 // with tiered storage) also gets two read-only entries that are not
 // configs, strata.local.log.size.bytes and strata.remote.log.size.bytes
-// (tier_retention.go); a broker with tiered storage two more,
+// (remotelog/retention.go); a broker with tiered storage two more,
 // strata.snapshot.written.ms and strata.snapshot.cluster.id
 // (metadata_snapshot.go).
 

@@ -1,6 +1,3 @@
-// Package broker is the Kafka-protocol server: listener, connections,
-// request dispatch (one file per API key, named by key), and the partitions
-// this broker hosts.
 package broker
 
 import (
@@ -47,7 +44,7 @@ type Options struct {
 	NewController func(self controller.Broker) (controller.Controller, error)
 	// TierStore is the object store of tiered storage (--tier); nil means
 	// none. It is used when remote.log.storage.system.enable is true
-	// (broker/tier.go).
+	// (broker/remotelog).
 	TierStore tier.ObjectStore
 	// FS is the filesystem for partition logs; nil means the OS.
 	FS     vfs.FS
@@ -100,7 +97,7 @@ type Server struct {
 
 	ldir logDirState // offline after an I/O error (logdir.go)
 
-	tier *tierState // tiered storage (tier.go); nil when off
+	tier *tierState // tiered storage (remotelog_glue.go, package remotelog); nil when off
 
 	dirLock *dataDirLock // <data-dir>/.lock, held until Close (datadir_lock.go)
 }
@@ -515,7 +512,7 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 func (s *Server) applyRole(p *partition, pm controller.Partition) {
 	if pm.Leader == s.cfg.ID {
 		s.replicas.Unfollow(p.Topic(), p.Index())
-		s.markRestore(p) // tier_restore.go
+		s.markRestore(p) // remotelog/restore.go
 		p.ApplyLeader(s.cfg.ID, pm, time.Now())
 		return
 	}

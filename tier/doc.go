@@ -400,7 +400,7 @@
 // reconciliation reports them and leaves their objects alone. A broker
 // refreshes each tiered partition it hosts, never the
 // whole bucket, so a new or wiped data directory costs one listing per
-// partition (see broker/tier.go).
+// partition (see broker/remotelog).
 //
 // # Lifecycle rules
 //

@@ -42,7 +42,7 @@ type RefreshStats struct {
 //
 // A crash midway leaves the partition partly written; a broker trusts a
 // partition's index only once it has refreshed it since it opened the
-// partition (broker/tier.go), and that refresh repairs it.
+// partition (broker/remotelog), and that refresh repairs it.
 func RefreshPartition(ctx context.Context, store ObjectStore, idx *index.Index, tp index.TopicIDPartition) (RefreshStats, error) {
 	return refresh(ctx, store, idx, tp, false)
 }

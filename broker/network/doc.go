@@ -17,8 +17,9 @@
 // brokers' hosts (Limits), and the connection-count hooks.
 //
 // It may import strata/broker/plog, strata/broker/config,
-// strata/internal/*, franz-go's kmsg and kbin, and the standard library.
+// strata/internal/*, franz-go's kmsg and kbin, golang.org/x/sys/unix
+// (sendfile, TCP_CORK) and the standard library.
 // It must not import strata/broker, strata/broker/replica,
 // strata/broker/remotelog, strata/broker/group, strata/controller,
-// strata/tier or strata/index.
+// strata/tier or strata/index; internal/archtest checks this.
 package network

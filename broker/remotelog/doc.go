@@ -19,10 +19,10 @@
 // Imports: strata/tier (the object store and manifests), strata/index
 // (the remote segment index), strata/broker/plog, strata/broker/config,
 // strata/controller, strata/internal/*, franz-go and the standard
-// library (and later strata/broker/replica). It must not import
-// strata/broker, strata/broker/network or strata/broker/group, and for
-// now not strata/broker/replica either: that package is being written in
-// parallel, so partitions are reached through the interfaces here. Code
-// of the object store and its manifests belongs in strata/tier, and of
-// the index in strata/index, not here.
+// library. strata/broker/replica is allowed too, but partitions are
+// reached through the interfaces here, which keeps the manager's view of
+// a partition small. It must not import strata/broker (the handlers),
+// strata/broker/network or strata/broker/group; internal/archtest checks
+// this. Code of the object store and its manifests belongs in
+// strata/tier, and of the index in strata/index, not here.
 package remotelog

@@ -11,7 +11,7 @@ package remotelog
 // partition's local evaluation, outside any partition lock, within
 // remoteReadTimeout. The bytes stay in the Reader's chunks (pinned) and
 // are written from there to the connection, in place of their marker in
-// the encoded response as local slices are (the broker's sendfile.go), so they are
+// the encoded response as local slices are (network/sendfile.go), so they are
 // not copied in the broker; the chunks are released once the response is
 // written. A fetch with a remote partition answers at
 // once, without long polling. A missing or corrupt object, or a failing

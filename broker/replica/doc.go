@@ -21,5 +21,5 @@
 // strata/broker/remotelog, strata/broker/group, strata/tier or
 // strata/index: tiered storage is reached through the Tiering interface,
 // which the broker implements, and log-directory failures through the
-// callbacks of Options.
+// callbacks of Options. internal/archtest checks these rules.
 package replica

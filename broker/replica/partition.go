@@ -21,12 +21,12 @@ type Partition struct {
 	minISR      atomic.Int32 // min.insync.replicas of the topic
 	hw          atomic.Int64 // high watermark: consumers read below it
 	// Restoring: this broker leads a tiered partition with an empty log,
-	// and has yet to take its log end from the bucket (the broker's
-	// tier_restore.go).
+	// and has yet to take its log end from the bucket (package
+	// remotelog, restore.go).
 	Restoring atomic.Bool
 	// IndexMu orders the writers of this partition's remote index: its
-	// share of a tier pass, its first refresh and a restore (the broker's
-	// tier.go).
+	// share of a tier pass, its first refresh and a restore (package
+	// remotelog, manager.go).
 	IndexMu sync.Mutex
 	// Warming: the first refresh of its remote index is under way.
 	Warming atomic.Bool

@@ -6,7 +6,7 @@ package replica
 // min.insync.replicas, NOT_LEADER_OR_FOLLOWER when leadership moves away,
 // and REQUEST_TIMED_OUT after the request's timeout (counted from the
 // append). Only the producing connection's response waits, in that
-// connection's writer goroutine (the broker's conn.go); its reader goes
+// connection's writer goroutine (network/conn.go); its reader goes
 // on appending the producer's next requests.
 
 import (

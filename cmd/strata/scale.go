@@ -2,7 +2,7 @@ package main
 
 // strata admin cluster drain / resume, and strata admin restore: scaling
 // a cluster to zero and bringing it back from the bucket
-// (broker/drain.go, broker/tier_restore.go, tier/snapshot.go).
+// (broker/drain.go, broker/remotelog/restore.go, tier/snapshot.go).
 
 import (
 	"context"
