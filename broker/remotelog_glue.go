@@ -48,7 +48,7 @@ func (t tierPart) Index() int32            { return t.p.Index() }
 func (t tierPart) TopicID() [16]byte       { return t.p.TopicID() }
 func (t tierPart) LeaderEpoch() int32      { return t.p.LeaderEpoch() }
 func (t tierPart) HW() int64               { return t.p.HW() }
-func (t tierPart) SetHW(hw int64)          { t.p.StoreHW(hw) }
+func (t tierPart) StoreHW(hw int64)        { t.p.StoreHW(hw) }
 func (t tierPart) AdvanceHW(hw int64)      { t.p.AdvanceHW(hw) }
 func (t tierPart) Restoring() *atomic.Bool { return &t.p.Restoring }
 func (t tierPart) IndexMu() *sync.Mutex    { return &t.p.IndexMu }

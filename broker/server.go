@@ -327,8 +327,11 @@ func (s *Server) Close() error {
 	}
 	s.network.Close() // stops accepting, closes the connections
 	s.replicas.StopFetchers()
-	s.wg.Wait()
+	// The connections' handlers first: they may start goroutines counted
+	// in s.wg (a fetcher, an ISR change, a restore), which must not be
+	// added once s.wg.Wait has begun.
 	s.network.Wait()
+	s.wg.Wait()
 	s.replicas.FinalHWCheckpoint()
 	var errs []error
 	ps := s.replicas.Edit()

@@ -44,18 +44,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"strata/broker/plog"
+	"strata/broker/replica"
 	"strata/index"
 	"strata/tier"
 )
 
 // BuildAuxTimeout bounds one rebuild of a follower's log state from the
-// bucket (a listing and two small objects).
-const BuildAuxTimeout = 30 * time.Second
+// bucket (a listing and two small objects): the replica fetcher's bound.
+const BuildAuxTimeout = replica.BuildAuxTimeout
 
 // maxAuxObject bounds the leader-epoch checkpoint and producer snapshot
 // downloaded for a rebuild.
@@ -206,10 +206,9 @@ func (rm *Manager) MovedToTier(p Partition, offset int64) bool {
 	return ok && offset >= start
 }
 
-// RebuildBackoff is how long a partition whose rebuild failed waits
-// before the next attempt (its fetches wait with it; the fetcher's other
-// partitions do not).
-const RebuildBackoff = time.Second
+// RebuildBackoff paces the retries of a first index refresh and of a
+// restore: the replica fetcher's wait after a failed rebuild.
+const RebuildBackoff = replica.RebuildBackoff
 
 // BuildAuxState is the bucket's part of rebuilding a follower from the
 // leader's local tail (see the file comment; the broker's replica fetcher

@@ -268,7 +268,7 @@ func (rm *Manager) SetSettings(p Partition, ts config.TopicSettings) {
 	warm := ts.RemoteStorageEnable && !rm.fresh[p]
 	rm.mu.Unlock()
 	if warm && !p.Warming().Swap(true) {
-		rm.wg.Add(1) // callers run inside the broker's wait group (Start, watchMetadata)
+		rm.wg.Add(1) // callers run inside the broker's wait group (Start, watchMetadata) or in a connection's handler, which the broker's Close waits for before it
 		go rm.warmIndex(p)
 	}
 }

@@ -19,10 +19,10 @@ type Partition interface {
 	TopicID() [16]byte
 	// LeaderEpoch is the leader epoch this replica was last told.
 	LeaderEpoch() int32
-	// HW is the high watermark; SetHW stores one as is, AdvanceHW moves
+	// HW is the high watermark; StoreHW stores one as is (down as well as up, waking no one), AdvanceHW moves
 	// it up as the leader does (never beyond what the ISR holds).
 	HW() int64
-	SetHW(hw int64)
+	StoreHW(hw int64)
 	AdvanceHW(hw int64)
 	// Restoring is set while this broker leads the partition with an
 	// empty log and has yet to take its log end from the bucket

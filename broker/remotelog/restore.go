@@ -41,7 +41,7 @@ func (rm *Manager) MarkRestore(p Partition) {
 		return
 	}
 	if !p.Restoring().Swap(true) {
-		rm.wg.Add(1) // callers run inside the broker's wait group (Start, watchMetadata, handlers)
+		rm.wg.Add(1) // callers run inside the broker's wait group (Start, watchMetadata) or in a connection's handler, which the broker's Close waits for before it
 		go rm.restoreLoop(p)
 	}
 }
@@ -106,7 +106,7 @@ func (rm *Manager) restoreLeader(p Partition) {
 		rm.log.Warn("restore leader from remote storage; retrying", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		return
 	}
-	p.SetHW(p.Log().LogEndOffset())
+	p.StoreHW(p.Log().LogEndOffset())
 	p.Restoring().Store(false)
 	p.AdvanceHW(p.Log().LogEndOffset())
 	rm.log.Info("restored leader log end from remote storage", "topic", p.Topic(), "partition", p.Index(),

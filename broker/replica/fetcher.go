@@ -83,7 +83,7 @@ func (m *Manager) Follow(p *Partition, leader, epoch int32) {
 		ctx, cancel := context.WithCancel(m.ctx)
 		f = &fetcher{m: m, leader: leader, parts: map[tp]*followPart{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 		m.fetchers[leader] = f
-		m.wg.Add(1) // callers run inside the broker's WaitGroup (Start, watchMetadata, handlers)
+		m.wg.Add(1) // callers run inside the broker's WaitGroup (Start, watchMetadata) or in a connection's handler, which the broker's Close waits for before it
 		go f.run(ctx)
 	}
 	f.mu.Lock()

@@ -23,20 +23,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// buildAuxTimeout bounds one rebuild of a follower's log state from the
-// bucket (a listing and two small objects).
-const buildAuxTimeout = 30 * time.Second
+// BuildAuxTimeout bounds one rebuild of a follower's log state from the
+// bucket (a listing and two small objects); package remotelog bounds its
+// own reads of the bucket with it too.
+const BuildAuxTimeout = 30 * time.Second
 
-// tierRebuildBackoff is how long a partition whose rebuild failed waits
+// RebuildBackoff is how long a partition whose rebuild failed waits
 // before the next attempt (its fetches wait with it; the fetcher's other
-// partitions do not).
-const tierRebuildBackoff = time.Second
+// partitions do not); package remotelog paces its retries of a first
+// index refresh and of a restore with it too.
+const RebuildBackoff = time.Second
 
 // retryLater postpones the rebuild of k.
 func (f *fetcher) retryLater(k tp, want followPart) {
 	f.mu.Lock()
 	if fp := f.current(k, want); fp != nil {
-		fp.tierRetry = time.Now().Add(tierRebuildBackoff)
+		fp.tierRetry = time.Now().Add(RebuildBackoff)
 	}
 	f.mu.Unlock()
 }
@@ -78,7 +80,7 @@ func (f *fetcher) markEmptyTiered(parts map[tp]followPart) {
 // buildFromTier rebuilds the state of followed partitions whose leader
 // answered OFFSET_MOVED_TO_TIERED_STORAGE (see the file comment). A
 // partition it could not rebuild stays marked and is retried after
-// tierRebuildBackoff; an error means the connection is unusable.
+// RebuildBackoff; an error means the connection is unusable.
 func (f *fetcher) buildFromTier(ctx context.Context, rc *Conn, parts map[tp]followPart, keys []tp) error {
 	m := f.m
 	req := kmsg.NewPtrListOffsetsRequest()
@@ -170,7 +172,7 @@ func (f *fetcher) buildOne(ctx context.Context, k tp, want followPart, leaderLoc
 	if !m.tier.Enabled() {
 		return errors.New("the leader tiers this partition but tiered storage is off on this broker")
 	}
-	ctx, cancel := context.WithTimeout(ctx, buildAuxTimeout)
+	ctx, cancel := context.WithTimeout(ctx, BuildAuxTimeout)
 	defer cancel()
 	r, segment, err := m.tier.BuildAuxState(ctx, p, leaderLocalStart-1)
 	if err != nil {
