@@ -82,6 +82,7 @@ func (s *Server) controlledShutdown() {
 		remaining, err := s.askControlledShutdown()
 		if err == nil && remaining == 0 {
 			s.awaitNoLeadership(5 * time.Second)
+			s.lingerForClients(100*time.Millisecond, time.Second)
 			s.log.Info("controlled shutdown succeeded", "took", time.Since(start))
 			return
 		}
@@ -137,6 +138,19 @@ func (s *Server) askControlledShutdown() (int, error) {
 	return len(resp.PartitionsRemaining), nil
 }
 
+// lingerForClients serves on, once this broker leads nothing, until no
+// request has arrived for quiet (at most max): a producer whose next
+// request comes in that time is answered NOT_LEADER_OR_FOLLOWER with the
+// new leader (KIP-951) and moves at once, where a connection closed under
+// it has a client such as franz-go wait for its next metadata refresh
+// (up to its metadata min age, 5 s) before it finds the new leader.
+func (s *Server) lingerForClients(quiet, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) && s.network.QuietFor() < quiet {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // awaitNoLeadership waits (at most d) until this broker has applied the
 // metadata in which it leads nothing, so that produce requests waiting on
 // it are answered NOT_LEADER_OR_FOLLOWER before connections close.
@@ -145,9 +159,15 @@ func (s *Server) awaitNoLeadership(d time.Duration) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
-		leads := false
+		// Led per the metadata, or not yet made a follower by reconcile:
+		// that is what answers the produces waiting on the partition
+		// NOT_LEADER_OR_FOLLOWER with the new leader (KIP-951), which
+		// must reach the producers before the connections close, or they
+		// see the connection drop and wait for their next metadata
+		// refresh instead.
+		leads := s.replicas.AwaitingReplication() > 0
 		for _, p := range s.allPartitions() {
-			if s.isLeader(p) {
+			if _, _, role := p.LeaderTerm(); role || s.isLeader(p) {
 				leads = true
 				break
 			}

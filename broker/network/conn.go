@@ -324,6 +324,7 @@ func (cc *Conn) serveFrame(body []byte) (more bool, err error) {
 	if clientID != nil {
 		cc.clientID = *clientID
 	}
+	cc.s.lastRequest.Store(time.Now().UnixNano())
 	req := Request{Key: key, Version: version, Correlation: corr, Body: r.Src, frame: len(body)}
 	out, err := cc.s.handler.ServeRequest(cc, &req)
 	if err != nil {

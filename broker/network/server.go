@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"strata/broker/config"
@@ -55,6 +56,9 @@ type Server struct {
 	connMu sync.Mutex
 	conns  map[*Conn]struct{}
 	limits connLimits // max.connections*, queued.max.request.bytes (conn_limits.go)
+
+	// lastRequest is when the last request arrived (unix nanoseconds).
+	lastRequest atomic.Int64
 }
 
 // New makes a Server; Serve starts accepting.
@@ -104,6 +108,16 @@ func (s *Server) Close() {
 		cc.close()
 	}
 	s.connMu.Unlock()
+}
+
+// QuietFor is how long no request has arrived on any connection: a
+// broker shutting down serves on until its clients are quiet.
+func (s *Server) QuietFor() time.Duration {
+	last := s.lastRequest.Load()
+	if last == 0 {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Since(time.Unix(0, last))
 }
 
 // Wait waits until the accept loop and every connection have finished.

@@ -77,6 +77,8 @@ type Manager struct {
 	fmu        sync.Mutex         // guards fetchers
 	fetchers   map[int32]*fetcher // replica fetchers by leader id (fetcher.go)
 	replPaused atomic.Bool        // tests: replication paused
+	// awaiting counts the acks=-1 produces waiting in AwaitReplication.
+	awaiting atomic.Int64
 
 	hwck hwCheckpoints // replication-offset-checkpoint (hw_checkpoint.go)
 }

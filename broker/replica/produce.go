@@ -30,6 +30,8 @@ func (m *Manager) AwaitReplication(resp *kmsg.ProduceResponse, waits []ProduceWa
 	if len(waits) == 0 {
 		return
 	}
+	m.awaiting.Add(1)
+	defer m.awaiting.Add(-1)
 	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
 	ch := make(chan struct{}, 1)
@@ -64,6 +66,10 @@ func (m *Manager) AwaitReplication(resp *kmsg.ProduceResponse, waits []ProduceWa
 		}
 	}
 }
+
+// AwaitingReplication is the number of acks=-1 produces waiting for
+// replication: a broker shutting down lets them be answered first.
+func (m *Manager) AwaitingReplication() int64 { return m.awaiting.Load() }
 
 // replicationDone tells whether w can be answered, and with which error.
 func (m *Manager) replicationDone(w ProduceWait) (code int16, done bool) {
