@@ -181,7 +181,7 @@ func (c *Controller) secureExisting() error {
 		mu       sync.Mutex
 		cond     = sync.NewCond(&mu)
 		todo     []visit // znodes to visit
-		busy     int      // workers visiting one
+		busy     int     // workers visiting one
 		firstErr error
 		changed  int
 		wg       sync.WaitGroup
