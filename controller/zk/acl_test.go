@@ -341,3 +341,36 @@ func TestRetryLogWarnsWithPath(t *testing.T) {
 		t.Fatalf("an ordinary failure lasting %v is not warned: %s", failureGrace, buf.String())
 	}
 }
+
+// TestRestoreSetACL: admin restore into a secured cluster needs the
+// brokers' credentials, and what it writes gets Kafka's ACLs.
+func TestRestoreSetACL(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c, err := startControllerAuth(t, z, 1, brokerAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	activeOf(t, c)
+	req := RestoreRequest{
+		Topics:         []RestoreTopic{{Name: "kept", ID: controller.NewTopicID(), Replicas: [][]int32{{1}}, Configs: map[string]string{"retention.ms": "1000"}}},
+		BrokerConfigs:  map[string]map[string]string{"": {"log.retention.ms": "5"}},
+		NextProducerID: 5000,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := Restore(ctx, z.Addr()+testChroot, req); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("restore without credentials into a secured cluster: %v, want NoAuth", err)
+	}
+	req.Auth = brokerAuth
+	if _, err := Restore(ctx, z.Addr()+testChroot, req); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the restored topic", func() bool { return c.Metadata().Topics["kept"] != nil })
+	owner := digestClient(t, z, brokerAuth.DigestUser, brokerAuth.DigestPassword)
+	for _, p := range []string{"/brokers/topics/kept", "/config/topics/kept", "/config/brokers/<default>", "/latest_producer_id_block"} {
+		acl, _, err := owner.GetACL(testChroot + p)
+		if err != nil || !sameACL(acl, wantACL(p)) {
+			t.Errorf("%s: ACL %v (%v), want %v", p, acl, err, wantACL(p))
+		}
+	}
+}
