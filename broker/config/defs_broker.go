@@ -54,9 +54,9 @@ var brokerTable = newTable([]*Def{
 	{Name: "zookeeper.set.acl", Type: Boolean, Default: str("false"),
 		Doc: "Create znodes with Kafka's secure ACLs (the brokers' identity ALL, everyone else READ; /config/users and /config/brokers the brokers' identity only) and secure existing znodes at start; needs zookeeper.digest.user and zookeeper.digest.password."},
 	{Name: "zookeeper.digest.user", Type: String, Default: nil,
-		Doc: "The user name of the brokers' ZooKeeper session, in ZooKeeper's digest scheme (addauth digest user:password). Strata's; every broker of a cluster uses the same credentials."},
+		Doc: "Strata: the user name the brokers' ZooKeeper sessions authenticate as, in ZooKeeper's digest scheme (zkCli's addauth digest user:password); every broker of a cluster uses the same credentials. Read at startup."},
 	{Name: "zookeeper.digest.password", Type: Password, Default: nil,
-		Doc: "The password of zookeeper.digest.user. Strata's."},
+		Doc: "Strata: the password of zookeeper.digest.user. Read at startup."},
 
 	// Topics.
 	{Name: "num.partitions", Type: Int, Default: str("1"), Check: atLeast(1),
