@@ -204,6 +204,12 @@ func TestSetACL(t *testing.T) {
 		t.Errorf("broker with other credentials: %v, want a NoAuth refusal naming zookeeper.digest.user", err)
 	}
 
+	// Nor can one without credentials: it says why.
+	if _, err := startControllerAuth(t, z, 5, Auth{}); err == nil || !errors.Is(err, zk.ErrNoAuth) ||
+		!strings.Contains(err.Error(), "/brokers/ids/5") || !strings.Contains(err.Error(), "zookeeper.digest.user") {
+		t.Errorf("broker without credentials: %v, want a NoAuth refusal naming its znode and zookeeper.digest.user", err)
+	}
+
 	// A write refused by ZooKeeper says which znode.
 	state := testChroot + "/brokers/topics/orders/partitions/0/state"
 	owner := digestClient(t, z, brokerAuth.DigestUser, brokerAuth.DigestPassword)

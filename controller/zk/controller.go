@@ -164,6 +164,10 @@ type Controller struct {
 
 	opMu sync.Mutex
 
+	// stepErr is the run goroutine's last failure, nil after a success:
+	// New names it when registration does not complete.
+	stepErr atomic.Pointer[error]
+
 	// Owned by run.
 	cache      map[watchKey]*cached
 	sessionID  int64
@@ -242,6 +246,9 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		return md.ClusterID != "" && c.ownEpoch.Load() > 0
 	}); err != nil {
 		c.Close()
+		if last := c.stepErr.Load(); last != nil {
+			return nil, fmt.Errorf("register broker %d in zookeeper: %w (last failure: %w)", opts.Broker.ID, err, *last)
+		}
 		return nil, fmt.Errorf("register broker %d in zookeeper: %w", opts.Broker.ID, err)
 	}
 	return c, nil

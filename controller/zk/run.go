@@ -49,10 +49,12 @@ func (c *Controller) run() {
 			default:
 			}
 			failures.failed(c.log, time.Now(), err)
+			c.stepErr.Store(&err)
 			retry.Reset(retryBackoff)
 			continue
 		}
 		failures.succeeded(c.log, time.Now())
+		c.stepErr.Store(nil)
 	}
 }
 
@@ -193,6 +195,9 @@ func (c *Controller) register() error {
 	if err == nil {
 		c.log.Info("registered broker in zookeeper", "path", path)
 		return nil
+	}
+	if errors.Is(err, zk.ErrNoAuth) {
+		return fmt.Errorf("register %s: %w: %s", path, err, c.noAuthHint())
 	}
 	if !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("register %s: %w", path, err)
