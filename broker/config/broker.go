@@ -91,6 +91,11 @@ type Broker struct {
 	ZooKeeperConnect             string // empty: embedded controller
 	ZooKeeperSessionTimeoutMs    int32
 	ZooKeeperConnectionTimeoutMs int32 // zookeeper.session.timeout.ms when unset
+	// zookeeper.set.acl, zookeeper.digest.user and
+	// zookeeper.digest.password (sensitive: never log it).
+	ZooKeeperSetACL         bool
+	ZooKeeperDigestUser     string
+	ZooKeeperDigestPassword string
 
 	NumPartitions               int32
 	DefaultReplicationFactor    int16
@@ -254,6 +259,9 @@ func Load(props map[string]string) (*Broker, error) {
 	if _, ok := static["zookeeper.connection.timeout.ms"]; ok {
 		b.ZooKeeperConnectionTimeoutMs = int32(g.int("zookeeper.connection.timeout.ms"))
 	}
+	b.ZooKeeperSetACL = g.bool("zookeeper.set.acl")
+	b.ZooKeeperDigestUser = g.str("zookeeper.digest.user")
+	b.ZooKeeperDigestPassword = g.str("zookeeper.digest.password")
 
 	b.NumPartitions = int32(g.int("num.partitions"))
 	b.DefaultReplicationFactor = int16(min(g.int("default.replication.factor"), 1<<15-1))
@@ -349,6 +357,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.DataDir == "" {
 		return errors.New("log.dirs: must name a data directory")
+	}
+	if err := b.validateZooKeeperAuth(); err != nil {
+		return err
 	}
 	if len(b.Listeners) == 0 {
 		return errors.New("listeners: must list at least one NAME://HOST:PORT")
@@ -453,4 +464,21 @@ func (g getter) list(key string) []string {
 	v, _ := g.raw(key)
 	l, _ := parseType(List, v)
 	return l.([]string)
+}
+
+// validateZooKeeperAuth checks the ZooKeeper credentials (never printing
+// the password): zookeeper.set.acl needs them, and each needs the other.
+func (b *Broker) validateZooKeeperAuth() error {
+	user, pass := b.ZooKeeperDigestUser, b.ZooKeeperDigestPassword
+	switch {
+	case b.ZooKeeperSetACL && user == "" && pass == "":
+		return errors.New("zookeeper.set.acl=true needs ZooKeeper credentials: set zookeeper.digest.user and zookeeper.digest.password")
+	case user == "" && pass != "":
+		return errors.New("zookeeper.digest.password is set without zookeeper.digest.user")
+	case user != "" && pass == "":
+		return errors.New("zookeeper.digest.user is set without zookeeper.digest.password")
+	case strings.ContainsAny(user, ":\n\r"):
+		return fmt.Errorf("zookeeper.digest.user %q: must not contain ':' or a line break", user)
+	}
+	return nil
 }

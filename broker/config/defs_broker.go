@@ -51,6 +51,12 @@ var brokerTable = newTable([]*Def{
 		Doc: "ZooKeeper session timeout."},
 	{Name: "zookeeper.connection.timeout.ms", Type: Int, Default: nil, Check: atLeast(1),
 		Doc: "The maximum time to wait to establish a ZooKeeper connection; unset uses zookeeper.session.timeout.ms."},
+	{Name: "zookeeper.set.acl", Type: Boolean, Default: str("false"),
+		Doc: "Create znodes with Kafka's secure ACLs (the brokers' identity ALL, everyone else READ; /config/users and /config/brokers the brokers' identity only) and secure existing znodes at start; needs zookeeper.digest.user and zookeeper.digest.password."},
+	{Name: "zookeeper.digest.user", Type: String, Default: nil,
+		Doc: "Strata: the user name the brokers' ZooKeeper sessions authenticate as, in ZooKeeper's digest scheme (zkCli's addauth digest user:password); every broker of a cluster uses the same credentials. Read at startup."},
+	{Name: "zookeeper.digest.password", Type: Password, Default: nil,
+		Doc: "Strata: the password of zookeeper.digest.user. Read at startup."},
 
 	// Topics.
 	{Name: "num.partitions", Type: Int, Default: str("1"), Check: atLeast(1),
@@ -264,7 +270,6 @@ var ignoredKeys = map[string]bool{
 	"log.cleaner.threads":                              true,
 	"log.flush.offset.checkpoint.interval.ms":          true,
 	"log.flush.start.offset.checkpoint.interval.ms":    true,
-	"zookeeper.set.acl":                                true,
 	"confluent.support.metrics.enable":                 true,
 	"inter.broker.protocol.version":                    true,
 	"log.message.format.version":                       true,

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker"
+	"strata/broker/config"
 	"strata/controller/zk"
 	tierpkg "strata/tier"
 )
@@ -269,7 +270,7 @@ func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, tota
 	return left, total, nil
 }
 
-const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT --tier URL [--s3-endpoint URL] [--s3-region R]
+const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT [--config FILE] --tier URL [--s3-endpoint URL] [--s3-region R]
        strata admin [--bootstrap HOST:PORT] restore --discard [--force] --tier URL [--s3-endpoint URL] [--s3-region R]
 
 Brings a cluster back from its bucket alone: the topics (with their ids,
@@ -291,12 +292,17 @@ dynamic broker configs and the consumer groups' committed offsets it
 kept are gone for good. It refuses a snapshot written less than 3 minutes
 ago (a running cluster rewrites its snapshot at least every minute: that
 cluster may be running on this bucket) unless --force.
+
+--config names a server.properties whose zookeeper.set.acl,
+zookeeper.digest.user and zookeeper.digest.password restore uses (the
+brokers' own, when their ZooKeeper is secured).
 `
 
 // runRestore runs strata admin restore.
 func runRestore(bootstrap string, args []string) int {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	zkConnect := fs.String("zookeeper", "", "ZooKeeper connect string, HOST:PORT[/chroot]")
+	configFile := fs.String("config", "", "server.properties with the brokers' zookeeper.set.acl, zookeeper.digest.user and zookeeper.digest.password")
 	tierURL := fs.String("tier", "", "the tier the cluster used, s3://bucket/prefix or file:///dir")
 	s3Endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
 	s3Region := fs.String("s3-region", "", "S3 region for an s3:// tier")
@@ -314,6 +320,18 @@ func runRestore(bootstrap string, args []string) int {
 	tc := tierpkg.Config{URL: *tierURL, S3Endpoint: *s3Endpoint, S3Region: *s3Region}
 	if err := tc.Validate(); err != nil {
 		return fail("restore: %v", err)
+	}
+	var auth zk.Auth
+	if *configFile != "" {
+		props, err := config.ReadPropertiesFile(*configFile)
+		if err != nil {
+			return fail("restore: --config: %v", err)
+		}
+		auth = zk.Auth{DigestUser: props["zookeeper.digest.user"], DigestPassword: props["zookeeper.digest.password"],
+			SetACL: strings.EqualFold(strings.TrimSpace(props["zookeeper.set.acl"]), "true")}
+		if err := auth.Validate(); err != nil {
+			return fail("restore: --config: %v", err)
+		}
 	}
 	store, err := tierpkg.Open(tc)
 	if err != nil {
@@ -340,7 +358,7 @@ func runRestore(bootstrap string, args []string) int {
 	if err != nil {
 		return fail("restore: group offsets: %v", err)
 	}
-	req := zk.RestoreRequest{NextProducerID: snap.NextProducerID, BrokerConfigs: map[string]map[string]string{}, ClusterID: snap.ClusterID}
+	req := zk.RestoreRequest{NextProducerID: snap.NextProducerID, BrokerConfigs: map[string]map[string]string{}, ClusterID: snap.ClusterID, Auth: auth}
 	for b, cfg := range snap.BrokerConfigs {
 		c := map[string]string{}
 		for k, v := range cfg {

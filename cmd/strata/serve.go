@@ -143,6 +143,7 @@ func runServe(args []string) int {
 				AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
 				LeaderImbalanceCheckInterval:       time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 				LeaderImbalancePerBrokerPercentage: cfg.LeaderImbalancePerBrokerPercentage,
+				Auth:                               zkAuth(cfg),
 				Logger:                             logger,
 			})
 			if err != nil {
@@ -223,4 +224,9 @@ func serveMetrics(ln net.Listener, srv *broker.Server, pprofOn bool) {
 func fail(format string, args ...any) int {
 	fmt.Fprintf(os.Stderr, "strata: "+format+"\n", args...)
 	return 1
+}
+
+// zkAuth is the brokers' ZooKeeper credentials and ACL choice.
+func zkAuth(cfg *config.Broker) zkctl.Auth {
+	return zkctl.Auth{DigestUser: cfg.ZooKeeperDigestUser, DigestPassword: cfg.ZooKeeperDigestPassword, SetACL: cfg.ZooKeeperSetACL}
 }

@@ -105,7 +105,6 @@ func (c *Controller) CreateTopic(ctx context.Context, req controller.CreateTopic
 	if req.ValidateOnly {
 		return t, nil
 	}
-	acl := zk.WorldACL(zk.PermAll)
 	var ops []any
 	// Like Kafka: the config first, so that no broker sees the topic
 	// without its overrides.
@@ -114,16 +113,16 @@ func (c *Controller) CreateTopic(ctx context.Context, req controller.CreateTopic
 	} else if ok {
 		ops = append(ops, &zk.SetDataRequest{Path: c.p(topicConfigPath(t.Name)), Data: encodeConfig(t.Configs), Version: st.Version})
 	} else {
-		ops = append(ops, &zk.CreateRequest{Path: c.p(topicConfigPath(t.Name)), Data: encodeConfig(t.Configs), Acl: acl})
+		ops = append(ops, &zk.CreateRequest{Path: c.p(topicConfigPath(t.Name)), Data: encodeConfig(t.Configs), Acl: c.acl(c.p(topicConfigPath(t.Name)))})
 	}
 	ops = append(ops,
-		&zk.CreateRequest{Path: c.p(topicPath(t.Name)), Data: encodeTopic(t.ID, assign), Acl: acl},
-		&zk.CreateRequest{Path: c.p(partitionsPath(t.Name)), Acl: acl})
+		&zk.CreateRequest{Path: c.p(topicPath(t.Name)), Data: encodeTopic(t.ID, assign), Acl: c.acl(c.p(topicPath(t.Name)))},
+		&zk.CreateRequest{Path: c.p(partitionsPath(t.Name)), Acl: c.acl(c.p(partitionsPath(t.Name)))})
 	for _, p := range t.Partitions {
 		s := partitionState{ControllerEpoch: epoch, Leader: p.Leader, ISR: p.ISR}
 		ops = append(ops,
-			&zk.CreateRequest{Path: c.p(partitionPath(t.Name, p.Index)), Acl: acl},
-			&zk.CreateRequest{Path: c.p(statePath(t.Name, p.Index)), Data: encodeState(s), Acl: acl})
+			&zk.CreateRequest{Path: c.p(partitionPath(t.Name, p.Index)), Acl: c.acl(c.p(partitionPath(t.Name, p.Index)))},
+			&zk.CreateRequest{Path: c.p(statePath(t.Name, p.Index)), Data: encodeState(s), Acl: c.acl(c.p(statePath(t.Name, p.Index)))})
 	}
 	if _, err := c.fencedMulti(ops...); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
@@ -150,7 +149,7 @@ func (c *Controller) DeleteTopic(ctx context.Context, name string) error {
 	if _, ok := c.Metadata().Topics[name]; !ok {
 		return controller.ErrUnknownTopic
 	}
-	_, err = c.fencedMulti(&zk.CreateRequest{Path: c.p(deleteTopicPath(name)), Acl: zk.WorldACL(zk.PermAll)})
+	_, err = c.fencedMulti(&zk.CreateRequest{Path: c.p(deleteTopicPath(name)), Acl: c.acl(c.p(deleteTopicPath(name)))})
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("delete topic %s: %w", name, err)
 	}
@@ -236,15 +235,14 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, count in
 	}
 	assign = append(assign, added...)
 	live := c.eligible(md)
-	acl := zk.WorldACL(zk.PermAll)
 	ops := []any{&zk.SetDataRequest{Path: c.p(topicPath(name)), Data: encodeTopicFull(id, assign, ra), Version: st.Version}}
 	for i, r := range added {
 		p := have + int32(i)
 		s := initialState(r, live)
 		s.ControllerEpoch = c.epoch.Load()
 		ops = append(ops,
-			&zk.CreateRequest{Path: c.p(partitionPath(name, p)), Acl: acl},
-			&zk.CreateRequest{Path: c.p(statePath(name, p)), Data: encodeState(s), Acl: acl})
+			&zk.CreateRequest{Path: c.p(partitionPath(name, p)), Acl: c.acl(c.p(partitionPath(name, p)))},
+			&zk.CreateRequest{Path: c.p(statePath(name, p)), Data: encodeState(s), Acl: c.acl(c.p(statePath(name, p)))})
 	}
 	if _, err := c.fencedMulti(ops...); err != nil {
 		return fmt.Errorf("create partitions of %s: %w", name, err)
@@ -293,7 +291,6 @@ func (c *Controller) SetBrokerConfigs(ctx context.Context, broker string, config
 }
 
 func (c *Controller) writeConfig(path, entity string, configs map[string]string) error {
-	acl := zk.WorldACL(zk.PermAll)
 	var op any
 	ok, st, err := c.conn.Exists(c.p(path))
 	if err != nil {
@@ -302,11 +299,11 @@ func (c *Controller) writeConfig(path, entity string, configs map[string]string)
 	if ok {
 		op = &zk.SetDataRequest{Path: c.p(path), Data: encodeConfig(configs), Version: st.Version}
 	} else {
-		op = &zk.CreateRequest{Path: c.p(path), Data: encodeConfig(configs), Acl: acl}
+		op = &zk.CreateRequest{Path: c.p(path), Data: encodeConfig(configs), Acl: c.acl(c.p(path))}
 	}
 	_, err = c.fencedMulti(op, &zk.CreateRequest{
 		Path: c.p(configChangesPath + "/config_change_"), Data: encodeConfigChange(entity),
-		Acl: acl, Flags: zk.FlagSequence,
+		Acl: c.acl(c.p(configChangesPath + "/config_change_")), Flags: zk.FlagSequence,
 	})
 	return err
 }
@@ -329,7 +326,7 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, n int64) (int64, e
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			block := encodeProducerIDBlock(c.opts.Broker.ID, 0, n-1)
-			if _, err := c.conn.Create(path, block, 0, zk.WorldACL(zk.PermAll)); errors.Is(err, zk.ErrNodeExists) {
+			if _, err := c.conn.Create(path, block, 0, c.acl(path)); errors.Is(err, zk.ErrNodeExists) {
 				continue
 			} else if err != nil {
 				return 0, fmt.Errorf("allocate producer ids: %w", err)

@@ -39,7 +39,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req controller.AlterPar
 	path := statePath(req.Topic, req.Partition)
 	data, st, err := c.conn.Get(c.p(path))
 	if err != nil {
-		return controller.Partition{}, fmt.Errorf("alter partition %s-%d: %w", req.Topic, req.Partition, err)
+		return controller.Partition{}, fmt.Errorf("alter partition %s-%d: read %s: %w", req.Topic, req.Partition, path, err)
 	}
 	s, err := decodeState(data)
 	if err != nil {
@@ -76,7 +76,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req controller.AlterPar
 			return controller.Partition{}, fmt.Errorf("%w: state of %s-%d changed", controller.ErrInvalidUpdateVersion, req.Topic, req.Partition)
 		}
 		if err != nil {
-			return controller.Partition{}, fmt.Errorf("alter partition %s-%d: %w", req.Topic, req.Partition, err)
+			return controller.Partition{}, fmt.Errorf("alter partition %s-%d: set %s: %w", req.Topic, req.Partition, path, err)
 		}
 		newVersion = stat.Version
 	}

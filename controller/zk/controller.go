@@ -45,6 +45,10 @@ type Options struct {
 	// LeaderImbalancePerBrokerPercentage is
 	// leader.imbalance.per.broker.percentage (Kafka's default is 10).
 	LeaderImbalancePerBrokerPercentage int
+	// Auth authenticates the session (zookeeper.digest.user and
+	// zookeeper.digest.password) and chooses the znodes' ACLs
+	// (zookeeper.set.acl).
+	Auth Auth
 	// Transport carries the active controller's LeaderAndIsr,
 	// UpdateMetadata and StopReplica requests to the other brokers; nil
 	// means the Kafka protocol to their advertised addresses.
@@ -88,7 +92,7 @@ func (o *Options) Validate() error {
 	if o.Broker.ID < 0 {
 		return fmt.Errorf("broker id %d must not be negative", o.Broker.ID)
 	}
-	return nil
+	return o.Auth.Validate()
 }
 
 // splitConnect splits "h1:p1,h2:p2/chroot" into servers and chroot.
@@ -121,6 +125,7 @@ type Controller struct {
 	log    *slog.Logger
 	conn   *zk.Conn
 	chroot string
+	acls   aclPolicy // the znodes' ACLs (acl.go)
 
 	kick    chan struct{}  // session state changed; buffered 1
 	invalid chan firing    // fired watches
@@ -159,6 +164,10 @@ type Controller struct {
 
 	opMu sync.Mutex
 
+	// stepErr is the run goroutine's last failure, nil after a success:
+	// New names it when registration does not complete.
+	stepErr atomic.Pointer[error]
+
 	// Owned by run.
 	cache      map[watchKey]*cached
 	sessionID  int64
@@ -184,6 +193,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		opts:    opts,
 		log:     opts.Logger.With("component", "zk-controller", "broker_id", opts.Broker.ID),
 		chroot:  chroot,
+		acls:    newACLPolicy(opts.Auth, chroot),
 		kick:    make(chan struct{}, 1),
 		invalid: make(chan firing, 256),
 		done:    make(chan struct{}),
@@ -212,7 +222,15 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		conn.Close()
 		return nil, err
 	}
-	if err := c.ensurePersistentPathsWithin(ctx, opts.ConnectionTimeout); err != nil {
+	if err := c.addAuthWithin(ctx, opts.ConnectionTimeout); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := c.retryWithin(ctx, opts.ConnectionTimeout, c.ensurePersistentPaths); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := c.retryWithin(ctx, opts.ConnectionTimeout, c.secureExisting); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -228,6 +246,9 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		return md.ClusterID != "" && c.ownEpoch.Load() > 0
 	}); err != nil {
 		c.Close()
+		if last := c.stepErr.Load(); last != nil {
+			return nil, fmt.Errorf("register broker %d in zookeeper: %w (last failure: %w)", opts.Broker.ID, err, *last)
+		}
 		return nil, fmt.Errorf("register broker %d in zookeeper: %w", opts.Broker.ID, err)
 	}
 	return c, nil
@@ -390,12 +411,31 @@ func (c *Controller) waitFor(ctx context.Context, pred func(*controller.Metadata
 // p maps a Kafka path below the chroot.
 func (c *Controller) p(path string) string { return c.chroot + path }
 
-// ensurePersistentPathsWithin retries ensurePersistentPaths through
-// passing connection losses for up to d (zookeeper.connection.timeout.ms).
-func (c *Controller) ensurePersistentPathsWithin(ctx context.Context, d time.Duration) error {
+// addAuthWithin authenticates the session, waiting at most d.
+func (c *Controller) addAuthWithin(ctx context.Context, d time.Duration) error {
+	if !c.opts.Auth.hasCredentials() {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.opts.Auth.addAuth(c.conn) }()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("zookeeper digest authentication as %q: no answer within %v (zookeeper.connection.timeout.ms)", c.opts.Auth.DigestUser, d)
+	}
+}
+
+// retryWithin retries f through passing connection losses for up to d
+// (zookeeper.connection.timeout.ms).
+func (c *Controller) retryWithin(ctx context.Context, d time.Duration, f func() error) error {
 	deadline := time.Now().Add(d)
 	for {
-		err := c.ensurePersistentPaths()
+		err := f()
 		if err == nil || time.Now().After(deadline) ||
 			!(errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer)) {
 			return err
@@ -453,7 +493,14 @@ func (c *Controller) ensurePersistentPaths() error {
 }
 
 func (c *Controller) createIfMissing(full string) error {
-	_, err := c.conn.Create(full, nil, 0, zk.WorldACL(zk.PermAll))
+	_, err := c.conn.Create(full, nil, 0, c.acl(full))
+	if errors.Is(err, zk.ErrNoAuth) {
+		// ZooKeeper checks the parent's ACL before the name.
+		if ok, _, xerr := c.conn.Exists(full); xerr == nil && ok {
+			return nil
+		}
+		return fmt.Errorf("create %s: %w: %s", full, err, c.noAuthHint())
+	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("create %s: %w", full, err)
 	}

@@ -65,4 +65,14 @@
 //
 // Version note: these are the versions Kafka 2.8–3.x writes in ZooKeeper
 // mode; readers ignore fields they do not know, as Kafka does.
+//
+// # ACLs
+//
+// With zookeeper.set.acl (Options.Auth, acl.go) every znode is created
+// with Kafka's ZkData.defaultAcls: the brokers' digest identity ALL and
+// world READ, the sensitive paths (/config/users, /config/brokers,
+// /delegation_token/tokens) the brokers' identity only. Every broker, at
+// start, gives those ACLs to the existing znodes under Kafka's secure root
+// paths and to the chroot (Kafka's zookeeper-security-migration). Without
+// it znodes are open (world ALL), as before.
 package zk

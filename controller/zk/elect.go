@@ -14,7 +14,7 @@ import (
 
 // tryElect races for /controller.
 func (c *Controller) tryElect() error {
-	_, err := c.conn.Create(c.p(controllerPath), encodeController(c.opts.Broker.ID), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := c.conn.Create(c.p(controllerPath), encodeController(c.opts.Broker.ID), zk.FlagEphemeral, c.acl(c.p(controllerPath)))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("create %s: %w", controllerPath, err)
 	}
@@ -31,7 +31,7 @@ func (c *Controller) takeOver(sid int64) error {
 	data, st, err := c.conn.Get(path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		if _, err := c.conn.Create(path, []byte("1"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := c.conn.Create(path, []byte("1"), 0, c.acl(path)); err != nil {
 			return fmt.Errorf("create %s: %w", controllerEpochPth, err)
 		}
 		epoch, version = 1, 0
@@ -84,9 +84,24 @@ func (c *Controller) fencedMulti(ops ...any) ([]zk.MultiResponse, error) {
 			}
 			return nil, fmt.Errorf("%w: controller epoch changed", controller.ErrNotController)
 		}
-		return nil, r.Error
+		return nil, fmt.Errorf("%s: %w", opPath(all[i]), r.Error)
 	}
 	return nil, err
+}
+
+// opPath names a multi op and its znode, for errors.
+func opPath(op any) string {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return "create " + o.Path
+	case *zk.SetDataRequest:
+		return "set " + o.Path
+	case *zk.DeleteRequest:
+		return "delete " + o.Path
+	case *zk.CheckVersionRequest:
+		return "check " + o.Path
+	}
+	return fmt.Sprintf("%T", op)
 }
 
 // reconcile is the active controller's work after every change: finish
@@ -114,7 +129,7 @@ func (c *Controller) reconcile(v *view) error {
 				s := initialState(p.Replicas, live)
 				s.ControllerEpoch = epoch
 				ops = append(c.createIfMissingOps(partitionsPath(name), partitionPath(name, p.Index)),
-					&zk.CreateRequest{Path: c.p(statePath(name, p.Index)), Data: encodeState(s), Acl: zk.WorldACL(zk.PermAll)})
+					&zk.CreateRequest{Path: c.p(statePath(name, p.Index)), Data: encodeState(s), Acl: c.acl(c.p(statePath(name, p.Index)))})
 			} else {
 				gone := si.s.Leader < 0 || !registered[si.s.Leader] ||
 					slices.ContainsFunc(si.s.ISR, func(r int32) bool { return !registered[r] })
@@ -149,7 +164,7 @@ func (c *Controller) createIfMissingOps(paths ...string) []any {
 	var ops []any
 	for _, path := range paths {
 		if ok, _, err := c.conn.Exists(c.p(path)); err == nil && !ok {
-			ops = append(ops, &zk.CreateRequest{Path: c.p(path), Acl: zk.WorldACL(zk.PermAll)})
+			ops = append(ops, &zk.CreateRequest{Path: c.p(path), Acl: c.acl(c.p(path))})
 		}
 	}
 	return ops

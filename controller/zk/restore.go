@@ -42,6 +42,10 @@ type RestoreRequest struct {
 	// ClusterID is the cluster id the cluster takes (the snapshot's),
 	// written after everything else; "" keeps the cluster's.
 	ClusterID string
+	// Auth authenticates the session and sets the ACLs of what Restore
+	// creates, as the brokers' (zookeeper.set.acl and the digest
+	// credentials of the cluster's brokers).
+	Auth Auth
 }
 
 // RestoreResult says what Restore did.
@@ -65,12 +69,16 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 	if len(servers) == 0 {
 		return res, fmt.Errorf("zookeeper connect string %q has no servers", connect)
 	}
+	if err := req.Auth.Validate(); err != nil {
+		return res, err
+	}
 	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkLogger{slog.New(slog.DiscardHandler)}))
 	if err != nil {
 		return res, fmt.Errorf("connect to zookeeper %s: %w", connect, err)
 	}
 	defer conn.Close()
-	c := &Controller{conn: conn, chroot: chroot}
+	c := &Controller{conn: conn, chroot: chroot, acls: newACLPolicy(req.Auth, chroot),
+		opts: Options{Auth: req.Auth}, log: slog.New(slog.DiscardHandler)}
 	deadline := time.Now().Add(10 * time.Second)
 	for conn.State() != zk.StateHasSession {
 		if time.Now().After(deadline) {
@@ -81,6 +89,9 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 			return res, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	if err := req.Auth.addAuth(conn); err != nil {
+		return res, err
 	}
 	if err := c.ensurePersistentPaths(); err != nil {
 		return res, err
@@ -99,7 +110,6 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 	if len(live) == 0 {
 		return res, errors.New("no broker is registered in zookeeper: start the brokers first")
 	}
-	acl := zk.WorldACL(zk.PermAll)
 	for _, t := range req.Topics {
 		data, _, err := conn.Get(c.p(topicPath(t.Name)))
 		switch {
@@ -123,11 +133,11 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 		} else if ok {
 			ops = append(ops, &zk.SetDataRequest{Path: c.p(topicConfigPath(t.Name)), Data: encodeConfig(t.Configs), Version: st.Version})
 		} else {
-			ops = append(ops, &zk.CreateRequest{Path: c.p(topicConfigPath(t.Name)), Data: encodeConfig(t.Configs), Acl: acl})
+			ops = append(ops, &zk.CreateRequest{Path: c.p(topicConfigPath(t.Name)), Data: encodeConfig(t.Configs), Acl: c.acl(c.p(topicConfigPath(t.Name)))})
 		}
 		ops = append(ops,
-			&zk.CreateRequest{Path: c.p(topicPath(t.Name)), Data: encodeTopic(t.ID, assign), Acl: acl},
-			&zk.CreateRequest{Path: c.p(configChangesPath + "/config_change_"), Data: encodeConfigChange("topics/" + t.Name), Acl: acl, Flags: zk.FlagSequence})
+			&zk.CreateRequest{Path: c.p(topicPath(t.Name)), Data: encodeTopic(t.ID, assign), Acl: c.acl(c.p(topicPath(t.Name)))},
+			&zk.CreateRequest{Path: c.p(configChangesPath + "/config_change_"), Data: encodeConfigChange("topics/" + t.Name), Acl: c.acl(c.p(configChangesPath + "/config_change_")), Flags: zk.FlagSequence})
 		if _, err := conn.Multi(ops...); err != nil {
 			return res, fmt.Errorf("write topic %s: %w", t.Name, err)
 		}
@@ -147,18 +157,18 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 		} else if ok {
 			continue // set in the new cluster already: it wins
 		}
-		if _, err := conn.Multi(&zk.CreateRequest{Path: c.p(path), Data: encodeConfig(cfg), Acl: acl},
-			&zk.CreateRequest{Path: c.p(configChangesPath + "/config_change_"), Data: encodeConfigChange("brokers/" + brokerEntity(b)), Acl: acl, Flags: zk.FlagSequence}); err != nil {
+		if _, err := conn.Multi(&zk.CreateRequest{Path: c.p(path), Data: encodeConfig(cfg), Acl: c.acl(c.p(path))},
+			&zk.CreateRequest{Path: c.p(configChangesPath + "/config_change_"), Data: encodeConfigChange("brokers/" + brokerEntity(b)), Acl: c.acl(c.p(configChangesPath + "/config_change_")), Flags: zk.FlagSequence}); err != nil {
 			return res, fmt.Errorf("write configs of broker %q: %w", brokerEntity(b), err)
 		}
 	}
 	if req.NextProducerID > 0 {
-		if err := raiseProducerIDBlock(conn, c.p(producerIDPath), req.NextProducerID); err != nil {
+		if err := c.raiseProducerIDBlock(c.p(producerIDPath), req.NextProducerID); err != nil {
 			return res, err
 		}
 	}
 	if req.ClusterID != "" {
-		prev, err := setClusterID(conn, c.p(clusterIDPath), req.ClusterID)
+		prev, err := c.setClusterID(c.p(clusterIDPath), req.ClusterID)
 		if err != nil {
 			return res, err
 		}
@@ -171,12 +181,13 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 
 // setClusterID makes /cluster/id name id, in Kafka's form, and returns
 // the id it named before ("" when it was missing).
-func setClusterID(conn *zk.Conn, path, id string) (string, error) {
+func (c *Controller) setClusterID(path, id string) (string, error) {
+	conn := c.conn
 	data, _ := json.Marshal(clusterIDZNode{Version: "1", ID: id})
 	for {
 		cur, st, err := conn.Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
-			if _, err := conn.Create(path, data, 0, zk.WorldACL(zk.PermAll)); errors.Is(err, zk.ErrNodeExists) {
+			if _, err := conn.Create(path, data, 0, c.acl(path)); errors.Is(err, zk.ErrNodeExists) {
 				continue
 			} else if err != nil {
 				return "", fmt.Errorf("write %s: %w", clusterIDPath, err)
@@ -231,12 +242,13 @@ func remapReplicas(replicas [][]int32, live []int32) ([][]int32, bool, error) {
 }
 
 // raiseProducerIDBlock makes the next allocated producer id at least next.
-func raiseProducerIDBlock(conn *zk.Conn, path string, next int64) error {
+func (c *Controller) raiseProducerIDBlock(path string, next int64) error {
+	conn := c.conn
 	block := encodeProducerIDBlock(-1, next-1, next-1)
 	for {
 		data, st, err := conn.Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
-			if _, err := conn.Create(path, block, 0, zk.WorldACL(zk.PermAll)); errors.Is(err, zk.ErrNodeExists) {
+			if _, err := conn.Create(path, block, 0, c.acl(path)); errors.Is(err, zk.ErrNodeExists) {
 				continue
 			} else if err != nil {
 				return fmt.Errorf("write %s: %w", producerIDPath, err)

@@ -23,6 +23,7 @@ func (c *Controller) run() {
 	defer c.wg.Done()
 	retry := time.NewTimer(0)
 	defer retry.Stop()
+	failures := retryLog{msg: "zookeeper metadata update failed"}
 	for {
 		select {
 		case <-c.done:
@@ -47,9 +48,13 @@ func (c *Controller) run() {
 				return
 			default:
 			}
-			c.log.Debug("zookeeper step failed; retrying", "err", err)
+			failures.failed(c.log, time.Now(), err)
+			c.stepErr.Store(&err)
 			retry.Reset(retryBackoff)
+			continue
 		}
+		failures.succeeded(c.log, time.Now())
+		c.stepErr.Store(nil)
 	}
 }
 
@@ -186,10 +191,13 @@ func (c *Controller) controllerOwner() (int64, error) {
 // expires.
 func (c *Controller) register() error {
 	path := brokerPath(c.opts.Broker.ID)
-	_, err := c.conn.Create(c.p(path), encodeBroker(c.opts.Broker), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := c.conn.Create(c.p(path), encodeBroker(c.opts.Broker), zk.FlagEphemeral, c.acl(c.p(path)))
 	if err == nil {
 		c.log.Info("registered broker in zookeeper", "path", path)
 		return nil
+	}
+	if errors.Is(err, zk.ErrNoAuth) {
+		return fmt.Errorf("register %s: %w: %s", path, err, c.noAuthHint())
 	}
 	if !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("register %s: %w", path, err)
@@ -240,7 +248,7 @@ func (c *Controller) build(full bool) (*view, error) {
 	if !e.exists {
 		id := controller.NewTopicID()
 		data, _ := json.Marshal(clusterIDZNode{Version: "1", ID: encodeUUID(id)})
-		if _, err := c.conn.Create(c.p(clusterIDPath), data, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := c.conn.Create(c.p(clusterIDPath), data, 0, c.acl(c.p(clusterIDPath))); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return nil, fmt.Errorf("create %s: %w", clusterIDPath, err)
 		}
 		return nil, errors.New("cluster id created; rereading")

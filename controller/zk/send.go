@@ -225,6 +225,7 @@ func (p *peer) run() {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	failures := retryLog{msg: "send to broker failed"}
 	for {
 		select {
 		case <-p.stop:
@@ -244,10 +245,11 @@ func (p *peer) run() {
 				return
 			default:
 			}
-			p.s.c.log.Debug("send to broker failed; retrying", "to", p.broker.ID, "err", err)
+			failures.failed(p.s.c.log, time.Now(), err, "to", p.broker.ID)
 			retry.Reset(sendRetry)
 			continue
 		}
+		failures.succeeded(p.s.c.log, time.Now(), "to", p.broker.ID)
 		p.acked = snap
 		p.s.mu.Lock()
 		p.ackedVersion = snap.version
