@@ -20,9 +20,9 @@ func TestS3StoreCredentialsFromProfile(t *testing.T) {
 	m := testenv.SharedMinIO(t)
 	isolateAWSChain(t)
 	dir := t.TempDir()
-	creds := fmt.Sprintf("[strata]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n[wrong]\naws_access_key_id = %s\naws_secret_access_key = not-the-secret\n",
+	creds := fmt.Sprintf("[strata]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n[wrong]\naws_access_key_id = %s\naws_secret_access_key = not-the-secret\n\n[paris]\naws_access_key_id = x\naws_secret_access_key = y\n",
 		m.AccessKey(), m.SecretKey(), m.AccessKey())
-	config := "[profile strata]\nregion = " + testenv.MinIORegion + "\n\n[profile wrong]\nregion = " + testenv.MinIORegion + "\n"
+	config := "[profile strata]\nregion = " + testenv.MinIORegion + "\n\n[profile wrong]\nregion = " + testenv.MinIORegion + "\n\n[profile paris]\nregion = eu-west-3\n"
 	if err := os.WriteFile(filepath.Join(dir, "credentials"), []byte(creds), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +41,10 @@ func TestS3StoreCredentialsFromProfile(t *testing.T) {
 		}
 		return st.(*S3Store)
 	}
-	s := open("strata")
-	if s.cfg.Region != testenv.MinIORegion {
-		t.Errorf("region %q, want the profile's %s", s.cfg.Region, testenv.MinIORegion)
+	if p := open("paris"); p.cfg.Region != "eu-west-3" {
+		t.Errorf("region %q, want the profile's eu-west-3", p.cfg.Region)
 	}
+	s := open("strata")
 	put(t, s, "k", []byte("signed by the profile"))
 	if got, err := get(t, s, "k", 0, -1); err != nil || string(got) != "signed by the profile" {
 		t.Fatalf("get through the profile: %q, %v", got, err)
