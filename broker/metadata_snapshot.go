@@ -198,12 +198,12 @@ func (s *Server) setOwner(st *snapshotState, md *controller.Metadata, owner stri
 func (s *Server) restoreCommand(discard bool) string {
 	cmd := "strata admin --bootstrap " + s.AdvertisedAddr() + " restore"
 	if discard {
-		return cmd + " --discard --tier " + s.tier.store.String() + " (with the brokers' --s3-endpoint and --s3-region; throws away the snapshot's topics, their records and its group offsets)"
+		return cmd + " --discard --tier " + s.tier.store.String() + " (with the brokers' --s3-* flags; throws away the snapshot's topics, their records and its group offsets)"
 	}
 	if s.cfg.ZooKeeperConnect == "" {
 		return "a restore needs a cluster on ZooKeeper (strata serve --zookeeper)"
 	}
-	return cmd + " --zookeeper " + s.cfg.ZooKeeperConnect + " --tier " + s.tier.store.String() + " (with the brokers' --s3-endpoint and --s3-region)"
+	return cmd + " --zookeeper " + s.cfg.ZooKeeperConnect + " --tier " + s.tier.store.String() + " (with the brokers' --s3-* flags)"
 }
 
 // recordDeletions records in the bucket the deletion of every topic that
@@ -374,10 +374,28 @@ func keepPartitions(topics []tier.SnapshotTopic, cur *tier.ClusterSnapshot) {
 
 // clusterSnapshot builds the cluster snapshot of md (without the time),
 // leaving out the topics md knows only in part (controller.Topic.Partial:
-// carryOver keeps the snapshot's).
+// carryOver keeps the snapshot's) and every sensitive config
+// (config.SensitiveName: passwords, and names of unknown type): the
+// bucket holds no secret, and a restore leaves them to be set again.
 func (s *Server) clusterSnapshot(md *controller.Metadata) tier.ClusterSnapshot {
 	snap := tier.ClusterSnapshot{ClusterID: md.ClusterID, NextProducerID: md.NextProducerID, BrokerConfigs: md.BrokerConfigs,
 		Topics: []tier.SnapshotTopic{}}
+	cloned := false
+	for b, cfg := range md.BrokerConfigs {
+		clean := config.WithoutSensitive(cfg)
+		if len(clean) == len(cfg) {
+			continue
+		}
+		if !cloned {
+			snap.BrokerConfigs = maps.Clone(md.BrokerConfigs) // md's is shared: never written to
+			cloned = true
+		}
+		if len(clean) == 0 {
+			delete(snap.BrokerConfigs, b)
+		} else {
+			snap.BrokerConfigs[b] = clean
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(md.Topics)) {
 		if strings.HasPrefix(name, "__") {
 			continue // internal topics are created again by the brokers
@@ -386,7 +404,7 @@ func (s *Server) clusterSnapshot(md *controller.Metadata) tier.ClusterSnapshot {
 		if t.Partial {
 			continue
 		}
-		st := tier.SnapshotTopic{Name: name, TopicID: topicIDString(t.ID), Configs: t.Configs}
+		st := tier.SnapshotTopic{Name: name, TopicID: topicIDString(t.ID), Configs: config.WithoutSensitive(t.Configs)}
 		for _, p := range t.Partitions {
 			st.Replicas = append(st.Replicas, p.OriginalReplicas())
 		}

@@ -56,10 +56,16 @@
 // time.
 //
 // S3Store uses path-style addressing whenever an endpoint is given (MinIO
-// and other S3-compatible servers), signs for the region (default
-// us-east-1) and takes credentials from AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN unless S3Config.Credentials
-// is set (it never asks instance metadata). Objects up to PartSize (8 MiB)
+// and other S3-compatible servers), signs for the region (AWS_REGION or
+// the profile's, default us-east-1) and takes credentials from the AWS
+// SDK's default chain (config.LoadDefaultConfig: environment, shared
+// config and credentials files with AWS_PROFILE, web identity, container
+// and instance roles) unless S3Config.Credentials is set; tier.Open
+// resolves them once so that a broker without any fails at start. With
+// S3Config.SSE every PutObject and multipart upload asks for SSE-S3 or
+// SSE-KMS (with SSEKMSKeyID); S3Config.CABundle replaces the system's
+// roots for an https endpoint. No URL with user info is accepted, and no
+// error quotes one. Objects up to PartSize (8 MiB)
 // go in one PutObject from a buffer; larger ones through the SDK's
 // transfer manager as a multipart upload of PartSize parts, Concurrency at
 // a time, aborted if any part fails. Requests that fail with throttling,

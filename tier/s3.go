@@ -3,6 +3,8 @@ package tier
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -32,11 +35,29 @@ type S3Config struct {
 	// addressing (http://host/bucket/key), which every S3-compatible
 	// server accepts.
 	Endpoint string
-	// Region signs requests; default us-east-1.
+	// Region signs requests; empty: the AWS default chain's (AWS_REGION,
+	// the profile's region), else us-east-1.
 	Region string
-	// Credentials; nil: from the standard AWS environment variables
-	// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN).
+	// Credentials; nil: the AWS SDK's default chain, in its order: the
+	// environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+	// AWS_SESSION_TOKEN), the shared config and credentials files
+	// (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, with SSO
+	// and assumed roles), web identity (AWS_WEB_IDENTITY_TOKEN_FILE with
+	// AWS_ROLE_ARN), the container's role (ECS, EKS pod identity) and the
+	// EC2 instance's role.
 	Credentials aws.CredentialsProvider
+
+	// SSE is the server-side encryption every object is written with
+	// (each PutObject and multipart upload): "" or "none" leaves it to the
+	// bucket's default; "AES256" is SSE-S3; "aws:kms" is SSE-KMS with
+	// SSEKMSKeyID (a key id, ARN or alias), or the account's aws/s3 key
+	// when that is empty. Reads need no setting.
+	SSE         string
+	SSEKMSKeyID string
+	// CABundle is a PEM file of the certificate authorities an https
+	// endpoint's certificate must chain to, in place of the system's
+	// (as the SDK's AWS_CA_BUNDLE, which applies when this is empty).
+	CABundle string
 
 	// PartSize: objects larger than this are uploaded in parts of this
 	// size (multipart upload, at least 5 MiB; default 8 MiB).
@@ -59,16 +80,47 @@ type S3Config struct {
 	// request (default and maximum 1000).
 	ListPageSize int32
 	DeleteBatch  int
-	// HTTPClient; nil: the SDK's default client.
+	// HTTPClient; nil: the SDK's default client (with CABundle's roots).
 	HTTPClient *http.Client
+}
+
+// SSE modes of S3Config.SSE.
+const (
+	SSENone = "none"
+	SSES3   = "AES256"
+	SSEKMS  = "aws:kms"
+)
+
+// validateSSE checks the encryption settings; errors name the flags.
+func validateSSE(mode, keyID string) error {
+	switch mode {
+	case "", SSENone, SSES3:
+		if keyID != "" {
+			return fmt.Errorf("--s3-sse-kms-key-id needs --s3-sse %s, not %q", SSEKMS, mode)
+		}
+	case SSEKMS:
+	default:
+		return fmt.Errorf("--s3-sse %q: want %s, %s (SSE-S3) or %s (SSE-KMS)", mode, SSENone, SSES3, SSEKMS)
+	}
+	return nil
+}
+
+// caPool reads a PEM bundle of certificate authorities.
+func caPool(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--s3-ca-bundle: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("--s3-ca-bundle %s: no PEM certificate in it", file)
+	}
+	return pool, nil
 }
 
 const minPartSize = 5 << 20
 
 func (c *S3Config) setDefaults() {
-	if c.Region == "" {
-		c.Region = "us-east-1"
-	}
 	if c.PartSize == 0 {
 		c.PartSize = 8 << 20
 	}
@@ -100,18 +152,9 @@ type S3Store struct {
 	cfg    S3Config
 	client *s3.Client
 	tm     *transfermanager.Client
+	creds  aws.CredentialsProvider
 
 	lifecycle s3Lifecycle // lifecycle.go
-}
-
-// EnvCredentials returns the credentials of the standard AWS environment
-// variables, or an error naming what is missing.
-func EnvCredentials() (aws.CredentialsProvider, error) {
-	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-	if id == "" || secret == "" {
-		return nil, errors.New("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-	}
-	return credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")), nil
 }
 
 // NewS3Store returns a store for the bucket. It sends no request.
@@ -134,43 +177,101 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 	if cfg.PartSize < minPartSize {
 		return nil, fmt.Errorf("s3 part size %d: below S3's minimum of 5 MiB", cfg.PartSize)
 	}
-	if cfg.Credentials == nil {
-		creds, err := EnvCredentials()
-		if err != nil {
-			return nil, err
-		}
-		cfg.Credentials = creds
+	if err := validateSSE(cfg.SSE, cfg.SSEKMSKeyID); err != nil {
+		return nil, err
 	}
-	opts := s3.Options{
-		Region:      cfg.Region,
-		Credentials: cfg.Credentials,
-		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+	var loads []func(*awsconfig.LoadOptions) error
+	if cfg.Region != "" {
+		loads = append(loads, awsconfig.WithRegion(cfg.Region))
+	}
+	if cfg.Credentials != nil {
+		loads = append(loads, awsconfig.WithCredentialsProvider(cfg.Credentials))
+	}
+	switch {
+	case cfg.HTTPClient != nil && cfg.CABundle != "":
+		return nil, errors.New("s3: a CA bundle and an HTTP client of one's own cannot go together")
+	case cfg.HTTPClient != nil:
+		loads = append(loads, awsconfig.WithHTTPClient(cfg.HTTPClient))
+	default:
+		var roots *x509.CertPool
+		if cfg.CABundle != "" {
+			pool, err := caPool(cfg.CABundle)
+			if err != nil {
+				return nil, err
+			}
+			roots = pool
+		}
+		loads = append(loads, awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = 64
+			if roots != nil {
+				if t.TLSClientConfig == nil {
+					t.TLSClientConfig = &tls.Config{}
+				}
+				t.TLSClientConfig.RootCAs = roots
+			}
+		})))
+	}
+	// The default chain reads the environment and the shared files now;
+	// it asks no server anything until the first request.
+	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background(), loads...)
+	if err != nil {
+		return nil, fmt.Errorf("s3: AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1"
+	}
+	cfg.Region = awsCfg.Region
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.Retryer = retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = cfg.MaxAttempts
 			o.MaxBackoff = cfg.MaxBackoff
 			// Retry every failed attempt, however many fail: the per-call
 			// timeout bounds them, not a process-wide quota.
 			o.RateLimiter = ratelimit.None
-		}),
-	}
-	if cfg.Endpoint != "" {
-		opts.BaseEndpoint = aws.String(cfg.Endpoint)
-		opts.UsePathStyle = true
-	}
-	if cfg.HTTPClient != nil {
-		opts.HTTPClient = cfg.HTTPClient
-	} else {
-		opts.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-			t.MaxIdleConnsPerHost = 64
 		})
-	}
-	client := s3.New(opts)
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+			o.UsePathStyle = true
+		}
+	})
+	creds := awsCfg.Credentials
 	tm := transfermanager.New(client, func(o *transfermanager.Options) {
 		o.PartSizeBytes = cfg.PartSize
 		o.MultipartUploadThreshold = cfg.PartSize
 		o.Concurrency = cfg.Concurrency
 		o.FailTimeout = cfg.Timeout
 	})
-	return &S3Store{cfg: cfg, client: client, tm: tm}, nil
+	return &S3Store{cfg: cfg, client: client, tm: tm, creds: creds}, nil
+}
+
+// CheckCredentials resolves the credentials through the default chain
+// (which may ask the instance metadata service or STS), so that a broker
+// without any fails at start with a one-line reason rather than at its
+// first upload. It sends nothing to the bucket.
+func (s *S3Store) CheckCredentials(ctx context.Context) error {
+	if s.creds == nil {
+		return errors.New("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, a web identity, or run with an instance or container role")
+	}
+	if _, err := s.creds.Retrieve(ctx); err != nil {
+		return fmt.Errorf("no S3 credentials from the AWS default chain (environment, shared config and credentials files, web identity, container or instance role): %s", oneLine(err.Error()))
+	}
+	return nil
+}
+
+// oneLine folds an error's lines into one.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// sse sets the store's server-side encryption on a PutObject.
+func (s *S3Store) sse(in *s3.PutObjectInput) {
+	switch s.cfg.SSE {
+	case SSES3:
+		in.ServerSideEncryption = types.ServerSideEncryptionAes256
+	case SSEKMS:
+		in.ServerSideEncryption = types.ServerSideEncryptionAwsKms
+		if s.cfg.SSEKMSKeyID != "" {
+			in.SSEKMSKeyId = aws.String(s.cfg.SSEKMSKeyID)
+		}
+	}
 }
 
 func (s *S3Store) String() string {
@@ -217,12 +318,22 @@ func (s *S3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 	// retried), uploads Concurrency at once and aborts the upload if a
 	// part fails, our short-body error included. S3 allows 10,000 parts.
 	partSize := max(s.cfg.PartSize, (size+9999)/10000)
-	out, err := s.tm.UploadObject(ctx, &transfermanager.UploadObjectInput{
+	in := &transfermanager.UploadObjectInput{
 		Bucket:        aws.String(s.cfg.Bucket),
 		Key:           aws.String(s.fullKey(key)),
 		Body:          body,
 		ContentLength: aws.Int64(size),
-	}, func(o *transfermanager.Options) { o.PartSizeBytes = partSize })
+	}
+	switch s.cfg.SSE {
+	case SSES3:
+		in.ServerSideEncryption = tmtypes.ServerSideEncryptionAes256
+	case SSEKMS:
+		in.ServerSideEncryption = tmtypes.ServerSideEncryptionAwsKms
+		if s.cfg.SSEKMSKeyID != "" {
+			in.SSEKMSKeyID = aws.String(s.cfg.SSEKMSKeyID)
+		}
+	}
+	out, err := s.tm.UploadObject(ctx, in, func(o *transfermanager.Options) { o.PartSizeBytes = partSize })
 	if err != nil {
 		if errors.Is(err, ErrShortBody) {
 			return fmt.Errorf("put %s: %w", key, ErrShortBody)
@@ -290,6 +401,7 @@ func (s *S3Store) putObject(ctx context.Context, key string, r io.Reader, size i
 		Body:          bytes.NewReader(buf),
 		ContentLength: aws.Int64(size),
 	}
+	s.sse(in)
 	if with != nil {
 		with(in)
 	}

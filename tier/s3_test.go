@@ -200,9 +200,13 @@ func TestS3StoreTimeout(t *testing.T) {
 }
 
 func TestNewS3StoreConfig(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	if _, err := NewS3Store(S3Config{Bucket: "b-1"}); err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+	isolateAWSChain(t)
+	s, err := NewS3Store(S3Config{Bucket: "b-1"})
+	if err != nil {
+		t.Fatalf("no credentials yet: NewS3Store asks nothing, but: %v", err)
+	}
+	err = s.CheckCredentials(ctxT(t))
+	if err == nil || !strings.Contains(err.Error(), "no S3 credentials") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("no credentials: %v", err)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "id")
@@ -212,16 +216,50 @@ func TestNewS3StoreConfig(t *testing.T) {
 		{Bucket: "ok-bucket", Prefix: "a//b"},
 		{Bucket: "ok-bucket", Endpoint: "ftp://x"},
 		{Bucket: "ok-bucket", PartSize: 1 << 20},
+		{Bucket: "ok-bucket", SSE: "aes256"},
+		{Bucket: "ok-bucket", SSE: SSES3, SSEKMSKeyID: "k"},
+		{Bucket: "ok-bucket", CABundle: "/nonexistent/ca.pem"},
 	} {
 		if _, err := NewS3Store(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
 	}
-	s, err := NewS3Store(S3Config{Bucket: "ok-bucket", Prefix: "/tier/a/", Endpoint: "http://127.0.0.1:9000"})
+	s, err = NewS3Store(S3Config{Bucket: "ok-bucket", Prefix: "/tier/a/", Endpoint: "http://127.0.0.1:9000"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.String() != "s3://ok-bucket/tier/a" || s.Prefix() != "tier/a" {
 		t.Fatalf("String %s, Prefix %s", s, s.Prefix())
+	}
+	if err := s.CheckCredentials(ctxT(t)); err != nil {
+		t.Fatalf("credentials from the environment: %v", err)
+	}
+}
+
+// isolateAWSChain empties the AWS default chain for this test: no
+// credentials in the environment, no shared files, no profile, no web
+// identity, no container or instance role.
+func isolateAWSChain(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID":                      "",
+		"AWS_SECRET_ACCESS_KEY":                  "",
+		"AWS_SESSION_TOKEN":                      "",
+		"AWS_PROFILE":                            "",
+		"AWS_DEFAULT_PROFILE":                    "",
+		"AWS_REGION":                             "",
+		"AWS_DEFAULT_REGION":                     "",
+		"AWS_CONFIG_FILE":                        dir + "/config",
+		"AWS_SHARED_CREDENTIALS_FILE":            dir + "/credentials",
+		"AWS_WEB_IDENTITY_TOKEN_FILE":            "",
+		"AWS_ROLE_ARN":                           "",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI":     "",
+		"AWS_EC2_METADATA_DISABLED":              "true",
+		"AWS_CA_BUNDLE":                          "",
+		"AWS_ENDPOINT_URL":                       "",
+		"AWS_ENDPOINT_URL_S3":                    "",
+	} {
+		t.Setenv(k, v)
 	}
 }

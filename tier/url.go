@@ -1,12 +1,14 @@
 package tier
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Location is a parsed --tier URL.
@@ -31,7 +33,7 @@ func (l Location) String() string {
 // Errors are one line, naming what is wrong.
 func ParseURL(s string) (Location, error) {
 	bad := func(format string, args ...any) (Location, error) {
-		return Location{}, fmt.Errorf("--tier %q: %s", s, fmt.Sprintf(format, args...))
+		return Location{}, fmt.Errorf("--tier %q: %s", redactURL(s), fmt.Sprintf(format, args...))
 	}
 	if s == "" {
 		return bad("empty; want file:///abs/dir or s3://bucket/prefix")
@@ -42,7 +44,13 @@ func ParseURL(s string) (Location, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		if strings.Contains(s, "@") {
+			return bad("not a URL") // the parser's reason may quote user info
+		}
 		return bad("%v", err)
+	}
+	if u.User != nil {
+		return bad("user info (credentials) in the URL is refused; give S3 credentials through the AWS default chain (environment, shared files, roles)")
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 		return bad("no query, fragment or user info allowed")
@@ -103,13 +111,16 @@ func validateBucket(b string) error {
 }
 
 // validateEndpoint checks an --s3-endpoint URL: http or https, a host, no
-// path beyond "/", no query.
+// path beyond "/", no query, no user info. Errors never quote user info.
 func validateEndpoint(e string) error {
 	u, err := url.Parse(e)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--s3-endpoint %q: want http(s)://host[:port]", e)
+	if err == nil && u.User != nil {
+		return fmt.Errorf("--s3-endpoint %q: user info (credentials) in the URL is refused; give S3 credentials through the AWS default chain (environment, shared files, roles)", redactURL(e))
 	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--s3-endpoint %q: want http(s)://host[:port]", redactURL(e))
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("--s3-endpoint %q: no path, query or user info allowed", e)
 	}
 	if p := u.Port(); p == "" && strings.HasSuffix(u.Host, ":") {
@@ -118,22 +129,46 @@ func validateEndpoint(e string) error {
 	return nil
 }
 
+// redactURL is s without its user info, for messages: a URL that does
+// not parse and holds an '@' is not shown at all.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if strings.Contains(s, "@") {
+			return "(not shown: it may hold credentials)"
+		}
+		return s
+	}
+	if u.User == nil {
+		return s
+	}
+	u.User = nil
+	return u.String()
+}
+
 // Config is the tier's object store, as the broker's flags give it.
 type Config struct {
 	URL        string // --tier; empty: no tier
 	S3Endpoint string // --s3-endpoint
 	S3Region   string // --s3-region
+	// S3SSE and S3SSEKMSKeyID are --s3-sse and --s3-sse-kms-key-id
+	// (S3Config.SSE, SSEKMSKeyID); S3CABundle is --s3-ca-bundle.
+	S3SSE         string
+	S3SSEKMSKeyID string
+	S3CABundle    string
 	// S3 tunes the S3 store (part size, retries, timeouts); its Bucket,
-	// Prefix, Endpoint and Region are taken from the fields above.
+	// Prefix, Endpoint, Region, SSE and CA bundle are taken from the
+	// fields above.
 	S3 S3Config
 }
 
 // Validate checks the flags' form without contacting anything: a valid
 // URL, and S3 settings only with an s3:// URL.
 func (c Config) Validate() error {
+	s3Set := c.S3Endpoint != "" || c.S3Region != "" || c.S3SSE != "" || c.S3SSEKMSKeyID != "" || c.S3CABundle != ""
 	if c.URL == "" {
-		if c.S3Endpoint != "" || c.S3Region != "" {
-			return errors.New("--s3-endpoint/--s3-region need --tier s3://bucket/prefix")
+		if s3Set {
+			return errors.New("--s3-* flags need --tier s3://bucket/prefix")
 		}
 		return nil
 	}
@@ -142,10 +177,18 @@ func (c Config) Validate() error {
 		return err
 	}
 	if loc.Scheme != "s3" {
-		if c.S3Endpoint != "" || c.S3Region != "" {
-			return fmt.Errorf("--s3-endpoint/--s3-region need an s3:// tier, not %s", loc)
+		if s3Set {
+			return fmt.Errorf("--s3-* flags need an s3:// tier, not %s", loc)
 		}
 		return nil
+	}
+	if err := validateSSE(c.S3SSE, c.S3SSEKMSKeyID); err != nil {
+		return err
+	}
+	if c.S3CABundle != "" {
+		if _, err := caPool(c.S3CABundle); err != nil {
+			return err
+		}
 	}
 	if c.S3Endpoint != "" {
 		if err := validateEndpoint(c.S3Endpoint); err != nil {
@@ -163,8 +206,9 @@ func (c Config) Validate() error {
 }
 
 // Open returns the store the configuration names (nil when URL is
-// empty). A file tier's directory is created; an S3 tier needs
-// credentials (see S3Config) but is not contacted.
+// empty). A file tier's directory is created; an S3 tier's credentials
+// are resolved through the AWS default chain (see S3Config; this may ask
+// the instance metadata service), but the bucket is not contacted.
 func Open(c Config) (ObjectStore, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -182,8 +226,14 @@ func Open(c Config) (ObjectStore, error) {
 	}
 	sc := c.S3
 	sc.Bucket, sc.Prefix, sc.Endpoint, sc.Region = loc.Bucket, loc.Prefix, c.S3Endpoint, c.S3Region
+	sc.SSE, sc.SSEKMSKeyID, sc.CABundle = c.S3SSE, c.S3SSEKMSKeyID, c.S3CABundle
 	s3s, err := NewS3Store(sc)
 	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := s3s.CheckCredentials(ctx); err != nil {
 		return nil, err
 	}
 	return s3s, nil

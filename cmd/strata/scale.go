@@ -270,8 +270,8 @@ func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, tota
 	return left, total, nil
 }
 
-const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT [--config FILE] --tier URL [--s3-endpoint URL] [--s3-region R]
-       strata admin [--bootstrap HOST:PORT] restore --discard [--force] --tier URL [--s3-endpoint URL] [--s3-region R]
+const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT [--config FILE] --tier URL [--s3-endpoint URL] [--s3-region R] [--s3-ca-bundle FILE] [--s3-sse MODE [--s3-sse-kms-key-id ID]]
+       strata admin [--bootstrap HOST:PORT] restore --discard [--force] --tier URL [--s3-endpoint URL] [--s3-region R] [--s3-ca-bundle FILE] [--s3-sse MODE [--s3-sse-kms-key-id ID]]
 
 Brings a cluster back from its bucket alone: the topics (with their ids,
 partitions and configs), dynamic broker configs and producer id block
@@ -304,8 +304,7 @@ func runRestore(bootstrap string, args []string) int {
 	zkConnect := fs.String("zookeeper", "", "ZooKeeper connect string, HOST:PORT[/chroot]")
 	configFile := fs.String("config", "", "server.properties with the brokers' zookeeper.set.acl, zookeeper.digest.user and zookeeper.digest.password")
 	tierURL := fs.String("tier", "", "the tier the cluster used, s3://bucket/prefix or file:///dir")
-	s3Endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
-	s3Region := fs.String("s3-region", "", "S3 region for an s3:// tier")
+	s3 := addS3Flags(fs)
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for every partition to serve")
 	discard := fs.Bool("discard", false, "throw the bucket's snapshot away and give the bucket to the cluster at --bootstrap")
 	force := fs.Bool("force", false, "with --discard: discard a snapshot written less than 3 minutes ago")
@@ -317,7 +316,7 @@ func runRestore(bootstrap string, args []string) int {
 		fs.Usage()
 		return 2
 	}
-	tc := tierpkg.Config{URL: *tierURL, S3Endpoint: *s3Endpoint, S3Region: *s3Region}
+	tc := s3.config(*tierURL)
 	if err := tc.Validate(); err != nil {
 		return fail("restore: %v", err)
 	}

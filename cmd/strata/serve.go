@@ -41,8 +41,7 @@ func runServe(args []string) int {
 		dataDir    = fs.String("data-dir", "./strata-data", "data directory (log.dirs)")
 		zk         = fs.String("zookeeper", "", "ZooKeeper HOST:PORT[,…][/chroot] (absent: embedded single-node controller)")
 		tier       = fs.String("tier", "", "tier URL: file:///abs/dir or s3://bucket/prefix")
-		s3Endpoint = fs.String("s3-endpoint", "", "S3 endpoint URL for an s3:// tier")
-		s3Region   = fs.String("s3-region", "", "S3 region for an s3:// tier")
+		s3         = addS3Flags(fs)
 		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics and /healthz on (absent: none)")
 		pprofOn    = fs.Bool("pprof", false, "also serve Go's profiler, /debug/pprof/, on the --metrics address")
 		configFile = fs.String("config", "", "server.properties file (Kafka keys)")
@@ -97,7 +96,7 @@ func runServe(args []string) int {
 	if *zk != "" {
 		props["zookeeper.connect"] = *zk
 	}
-	tierCfg := tierpkg.Config{URL: *tier, S3Endpoint: *s3Endpoint, S3Region: *s3Region}
+	tierCfg := s3.config(*tier)
 	if err := tierCfg.Validate(); err != nil {
 		return fail("%v", err)
 	}

@@ -3,6 +3,10 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -57,6 +61,8 @@ type MinIO struct {
 	accessKey string
 	secretKey string
 	bucket    string
+	opts      MinIOOptions
+	certsDir  string // with TLS: public.crt and private.key; the CA beside it
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -70,9 +76,33 @@ type MinIO struct {
 // fails the test with the command that installs it.
 func StartMinIO(t testing.TB) *MinIO {
 	t.Helper()
+	return StartMinIOWith(t, MinIOOptions{})
+}
+
+// MinIOOptions are the settings of a MinIO server beyond the defaults.
+type MinIOOptions struct {
+	// KMSKey starts the server with a static KMS key of this name
+	// (MINIO_KMS_SECRET_KEY=<name>:<random 32 bytes, base64>), so that it
+	// serves SSE-S3 and SSE-KMS with that key id.
+	KMSKey string
+	// TLS serves https with a certificate for 127.0.0.1 signed by a CA
+	// made for this server (see [MinIO.CAFile]).
+	TLS bool
+}
+
+// StartMinIOWith is [StartMinIO] with options.
+func StartMinIOWith(t testing.TB, o MinIOOptions) *MinIO {
+	t.Helper()
 	m, err := newMinIO(t.TempDir())
 	if err != nil {
 		t.Fatalf("minio: %v", err)
+	}
+	m.opts = o
+	if o.TLS {
+		m.certsDir = filepath.Join(filepath.Dir(m.dataDir), "certs")
+		if err := writeTestCerts(m.certsDir, m.CAFile(), "127.0.0.1"); err != nil {
+			t.Fatalf("minio: %v", err)
+		}
 	}
 	t.Cleanup(func() {
 		m.kill()
@@ -164,8 +194,23 @@ func newMinIO(dir string) (*MinIO, error) {
 // restarts.
 func (m *MinIO) Addr() string { return m.addr }
 
-// Endpoint is the S3 endpoint URL, for --s3-endpoint.
-func (m *MinIO) Endpoint() string { return "http://" + m.addr }
+// Endpoint is the S3 endpoint URL, for --s3-endpoint: https with
+// MinIOOptions.TLS.
+func (m *MinIO) Endpoint() string {
+	if m.certsDir != "" {
+		return "https://" + m.addr
+	}
+	return "http://" + m.addr
+}
+
+// CAFile is the PEM file of the CA that signed the server's certificate
+// (MinIOOptions.TLS), for --s3-ca-bundle; "" without TLS.
+func (m *MinIO) CAFile() string {
+	if m.certsDir == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(m.certsDir), "ca.crt")
+}
 
 // Bucket is the bucket StartMinIO made.
 func (m *MinIO) Bucket() string { return m.bucket }
@@ -202,10 +247,33 @@ func (m *MinIO) Client(t testing.TB) *minio.Client {
 }
 
 func (m *MinIO) client() (*minio.Client, error) {
-	return minio.New(m.addr, &minio.Options{
+	o := &minio.Options{
 		Creds:  credentials.NewStaticV4(m.accessKey, m.secretKey, ""),
 		Region: MinIORegion,
-	})
+	}
+	if m.certsDir != "" {
+		tr, err := m.tlsTransport()
+		if err != nil {
+			return nil, err
+		}
+		o.Secure, o.Transport = true, tr
+	}
+	return minio.New(m.addr, o)
+}
+
+// tlsTransport trusts the server's CA only.
+func (m *MinIO) tlsTransport() (*http.Transport, error) {
+	pem, err := os.ReadFile(m.CAFile())
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no certificate", m.CAFile())
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	return tr, nil
 }
 
 var bucketSeq atomic.Int64
@@ -262,7 +330,11 @@ func (m *MinIO) start() error {
 		return fmt.Errorf("open log: %w", err)
 	}
 	defer logf.Close()
-	args := []string{"server", "--address", m.addr, "--console-address", m.console, m.dataDir}
+	args := []string{"server", "--address", m.addr, "--console-address", m.console}
+	if m.certsDir != "" {
+		args = append(args, "--certs-dir", m.certsDir)
+	}
+	args = append(args, m.dataDir)
 	m.starts++
 	fmt.Fprintf(logf, "=== testenv: start %d: minio %s\n", m.starts, strings.Join(args, " "))
 	cmd := exec.Command(m.bin, args...)
@@ -282,6 +354,12 @@ func (m *MinIO) start() error {
 		"MINIO_UPDATE=off",
 		"MINIO_REGION="+MinIORegion,
 	)
+	if m.opts.KMSKey != "" {
+		// The key is derived from the secret key, so that it stays the
+		// same across restarts.
+		sum := sha256.Sum256([]byte("kms:" + m.secretKey))
+		cmd.Env = append(cmd.Env, "MINIO_KMS_SECRET_KEY="+m.opts.KMSKey+":"+base64.StdEncoding.EncodeToString(sum[:]))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", m.bin, err)
@@ -297,6 +375,14 @@ func (m *MinIO) start() error {
 
 	deadline := time.Now().Add(60 * time.Second)
 	hc := &http.Client{Timeout: 2 * time.Second}
+	if m.certsDir != "" {
+		tr, err := m.tlsTransport()
+		if err != nil {
+			m.kill()
+			return err
+		}
+		hc.Transport = tr
+	}
 	c, err := m.client()
 	if err != nil {
 		m.kill()
