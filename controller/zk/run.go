@@ -23,6 +23,10 @@ func (c *Controller) run() {
 	defer c.wg.Done()
 	retry := time.NewTimer(0)
 	defer retry.Stop()
+	var (
+		lastErr  string
+		lastWarn time.Time
+	)
 	for {
 		select {
 		case <-c.done:
@@ -47,8 +51,21 @@ func (c *Controller) run() {
 				return
 			default:
 			}
-			c.log.Debug("zookeeper step failed; retrying", "err", err)
+			// A failed step leaves the published metadata as it was:
+			// say so at WARN (once per distinct error, then every
+			// minute), never only at debug.
+			if msg := err.Error(); msg != lastErr || time.Since(lastWarn) >= time.Minute {
+				c.log.Warn("zookeeper step failed; metadata not updated, retrying", "err", err)
+				lastErr, lastWarn = msg, time.Now()
+			} else {
+				c.log.Debug("zookeeper step failed; retrying", "err", err)
+			}
 			retry.Reset(retryBackoff)
+			continue
+		}
+		if lastErr != "" {
+			c.log.Info("zookeeper step succeeded after failures")
+			lastErr = ""
 		}
 	}
 }
@@ -154,7 +171,7 @@ func (c *Controller) stepDown() {
 	}
 	c.wasActive = false
 	c.senders.stop()
-	c.pushed.seed(c.Metadata(), c.epoch.Load())
+	c.pushed.seed(c.Metadata(), c.epoch.Load(), c.opts.Broker.ID)
 }
 
 // publishOffline publishes the pushed state while ZooKeeper cannot be
@@ -270,6 +287,21 @@ func (c *Controller) build(full bool) (*view, error) {
 	} else {
 		v.pushedVersion, v.synced = c.pushed.fill(md, c.opts.Broker)
 		v.epochs[c.opts.Broker.ID] = c.ownEpoch.Load()
+		// The other brokers' epochs, the czxid of their registrations,
+		// read here as the active controller reads them: a leader checks
+		// a follower's fetch against them (KIP-903's ReplicaEpoch).
+		for _, b := range md.Brokers {
+			if b.ID == c.opts.Broker.ID || b.ID < 0 {
+				continue
+			}
+			e, err := c.get(brokerPath(b.ID))
+			if err != nil {
+				return nil, err
+			}
+			if e.exists {
+				v.epochs[b.ID] = e.stat.Czxid
+			}
+		}
 		for name, t := range md.Topics {
 			e, err := c.get(topicConfigPath(name))
 			if err != nil {
