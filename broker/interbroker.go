@@ -63,34 +63,33 @@ func (s *Server) inCluster() (brokerEpocher, bool) {
 // named; a refused target gets its error code in refuse. As Kafka's
 // Partition.followerReplicaOrThrow: a replica id that is not a replica of
 // the partition (or is this broker) gets UNKNOWN_LEADER_EPOCH when the
-// fetch names a leader epoch, NOT_LEADER_OR_FOLLOWER when not. In a
-// cluster the fetch must carry the follower's broker epoch (v15+,
+// fetch names a leader epoch, NOT_LEADER_OR_FOLLOWER when not. Then, in a
+// cluster, the fetch must carry the follower's broker epoch (v15+,
 // ReplicaState.ReplicaEpoch, KIP-903) equal to the one this broker knows
 // from ZooKeeper: a fetch without it, or with another, is refused with
 // STALE_BROKER_EPOCH, so that no one but the follower itself moves the
 // high watermark or keeps it in the ISR.
 func (s *Server) checkReplicaFetch(cc *clientConn, req *kmsg.FetchRequest, replicaID int32, md *controller.Metadata, targets []*fetchTarget) {
-	code := int16(0)
-	switch be, cluster := s.inCluster(); {
-	case !s.interBrokerAllowed(cc):
-		code = kerr.TopicAuthorizationFailed.Code // Kafka's answer to a replica fetch without ClusterAction
-	case cluster && (req.Version < 15 || req.ReplicaState.Epoch < 0 || req.ReplicaState.Epoch != be.BrokerEpoch(replicaID)):
-		code = kerr.StaleBrokerEpoch.Code
-	}
+	allowed := s.interBrokerAllowed(cc)
+	be, cluster := s.inCluster()
+	staleEpoch := cluster && (req.Version < 15 || req.ReplicaState.Epoch < 0 || req.ReplicaState.Epoch != be.BrokerEpoch(replicaID))
 	for _, t := range targets {
-		t.refuse = code
-		if code != 0 {
-			continue
-		}
 		var pm controller.Partition
 		if topic := md.Topics[t.key.topic]; topic != nil && t.key.part >= 0 && int(t.key.part) < len(topic.Partitions) {
 			pm = topic.Partitions[t.key.part]
 		}
-		if replicaID == s.cfg.ID || !containsID(pm.Replicas, replicaID) {
+		switch {
+		case !allowed:
+			t.refuse = kerr.TopicAuthorizationFailed.Code // Kafka's answer to a replica fetch without ClusterAction
+		case replicaID == s.cfg.ID || !containsID(pm.Replicas, replicaID):
 			t.refuse = kerr.NotLeaderForPartition.Code
 			if t.leaderEpoch >= 0 {
 				t.refuse = kerr.UnknownLeaderEpoch.Code
 			}
+		case staleEpoch:
+			t.refuse = kerr.StaleBrokerEpoch.Code
+		default:
+			t.refuse = 0
 		}
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"strata/controller"
 )
 
+// errReread: a step made a change it must read back; not a failure.
+var errReread = errors.New("cluster id created; rereading")
+
 // retryBackoff is how soon a failed step is tried again.
 const retryBackoff = 100 * time.Millisecond
 
@@ -54,7 +57,7 @@ func (c *Controller) run() {
 			// A failed step leaves the published metadata as it was:
 			// say so at WARN (once per distinct error, then every
 			// minute), never only at debug.
-			if msg := err.Error(); msg != lastErr || time.Since(lastWarn) >= time.Minute {
+			if msg := err.Error(); !errors.Is(err, errReread) && (msg != lastErr || time.Since(lastWarn) >= time.Minute) {
 				c.log.Warn("zookeeper step failed; metadata not updated, retrying", "err", err)
 				lastErr, lastWarn = msg, time.Now()
 			} else {
@@ -260,7 +263,7 @@ func (c *Controller) build(full bool) (*view, error) {
 		if _, err := c.conn.Create(c.p(clusterIDPath), data, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return nil, fmt.Errorf("create %s: %w", clusterIDPath, err)
 		}
-		return nil, errors.New("cluster id created; rereading")
+		return nil, errReread
 	}
 	var cid clusterIDZNode
 	if err := json.Unmarshal(e.data, &cid); err != nil {
