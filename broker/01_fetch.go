@@ -6,6 +6,10 @@ package broker
 // stable offset (read_committed; equal to the high watermark until
 // transactions exist); followers (replica id >= 0) read to the log end, and
 // their fetch offsets tell the leader their log end (replica/leader.go).
+// A replica id is believed only for a replica of the partition and, in a
+// cluster, at v15+ with that follower's broker epoch (KIP-903); anything
+// else is refused before it reads or records (checkReplicaFetch,
+// interbroker.go).
 // Long poll: the answer goes out as soon as MinBytes are available or
 // MaxWait passes. The first batch of the first partition with data is
 // returned whole even when it exceeds the limits (KIP-74). Incremental
