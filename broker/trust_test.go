@@ -392,7 +392,6 @@ func TestForgedReplicaFetchRefused(t *testing.T) {
 		return !slices.Contains(c.partitionState("keep").ISR, 2)
 	})
 
-
 	// The real follower, with its broker epoch (Fetch v15), comes back.
 	follower.pauseReplication(false)
 	c.waitISR("keep", 1, 2)

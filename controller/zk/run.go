@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -181,7 +182,17 @@ func (c *Controller) stepDown() {
 // read: configs and the rest are kept from the last snapshot.
 func (c *Controller) publishOffline() {
 	cur := c.Metadata()
-	v := &view{md: emptyMetadata(), epochs: map[int32]int64{c.opts.Broker.ID: c.ownEpoch.Load()}}
+	// The brokers' epochs last read stay known, so that a leader keeps
+	// serving its followers' fetches (which carry them) while ZooKeeper
+	// is away.
+	c.mu.Lock()
+	epochs := maps.Clone(c.epochs)
+	c.mu.Unlock()
+	if epochs == nil {
+		epochs = map[int32]int64{}
+	}
+	epochs[c.opts.Broker.ID] = c.ownEpoch.Load()
+	v := &view{md: emptyMetadata(), epochs: epochs}
 	v.md.ClusterID, v.md.BrokerConfigs, v.md.NextProducerID = cur.ClusterID, cur.BrokerConfigs, cur.NextProducerID
 	v.pushedVersion, v.synced = c.pushed.fill(v.md, c.opts.Broker)
 	for name, t := range v.md.Topics {
