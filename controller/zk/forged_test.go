@@ -3,7 +3,10 @@ package zk
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,4 +122,69 @@ func TestForgedControllerRequestsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the follower to learn a topic created after the forgeries", func() bool { return follower.Metadata().Topics["after"] != nil })
+}
+
+// warnCounter is a slog handler that counts WARN records with a message.
+type warnCounter struct {
+	msg string
+	n   *atomic.Int32
+}
+
+func (h warnCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h warnCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && strings.Contains(r.Message, h.msg) {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h warnCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h warnCounter) WithGroup(string) slog.Handler      { return h }
+
+// Issue 25, item 5: a topic name ZooKeeper rejects froze a broker's
+// metadata updates for good, logged only at debug. A failing step is now
+// logged at WARN and retried, and updates resume once the cause is gone.
+func TestMetadataStepFailureWarnsAndRetries(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	act := newController(t, z, 1)
+	activeOf(t, act)
+	warned := new(atomic.Int32)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	follower, err := New(ctx, Options{
+		Connect: z.Addr() + testChroot, Broker: controller.Broker{ID: 2, Host: "127.0.0.1", Port: 9092},
+		SessionTimeout: 2 * time.Second, ConnectionTimeout: 5 * time.Second,
+		Logger:    slog.New(warnCounter{msg: "zookeeper step failed", n: warned}),
+		Transport: testNet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testNet.join(t, follower)
+	t.Cleanup(func() { follower.Close() })
+	waitUntil(t, 10*time.Second, "the follower to be ready", func() bool {
+		select {
+		case <-follower.ready:
+			return true
+		default:
+			return false
+		}
+	})
+
+	// What a request naming ../victim used to leave in the pushed state
+	// (requests are now refused before it gets there).
+	bad := controller.NewTopicID()
+	follower.pushed.mu.Lock()
+	follower.pushed.upsert("../victim", bad, controller.Partition{Index: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	follower.pushed.mu.Unlock()
+	follower.kickRun()
+	waitUntil(t, 10*time.Second, "a WARN for the failing step", func() bool { return warned.Load() > 0 })
+
+	follower.pushed.mu.Lock()
+	follower.pushed.remove("../victim", bad, 0)
+	follower.pushed.mu.Unlock()
+	follower.kickRun()
+	if _, err := act.CreateTopic(context.Background(), controller.CreateTopicRequest{Name: "after", NumPartitions: 1, ReplicationFactor: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the follower's metadata to move again", func() bool { return follower.Metadata().Topics["after"] != nil })
 }

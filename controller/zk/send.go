@@ -225,6 +225,10 @@ func (p *peer) run() {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	var (
+		lastErr  string
+		lastWarn time.Time
+	)
 	for {
 		select {
 		case <-p.stop:
@@ -244,10 +248,19 @@ func (p *peer) run() {
 				return
 			default:
 			}
-			p.s.c.log.Debug("send to broker failed; retrying", "to", p.broker.ID, "err", err)
+			// A broker the controller cannot bring up to date serves
+			// stale metadata: say so at WARN (once per distinct error,
+			// then every minute), never only at debug.
+			if msg := err.Error(); msg != lastErr || time.Since(lastWarn) >= time.Minute {
+				p.s.c.log.Warn("send to broker failed; retrying", "to", p.broker.ID, "err", err)
+				lastErr, lastWarn = msg, time.Now()
+			} else {
+				p.s.c.log.Debug("send to broker failed; retrying", "to", p.broker.ID, "err", err)
+			}
 			retry.Reset(sendRetry)
 			continue
 		}
+		lastErr = ""
 		p.acked = snap
 		p.s.mu.Lock()
 		p.ackedVersion = snap.version
