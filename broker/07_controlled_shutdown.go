@@ -37,11 +37,12 @@ func handleControlledShutdown(s *Server, cc *clientConn, kreq kmsg.Request) (kms
 		epoch = -1 // no broker epoch before v2
 	}
 	_, cluster := s.inCluster()
+	_, embedded := s.ctrl.(*controller.Embedded)
 	switch {
 	case !s.interBrokerAllowed(cc):
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
-	case cluster && epoch < 0:
+	case cluster && epoch < 0, embedded: // a single node has no broker epochs and no other broker
 		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 		return resp, nil
 	}

@@ -461,6 +461,10 @@ func TestEmbeddedRefusesInterBrokerRequests(t *testing.T) {
 	lai.ControllerEpoch = math.MaxInt32
 	wantCode(t, "LeaderAndIsr", rc.do(lai, 7).(*kmsg.LeaderAndISRResponse).ErrorCode, kerr.StaleControllerEpoch)
 
+	cs := kmsg.NewPtrControlledShutdownRequest()
+	cs.BrokerID, cs.BrokerEpoch = 0, -1
+	wantCode(t, "ControlledShutdown", rc.do(cs, 3).(*kmsg.ControlledShutdownResponse).ErrorCode, kerr.StaleBrokerEpoch)
+
 	for _, rid := range []int32{0, 99} {
 		got := fetchAnswer(t, rc.do(forgedReplicaFetch("keep", id, rid, -1, -1, 0, 12), 12).(*kmsg.FetchResponse))
 		wantCode(t, "replica fetch as "+strconv.Itoa(int(rid)), got.ErrorCode, kerr.NotLeaderForPartition)
