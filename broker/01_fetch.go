@@ -6,6 +6,10 @@ package broker
 // stable offset (read_committed; equal to the high watermark until
 // transactions exist); followers (replica id >= 0) read to the log end, and
 // their fetch offsets tell the leader their log end (replica/leader.go).
+// A replica id is believed only for a replica of the partition and, in a
+// cluster, at v15+ with that follower's broker epoch (KIP-903); anything
+// else is refused before it reads or records (checkReplicaFetch,
+// interbroker.go).
 // Long poll: the answer goes out as soon as MinBytes are available or
 // MaxWait passes. The first batch of the first partition with data is
 // returned whole even when it exceeds the limits (KIP-74). Incremental
@@ -47,6 +51,9 @@ type fetchTarget struct {
 	leaderEpoch int32
 	logStart    int64     // a replica's log start offset; -1 unknown
 	sess        *sessPart // nil for sessionless fetches
+	// refuse is the error a replica fetch gets for this partition before
+	// anything is read or recorded (checkReplicaFetch, interbroker.go).
+	refuse int16
 }
 
 type fetchResult struct {
@@ -159,6 +166,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 	}
 
 	if follower {
+		s.checkReplicaFetch(cc, req, replicaID, md, targets) // interbroker.go
 		s.recordFollowerFetches(replicaID, targets)
 	}
 
@@ -339,6 +347,9 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	case topic == nil || t.key.part < 0 || int(t.key.part) >= len(topic.Partitions):
 		r.code = kerr.UnknownTopicOrPartition.Code
 		return r
+	case t.refuse != 0:
+		r.code = t.refuse
+		return r
 	}
 	p := s.partition(t.key.topic, t.key.part)
 	if p == nil {
@@ -429,6 +440,9 @@ func checkLeaderEpoch(requested, current int32) int16 {
 func (s *Server) recordFollowerFetches(replicaID int32, targets []*fetchTarget) {
 	now := time.Now()
 	for _, t := range targets {
+		if t.refuse != 0 {
+			continue
+		}
 		p := s.partition(t.key.topic, t.key.part)
 		if p == nil || !s.isLeader(p) || checkLeaderEpoch(t.leaderEpoch, p.LeaderEpoch()) != 0 {
 			continue
@@ -444,7 +458,7 @@ func (s *Server) recordFollowerFetches(replicaID int32, targets []*fetchTarget) 
 // a high watermark the follower has not been sent.
 func (s *Server) followersNeedHW(replicaID int32, targets []*fetchTarget) bool {
 	for _, t := range targets {
-		if p := s.partition(t.key.topic, t.key.part); p != nil && p.FollowerNeedsHW(replicaID) {
+		if p := s.partition(t.key.topic, t.key.part); p != nil && t.refuse == 0 && p.FollowerNeedsHW(replicaID) {
 			return true
 		}
 	}

@@ -3,12 +3,15 @@ package broker
 // LeaderAndIsr v5-7 (API key 4), with StopReplica (05_stop_replica.go) and
 // UpdateMetadata (06_update_metadata.go): the requests the active controller sends
 // to every other broker in ZooKeeper mode (controller/zk's push.go and
-// send.go), with topic ids (KIP-516) and flexible versions. The controller
-// checks the controller and broker epochs and keeps what it is told; for
-// LeaderAndIsr and StopReplica the broker then takes up its new roles
+// send.go), with topic ids (KIP-516) and flexible versions. Only a
+// connection interBrokerAllowed admits may send them (interbroker.go;
+// CLUSTER_AUTHORIZATION_FAILED otherwise). The controller checks the
+// receiving broker's exact epoch, a controller epoch ZooKeeper confirms,
+// and the topic names (controller/zk/push.go), and keeps what it is told;
+// for LeaderAndIsr and StopReplica the broker then takes up its new roles
 // before it answers, as Kafka's ReplicaManager does. A broker on the
-// embedded controller has no other controller and refuses them with
-// STALE_CONTROLLER_EPOCH.
+// embedded controller has no other controller and refuses them from
+// anyone with STALE_CONTROLLER_EPOCH.
 
 import (
 	"context"
@@ -48,9 +51,12 @@ func interBrokerContext(s *Server) (context.Context, context.CancelFunc) {
 func handleLeaderAndISR(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaderAndISRRequest)
 	r := s.receiver()
-	if r == nil {
+	if r == nil || !s.interBrokerAllowed(cc) { // interbroker.go
 		resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
 		resp.ErrorCode = kerr.StaleControllerEpoch.Code
+		if r != nil {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		}
 		return resp, nil
 	}
 	ctx, cancel := interBrokerContext(s)

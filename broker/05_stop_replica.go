@@ -13,9 +13,12 @@ func init() { register(5, 3, 4, handleStopReplica) }
 func handleStopReplica(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.StopReplicaRequest)
 	r := s.receiver()
-	if r == nil {
+	if r == nil || !s.interBrokerAllowed(cc) { // interbroker.go
 		resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 		resp.ErrorCode = kerr.StaleControllerEpoch.Code
+		if r != nil {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		}
 		return resp, nil
 	}
 	ctx, cancel := interBrokerContext(s)

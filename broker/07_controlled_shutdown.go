@@ -2,8 +2,11 @@ package broker
 
 // ControlledShutdown, v0-3 (API key 7).
 //
-// Served by the active controller: it moves leadership away from the
-// broker that asks (see controller.ShutdownMove) and answers with the
+// Served by the active controller: in a cluster only v2+ with the asking
+// broker's exact epoch (v0 and v1 carry none, so anyone could take any
+// broker out of every ISR with them; STALE_BROKER_EPOCH), from a
+// connection interBrokerAllowed admits (interbroker.go). It moves
+// leadership away from the broker that asks (see controller.ShutdownMove) and answers with the
 // partitions that broker still leads. The asking side, run by Close, sends
 // the request to the active controller and retries
 // controlled.shutdown.max.retries times, controlled.shutdown.retry.backoff.ms
@@ -32,6 +35,16 @@ func handleControlledShutdown(s *Server, cc *clientConn, kreq kmsg.Request) (kms
 	epoch := req.BrokerEpoch
 	if req.Version < 2 {
 		epoch = -1 // no broker epoch before v2
+	}
+	_, cluster := s.inCluster()
+	_, embedded := s.ctrl.(*controller.Embedded)
+	switch {
+	case !s.interBrokerAllowed(cc):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	case cluster && epoch < 0, embedded: // a single node has no broker epochs and no other broker
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp, nil
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()

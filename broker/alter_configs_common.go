@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/config"
 	"strata/controller"
 )
 
@@ -40,8 +41,15 @@ func (s *Server) alterResource(md *controller.Metadata, cc *clientConn, rtype km
 			return kerr.InvalidRequest.Code, kmsg.StringPtr("unexpected broker id " + name + ", expected " + self + " or empty")
 		}
 		var m map[string]string
-		if m, err = broker(name != "", md.BrokerConfigs[name]); err == nil && !validateOnly {
-			err = s.ctrl.SetBrokerConfigs(context.Background(), name, m)
+		if m, err = broker(name != "", md.BrokerConfigs[name]); err == nil {
+			// Strata's own configs (strata.*) change only where the
+			// cluster Alter hook admits the connection (interbroker.go).
+			if strataConfigsChanged(md.BrokerConfigs[name], m) && !s.mayAlterClusterConfigs(cc) {
+				return kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr("altering strata.* configs needs Alter on the cluster")
+			}
+			if !validateOnly {
+				err = s.ctrl.SetBrokerConfigs(context.Background(), name, m)
+			}
 		}
 	default:
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("unsupported resource type")
@@ -50,6 +58,22 @@ func (s *Server) alterResource(md *controller.Metadata, cc *clientConn, rtype km
 		return errCode(err), errMessage(err)
 	}
 	return 0, nil
+}
+
+// strataConfigsChanged tells whether next sets, changes or removes one of
+// Strata's own configs held in cur.
+func strataConfigsChanged(cur, next map[string]string) bool {
+	for k, v := range next {
+		if config.IsStrataConfig(k) && cur[k] != v {
+			return true
+		}
+	}
+	for k := range cur {
+		if _, ok := next[k]; config.IsStrataConfig(k) && !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // applyConfigChanges pushes stored config changes to the logs.

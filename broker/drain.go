@@ -4,8 +4,10 @@ package broker
 // segment roll that keeps the bucket close behind the brokers' disks.
 //
 // strata admin cluster drain sets the cluster-wide dynamic config
-// strata.drain.requested.ms to the time it asks. A broker started before
-// that time is draining: it refuses produce requests with
+// strata.drain.requested.ms to the time it asks (a time in the future is
+// refused with INVALID_CONFIG, and ignored if found stored; see
+// config.CheckStrataConfigs). A broker started before that time is
+// draining: it refuses produce requests with
 // NOT_ENOUGH_REPLICAS (retriable, so producers wait rather than fail) and
 // at every tier pass rolls the active segment of each tiered partition it
 // leads as soon as everything in it is committed, so that the pass uploads
@@ -35,19 +37,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/config"
 	"strata/controller"
 )
 
 // DrainConfig is the cluster-wide dynamic config strata admin cluster
 // drain sets (milliseconds since the epoch; -1: none).
-const DrainConfig = "strata.drain.requested.ms"
+const DrainConfig = config.DrainRequested
 
 // updateDraining recomputes whether this broker drains, from md. Called by
 // reconcile.
 func (s *Server) updateDraining(md *controller.Metadata) {
 	v, _, _ := s.resolver(md).Lookup(DrainConfig)
 	at, err := strconv.ParseInt(v, 10, 64)
-	draining := err == nil && at >= 0 && at >= s.startedMs
+	draining := err == nil && config.DrainInForce(at, s.startedMs, time.Now())
+	if err == nil && at > time.Now().Add(config.DrainClockSkew).UnixMilli() && s.futureDrainWarned.Swap(at) != at {
+		s.log.Warn("ignoring a drain marker set in the future", "config", DrainConfig, "requested_ms", at)
+	}
 	if s.draining.Swap(draining) != draining {
 		if draining {
 			s.log.Info("draining for scale to zero: writes refused, active segments of tiered partitions rolled and uploaded", "requested_ms", at)

@@ -54,15 +54,4 @@ func errMessage(err error) *string {
 
 // validTopicName applies Kafka's rules: 1-249 characters of
 // [a-zA-Z0-9._-], not "." or "..".
-func validTopicName(name string) bool {
-	if name == "" || len(name) > 249 || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validTopicName(name string) bool { return controller.ValidTopicName(name) }

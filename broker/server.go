@@ -77,6 +77,8 @@ type Server struct {
 	// drain asked after that is in force (drain.go).
 	startedMs int64
 	draining  atomic.Bool
+	// futureDrainWarned is the future drain marker last warned about.
+	futureDrainWarned atomic.Int64
 	// maxFetchWait caps a fetch's long poll (0 = the request's MaxWait);
 	// tests set it.
 	maxFetchWait time.Duration
@@ -414,6 +416,11 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 	want := map[tp]struct{}{}
 	var errs []error
 	for name, t := range md.Topics {
+		if !controller.ValidTopicName(name) {
+			// Names a directory: never one that leaves the data directory.
+			errs = append(errs, fmt.Errorf("topic %q has an illegal name: not hosted", name))
+			continue
+		}
 		ts := s.resolver(md).Topic(t.Configs)
 		lc := ts.Log
 		for _, pm := range t.Partitions {

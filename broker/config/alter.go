@@ -3,6 +3,7 @@ package config
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -116,6 +117,9 @@ func finishBroker(perBroker bool, m map[string]string) (map[string]string, error
 			return nil, invalidRequest("Invalid value %q for configuration %s", m[k], err)
 		}
 		out[k] = c
+	}
+	if err := CheckStrataConfigs(out, time.Now()); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -302,19 +302,26 @@ func (f *fetcher) round(ctx context.Context, rc *Conn) (backoff bool, err error)
 	}
 	lag := time.Duration(f.m.cfg.ReplicaLagTimeMaxMs) * time.Millisecond
 	wait := min(500*time.Millisecond, max(lag/2, 10*time.Millisecond))
+	// v15 (KIP-903): the replica id and this broker's epoch, the czxid of
+	// its registration, which the leader checks against the one it knows,
+	// so that no one else can fetch as this follower; v13+ names topics
+	// by id.
 	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12
-	req.ReplicaID = f.m.cfg.ID
+	req.Version = 15
+	req.ReplicaID = -1
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.m.cfg.ID, f.m.ownBrokerEpoch()
 	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = replicaRespMaxBytes
 	req.SessionEpoch = -1
 	topics := map[string]int{}
+	names := map[[16]byte]string{}
 	for k, fp := range parts {
 		i, ok := topics[k.topic]
 		if !ok {
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = k.topic
+			rt.Topic, rt.TopicID = k.topic, fp.p.topicID
+			names[rt.TopicID] = k.topic
 			req.Topics = append(req.Topics, rt)
 			i = len(req.Topics) - 1
 			topics[k.topic] = i
@@ -342,7 +349,7 @@ func (f *fetcher) round(ctx context.Context, rc *Conn) (backoff bool, err error)
 	}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
-			k := tp{rt.Topic, rp.Partition}
+			k := tp{names[rt.TopicID], rp.Partition}
 			fp := f.current(k, parts[k])
 			if fp == nil {
 				continue

@@ -25,6 +25,18 @@ type Controller interface {
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (controller.Partition, error)
 }
 
+// brokerEpocher is a controller that knows brokers' epochs (ZooKeeper).
+type brokerEpocher interface{ BrokerEpoch(id int32) int64 }
+
+// ownBrokerEpoch is this broker's epoch, which its fetches carry
+// (KIP-903); -1 on a controller without broker epochs.
+func (m *Manager) ownBrokerEpoch() int64 {
+	if be, ok := m.ctrl().(brokerEpocher); ok {
+		return be.BrokerEpoch(m.cfg.ID)
+	}
+	return -1
+}
+
 // Options wire a Manager to its broker.
 type Options struct {
 	Config *config.Broker

@@ -204,7 +204,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		pushedCh:     make(chan struct{}),
 		ready:        make(chan struct{}),
 		shuttingDown: map[int32]int64{},
-		pushed:       pushed{topics: map[string]*pushedTopic{}},
+		pushed:       pushed{topics: map[string]*pushedTopic{}, ctrlID: -1},
 		transport:    opts.Transport,
 	}
 	if c.transport == nil {

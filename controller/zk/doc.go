@@ -26,7 +26,9 @@
 // snapshot, so an unreachable broker is brought up to date in one step
 // when it returns; the first requests of a controller epoch or to a new
 // broker registration carry the whole cluster. Receivers refuse
-// older controller and broker epochs and never let an older partition state
+// older controller epochs and any broker epoch but their own, believe a
+// new controller epoch only once /controller and /controller_epoch confirm
+// it, refuse illegal topic names, and never let an older partition state
 // replace a newer one (push.go). Brokers still read configs, the cluster
 // id and /controller from ZooKeeper, as Kafka's do, and a partition leader
 // writes its own ISR changes to the state znode, conditionally on its

@@ -2,10 +2,15 @@ package zk
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -27,8 +32,15 @@ import (
 // undoes a newer change (such as the leader's own ISR change, which it
 // applies at once after writing it to ZooKeeper). A request from an older
 // controller epoch than one already seen is refused whole
-// (STALE_CONTROLLER_EPOCH), one addressed to an older registration of this
-// broker too (STALE_BROKER_EPOCH).
+// (STALE_CONTROLLER_EPOCH). Every request must name this broker's exact
+// epoch, the czxid of its registration (STALE_BROKER_EPOCH otherwise, -1
+// included), and a controller epoch or sender this broker has not seen is
+// believed only once ZooKeeper's /controller names that sender and
+// /controller_epoch holds that epoch (confirmController): a request made
+// up by a client with the highest epoch cannot shut the real controller
+// out. Topic names and partition indexes are checked as a client's are
+// (controller.ValidTopicName) before they reach the pushed state, and so
+// the broker's directories and znode paths.
 //
 // The first UpdateMetadata for a (controller epoch, broker epoch) pair
 // carries the whole cluster (the sender makes it so: it starts every
@@ -45,6 +57,9 @@ const (
 type pushed struct {
 	mu        sync.Mutex
 	ctrlEpoch int32 // the highest controller epoch seen
+	// ctrlID is the controller confirmed to hold ctrlEpoch (ZooKeeper's
+	// /controller, or this broker for the term it held); -1 none yet.
+	ctrlID int32
 	// The controller and broker epochs of the last UpdateMetadata applied.
 	umEpoch       int32
 	umBrokerEpoch int64
@@ -101,10 +116,12 @@ func (ps *pushed) remove(topic string, id [16]byte, part int32) {
 // stops being the controller of epoch term, so it serves what it last knew
 // until the next controller's first UpdateMetadata), unless a later
 // controller has already told it the cluster.
-func (ps *pushed) seed(md *controller.Metadata, term int32) {
+func (ps *pushed) seed(md *controller.Metadata, term, self int32) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	ps.ctrlEpoch = max(ps.ctrlEpoch, term)
+	if term > ps.ctrlEpoch || term == ps.ctrlEpoch && ps.ctrlID < 0 {
+		ps.ctrlEpoch, ps.ctrlID = term, self
+	}
 	if ps.umEpoch > term {
 		return
 	}
@@ -150,17 +167,58 @@ func (ps *pushed) fill(md *controller.Metadata, self controller.Broker) (int64, 
 	return ps.version, ps.synced
 }
 
-// check validates a request's controller and broker epochs, recording a
-// newer controller epoch. Called with mu held.
-func (c *Controller) checkEpochs(ctrlEpoch int32, brokerEpoch int64) *kerr.Error {
+// checkEpochs validates a request's controller and broker epochs,
+// recording a newer controller epoch once confirmed (confirmed: ZooKeeper
+// named ctrlID the controller of ctrlEpoch). It returns the refusal, or
+// confirm when ZooKeeper must be asked first. Called with mu held.
+func (c *Controller) checkEpochs(ctrlID, ctrlEpoch int32, brokerEpoch int64, confirmed bool) (refuse *kerr.Error, confirm bool) {
 	ps := &c.pushed
 	if ctrlEpoch < ps.ctrlEpoch {
-		return kerr.StaleControllerEpoch
+		return kerr.StaleControllerEpoch, false
 	}
-	if own := c.ownEpoch.Load(); brokerEpoch >= 0 && own > 0 && brokerEpoch != own {
-		return kerr.StaleBrokerEpoch
+	if own := c.ownEpoch.Load(); own <= 0 || brokerEpoch != own {
+		return kerr.StaleBrokerEpoch, false
 	}
-	ps.ctrlEpoch = ctrlEpoch
+	if ctrlEpoch == ps.ctrlEpoch && ctrlID == ps.ctrlID {
+		return nil, false
+	}
+	if !confirmed {
+		return nil, true
+	}
+	ps.ctrlEpoch, ps.ctrlID = ctrlEpoch, ctrlID
+	return nil, false
+}
+
+// errUnconfirmed: ZooKeeper does not name the sender of a request the
+// controller of its epoch.
+var errUnconfirmed = errors.New("not the controller ZooKeeper names")
+
+// confirmController reads /controller and /controller_epoch and reports
+// whether they name ctrlID the active controller of ctrlEpoch.
+func (c *Controller) confirmController(ctrlID, ctrlEpoch int32) error {
+	data, _, err := c.conn.Get(c.p(controllerPath))
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("%w: request from controller %d epoch %d, zookeeper names no controller", errUnconfirmed, ctrlID, ctrlEpoch)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", controllerPath, err)
+	}
+	id, err := decodeController(data)
+	if err != nil {
+		return err
+	}
+	edata, _, err := c.conn.Get(c.p(controllerEpochPth))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", controllerEpochPth, err)
+	}
+	epoch, err := strconv.ParseInt(strings.TrimSpace(string(edata)), 10, 32)
+	if err != nil {
+		return fmt.Errorf("%s: %w", controllerEpochPth, err)
+	}
+	if id != ctrlID || int32(epoch) != ctrlEpoch {
+		return fmt.Errorf("%w: request from controller %d epoch %d, zookeeper names controller %d epoch %d",
+			errUnconfirmed, ctrlID, ctrlEpoch, id, epoch)
+	}
 	return nil
 }
 
@@ -195,14 +253,30 @@ func (c *Controller) applied(ctx context.Context) bool {
 
 // receive applies a controller request to the pushed state: apply runs
 // with the state locked if the request's controller and broker epochs are
-// current, and the answer waits until the broker acts on the change. It
-// returns the request's error code.
-func (c *Controller) receive(ctx context.Context, ctrlEpoch int32, brokerEpoch int64, apply func(ps *pushed)) int16 {
+// current (checkEpochs), and the answer waits until the broker acts on the
+// change. It returns the request's error code.
+func (c *Controller) receive(ctx context.Context, ctrlID, ctrlEpoch int32, brokerEpoch int64, apply func(ps *pushed)) int16 {
 	ps := &c.pushed
-	ps.mu.Lock()
-	if err := c.checkEpochs(ctrlEpoch, brokerEpoch); err != nil {
+	confirmed := false
+	for {
+		ps.mu.Lock()
+		refuse, confirm := c.checkEpochs(ctrlID, ctrlEpoch, brokerEpoch, confirmed)
+		if refuse != nil {
+			ps.mu.Unlock()
+			return refuse.Code
+		}
+		if !confirm {
+			break
+		}
 		ps.mu.Unlock()
-		return err.Code
+		if err := c.confirmController(ctrlID, ctrlEpoch); err != nil {
+			c.log.Warn("refused a controller request ZooKeeper does not confirm", "controller", ctrlID, "controller_epoch", ctrlEpoch, "err", err)
+			if errors.Is(err, errUnconfirmed) {
+				return kerr.StaleControllerEpoch.Code
+			}
+			return kerr.RequestTimedOut.Code // the controller retries
+		}
+		confirmed = true
 	}
 	apply(ps)
 	ps.mu.Unlock()
@@ -210,6 +284,13 @@ func (c *Controller) receive(ctx context.Context, ctrlEpoch int32, brokerEpoch i
 		return kerr.RequestTimedOut.Code
 	}
 	return 0
+}
+
+// validPartition tells whether a topic and partition index named by the
+// controller may reach the pushed state: a legal topic name and an index
+// that is not negative, as a client's request is checked.
+func validPartition(topic string, part int32) bool {
+	return controller.ValidTopicName(topic) && part >= 0
 }
 
 func partitionFromLeaderAndISR(p *kmsg.LeaderAndISRRequestTopicPartition) controller.Partition {
@@ -222,7 +303,7 @@ func partitionFromLeaderAndISR(p *kmsg.LeaderAndISRRequestTopicPartition) contro
 func (c *Controller) HandleLeaderAndISR(ctx context.Context, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
 	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
 	self := c.opts.Broker.ID
-	resp.ErrorCode = c.receive(ctx, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
+	resp.ErrorCode = c.receive(ctx, req.ControllerID, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
 		for _, lv := range req.LiveLeaders {
 			ps.addBroker(controller.Broker{ID: lv.BrokerID, Host: lv.Host, Port: lv.Port})
 		}
@@ -234,6 +315,10 @@ func (c *Controller) HandleLeaderAndISR(ctx context.Context, req *kmsg.LeaderAnd
 				rp := kmsg.NewLeaderAndISRResponseTopicPartition()
 				rp.Topic, rp.Partition = ts.Topic, p.Partition
 				switch {
+				case !controller.ValidTopicName(ts.Topic):
+					rp.ErrorCode = kerr.InvalidTopicException.Code
+				case p.Partition < 0:
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case !slices.Contains(p.Replicas, self):
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case !ps.upsert(ts.Topic, ts.TopicID, partitionFromLeaderAndISR(p)):
@@ -264,7 +349,7 @@ func (ps *pushed) addBroker(b controller.Broker) {
 // live brokers and the state of the partitions named.
 func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
 	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
-	resp.ErrorCode = c.receive(ctx, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
+	resp.ErrorCode = c.receive(ctx, req.ControllerID, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
 		if req.ControllerEpoch != ps.umEpoch || req.BrokerEpoch != ps.umBrokerEpoch {
 			ps.topics = map[string]*pushedTopic{} // the whole cluster follows
 		}
@@ -280,6 +365,10 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 		for _, ts := range req.TopicStates {
 			for i := range ts.PartitionStates {
 				p := &ts.PartitionStates[i]
+				if !validPartition(ts.Topic, p.Partition) {
+					c.log.Warn("UpdateMetadata names an illegal topic or partition; skipped", "topic", ts.Topic, "partition", p.Partition)
+					continue
+				}
 				if p.Leader == leaderDuringDelete {
 					ps.remove(ts.Topic, ts.TopicID, p.Partition)
 					continue
@@ -307,11 +396,16 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 func (c *Controller) HandleStopReplica(ctx context.Context, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 	self := c.opts.Broker.ID
-	resp.ErrorCode = c.receive(ctx, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
+	resp.ErrorCode = c.receive(ctx, req.ControllerID, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
 		for _, t := range req.Topics {
 			for _, st := range t.PartitionStates {
 				rp := kmsg.NewStopReplicaResponsePartition()
 				rp.Topic, rp.Partition = t.Topic, st.Partition
+				if !validPartition(t.Topic, st.Partition) {
+					rp.ErrorCode = kerr.InvalidTopicException.Code
+					resp.Partitions = append(resp.Partitions, rp)
+					continue
+				}
 				resp.Partitions = append(resp.Partitions, rp)
 				if !st.Delete {
 					continue

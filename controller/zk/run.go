@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 
 	"strata/controller"
 )
+
+// errReread: a step made a change it must read back; not a failure.
+var errReread = errors.New("cluster id created; rereading")
 
 // retryBackoff is how soon a failed step is tried again.
 const retryBackoff = 100 * time.Millisecond
@@ -159,14 +163,24 @@ func (c *Controller) stepDown() {
 	}
 	c.wasActive = false
 	c.senders.stop()
-	c.pushed.seed(c.Metadata(), c.epoch.Load())
+	c.pushed.seed(c.Metadata(), c.epoch.Load(), c.opts.Broker.ID)
 }
 
 // publishOffline publishes the pushed state while ZooKeeper cannot be
 // read: configs and the rest are kept from the last snapshot.
 func (c *Controller) publishOffline() {
 	cur := c.Metadata()
-	v := &view{md: emptyMetadata(), epochs: map[int32]int64{c.opts.Broker.ID: c.ownEpoch.Load()}}
+	// The brokers' epochs last read stay known, so that a leader keeps
+	// serving its followers' fetches (which carry them) while ZooKeeper
+	// is away.
+	c.mu.Lock()
+	epochs := maps.Clone(c.epochs)
+	c.mu.Unlock()
+	if epochs == nil {
+		epochs = map[int32]int64{}
+	}
+	epochs[c.opts.Broker.ID] = c.ownEpoch.Load()
+	v := &view{md: emptyMetadata(), epochs: epochs}
 	v.md.ClusterID, v.md.BrokerConfigs, v.md.NextProducerID = cur.ClusterID, cur.BrokerConfigs, cur.NextProducerID
 	v.pushedVersion, v.synced = c.pushed.fill(v.md, c.opts.Broker)
 	for name, t := range v.md.Topics {
@@ -251,7 +265,7 @@ func (c *Controller) build(full bool) (*view, error) {
 		if _, err := c.conn.Create(c.p(clusterIDPath), data, 0, c.acl(c.p(clusterIDPath))); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return nil, fmt.Errorf("create %s: %w", clusterIDPath, err)
 		}
-		return nil, errors.New("cluster id created; rereading")
+		return nil, errReread
 	}
 	var cid clusterIDZNode
 	if err := json.Unmarshal(e.data, &cid); err != nil {
@@ -278,6 +292,21 @@ func (c *Controller) build(full bool) (*view, error) {
 	} else {
 		v.pushedVersion, v.synced = c.pushed.fill(md, c.opts.Broker)
 		v.epochs[c.opts.Broker.ID] = c.ownEpoch.Load()
+		// The other brokers' epochs, the czxid of their registrations,
+		// read here as the active controller reads them: a leader checks
+		// a follower's fetch against them (KIP-903's ReplicaEpoch).
+		for _, b := range md.Brokers {
+			if b.ID == c.opts.Broker.ID || b.ID < 0 {
+				continue
+			}
+			e, err := c.get(brokerPath(b.ID))
+			if err != nil {
+				return nil, err
+			}
+			if e.exists {
+				v.epochs[b.ID] = e.stat.Czxid
+			}
+		}
 		for name, t := range md.Topics {
 			e, err := c.get(topicConfigPath(name))
 			if err != nil {

@@ -24,10 +24,12 @@ func (c *Controller) ControlledShutdown(ctx context.Context, brokerID int32, bro
 		return nil, err
 	}
 	defer end()
-	if brokerEpoch >= 0 {
-		if cur := c.BrokerEpoch(brokerID); cur != brokerEpoch {
-			return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", controller.ErrStaleBrokerEpoch, brokerID, brokerEpoch, cur)
-		}
+	// Only the broker itself knows its epoch (the czxid of its
+	// registration): a request without it (-1, ControlledShutdown v0 and
+	// v1) or with another is refused, so that no one else takes a broker
+	// out of every ISR.
+	if cur := c.BrokerEpoch(brokerID); brokerEpoch < 0 || cur != brokerEpoch {
+		return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", controller.ErrStaleBrokerEpoch, brokerID, brokerEpoch, cur)
 	}
 	// From now until it registers again the broker is elected leader of
 	// nothing and joins no ISR (Kafka's shuttingDownBrokerIds); it stops
