@@ -58,14 +58,17 @@ type tp struct {
 
 // Server is one broker.
 type Server struct {
-	opts    Options
-	cfg     *config.Broker
-	log     *slog.Logger
-	fs      vfs.FS
-	ctrl    controller.Controller
-	ln      net.Listener
-	self    controller.Broker
-	metrics *metrics
+	opts Options
+	cfg  *config.Broker
+	log  *slog.Logger
+	fs   vfs.FS
+	ctrl controller.Controller
+	// listeners are bound in Start (listeners.go); started is set once
+	// they serve.
+	listeners []boundListener
+	started   bool
+	self      controller.Broker
+	metrics   *metrics
 
 	// replicas holds the partitions this broker hosts and replicates
 	// them (package replica; replicas.go).
@@ -167,41 +170,24 @@ func (s *Server) Start() error {
 	if s.tier != nil {
 		s.log.Info("tiered storage", "store", s.tier.store.String())
 	}
-	ln, err := net.Listen("tcp", s.opts.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", s.opts.Listen, err)
+	if err := s.bindListeners(); err != nil { // listeners.go
+		return err
 	}
-	s.ln = ln
-	adv := s.opts.Advertise
-	if adv == "" {
-		adv = ln.Addr().String()
+	s.self = controller.Broker{ID: s.cfg.ID, Host: s.listeners[0].adv.Host, Port: s.listeners[0].adv.Port, Rack: s.cfg.Rack}
+	for _, b := range s.listeners {
+		s.self.Endpoints = append(s.self.Endpoints, b.adv)
 	}
-	host, portS, err := net.SplitHostPort(adv)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("advertise %q: %w", adv, err)
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = advertisedHost()
-	}
-	port, err := strconv.Atoi(portS)
-	if err != nil || port <= 0 || port > 65535 {
-		ln.Close()
-		return fmt.Errorf("advertise %q: bad port", adv)
-	}
-	if port == 0 || strings.HasSuffix(adv, ":0") {
-		_, p, _ := net.SplitHostPort(ln.Addr().String())
-		port, _ = strconv.Atoi(p)
-	}
-	s.self = controller.Broker{ID: s.cfg.ID, Host: host, Port: int32(port), Rack: s.cfg.Rack}
-	s.log.Info("listening", "listen", ln.Addr().String(), "advertise", s.AdvertisedAddr())
+	defer func() {
+		if !s.started {
+			s.closeListeners()
+		}
+	}()
 	if s.ctrl == nil && s.opts.NewController != nil {
 		if s.cfg.ZooKeeperConnect != "" {
 			s.log.Info("controller", "mode", "zookeeper", "connect", s.cfg.ZooKeeperConnect)
 		}
 		c, err := s.opts.NewController(s.self)
 		if err != nil {
-			ln.Close()
 			return err
 		}
 		s.ctrl = c
@@ -210,14 +196,12 @@ func (s *Server) Start() error {
 		s.log.Info("controller", "mode", "embedded")
 		e, err := controller.OpenEmbedded(s.cfg.DataDir, s.self)
 		if err != nil {
-			ln.Close()
 			return err
 		}
 		s.ctrl = e
 	}
 	if r, ok := s.ctrl.(brokerRegistrar); ok {
 		if err := r.RegisterBroker(s.ctx, s.self); err != nil {
-			ln.Close()
 			return fmt.Errorf("register broker: %w", err)
 		}
 	}
@@ -225,12 +209,12 @@ func (s *Server) Start() error {
 	s.loadHWCheckpoint()        // before partitions open
 	changes := s.ctrl.Changes() // before reading: no change goes unseen
 	if err := s.reconcile(s.ctrl.Metadata()); err != nil {
-		ln.Close()
 		return err
 	}
 	s.wg.Add(4)
 	go s.replicas.RunISRExpiry()
-	s.network.Serve(ln)
+	s.serveListeners()
+	s.started = true
 	go s.watchMetadata(changes)
 	go s.housekeeping()
 	go s.cleanerLoop()
@@ -273,10 +257,11 @@ func (s *Server) waitReady() {
 	s.applyNow()
 }
 
-// Addr is the bound address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the bound address of the first listener.
+func (s *Server) Addr() net.Addr { return s.listeners[0].ln.Addr() }
 
-// AdvertisedAddr is the HOST:PORT this broker gives clients in Metadata.
+// AdvertisedAddr is the HOST:PORT this broker gives clients of its first
+// listener in Metadata.
 func (s *Server) AdvertisedAddr() string {
 	return net.JoinHostPort(s.self.Host, strconv.Itoa(int(s.self.Port)))
 }
@@ -322,9 +307,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.finalGroupSnapshots() // the commits since the snapshot loop's last check
 	s.groups.close()        // answers waiting JoinGroup/SyncGroup requests
-	if s.ln != nil {
-		s.ln.Close()
-	}
+	s.closeListeners()
 	s.network.Close() // stops accepting, closes the connections
 	s.replicas.StopFetchers()
 	s.wg.Wait()
@@ -361,6 +344,7 @@ func (s *Server) watchMetadata(ch <-chan struct{}) {
 		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
 			s.log.Error("apply metadata", "err", err)
 		}
+		s.checkTLS() // a dynamic ssl.keystore.* change (listeners.go)
 	}
 }
 

@@ -192,3 +192,15 @@ func (s *Server) CopyBuffersLent() int {
 	defer p.mu.Unlock()
 	return p.out
 }
+
+// ConnsByListener returns the number of connections served per listener
+// name (tests).
+func (s *Server) ConnsByListener() map[string]int {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	out := map[string]int{}
+	for cc := range s.conns {
+		out[cc.listener.Name]++
+	}
+	return out
+}
