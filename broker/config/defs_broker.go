@@ -40,7 +40,7 @@ var brokerTable = newTable(append([]*Def{
 	{Name: "queued.max.request.bytes", Type: Long, Default: str("536870912"),
 		Doc: "The number of queued bytes allowed before no more requests are read; <= 0 means no bound. Strata: the default is 512 MiB, not Kafka's -1 (unbounded), and a request is counted as its bytes arrive and, before it is decoded, with the memory decoding may take (for requests other than Produce, 160 times their size); a request whose count exceeds this bound is refused by closing the connection."},
 	{Name: "max.connections", Type: Int, Default: str(maxInt), Check: atLeast(0), Dynamic: ClusterWide,
-		Doc: "The maximum number of connections allowed in the broker at any time, in addition to max.connections.per.ip. Strata closes a new connection over the limit at once (Kafka stops accepting until one closes), and counts connections of other brokers too (Strata has one listener)."},
+		Doc: "The maximum number of connections allowed in the broker at any time, in addition to max.connections.per.ip. Strata closes a new connection over the limit at once (Kafka stops accepting until one closes), and counts connections of other brokers too, on every listener."},
 	{Name: "max.connections.per.ip", Type: Int, Default: str(maxInt), Check: atLeast(0), Dynamic: ClusterWide,
 		Doc: "The maximum number of connections allowed from each IP address; 0 only with max.connections.per.ip.overrides. New connections from the address are closed at once when the limit is reached."},
 	{Name: "max.connections.per.ip.overrides", Type: String, Default: str(""), Check: connectionOverrides, Dynamic: ClusterWide,
