@@ -70,10 +70,7 @@ func (s *Server) currentResolver() config.Resolver {
 // A listener advertised at its own address is advertised at its bound
 // one (the port picked for port 0; a reachable host for a wildcard).
 func (s *Server) bindListeners() error {
-	tlss, err := s.listenerTLS()
-	if err != nil {
-		return err
-	}
+	tlss := s.tlsByListener
 	closeAll := func() {
 		for _, b := range s.listeners {
 			b.ln.Close()

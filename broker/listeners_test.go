@@ -159,7 +159,7 @@ func TestListenersMetadataPerListener(t *testing.T) {
 }
 
 // TestListenersBadTLSConfig: a keystore that cannot be read stops the
-// broker at start with a one-line reason.
+// broker before it starts, with a one-line reason.
 func TestListenersBadTLSConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg, err := config.Load(map[string]string{
@@ -171,13 +171,11 @@ func TestListenersBadTLSConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := New(Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		s.Close()
 	}
-	defer s.Close()
-	err = s.Start()
 	if err == nil || !strings.HasPrefix(err.Error(), "listener SSL: ssl.keystore.location: open ") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("Start = %v", err)
+		t.Fatalf("New = %v", err)
 	}
 }
 

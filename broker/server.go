@@ -67,6 +67,9 @@ type Server struct {
 	// they serve.
 	listeners []boundListener
 	started   bool
+	// tlsByListener are the SSL listeners' TLS, loaded in New so that a
+	// bad keystore stops the broker before anything starts.
+	tlsByListener map[string]*network.TLS
 	self      controller.Broker
 	metrics   *metrics
 
@@ -147,6 +150,11 @@ func New(opts Options) (*Server, error) {
 		ConnOpened:   s.metrics.connections.Inc,
 		ConnClosed:   s.metrics.connections.Dec,
 	})
+	tlss, err := s.listenerTLS() // listeners.go
+	if err != nil {
+		return nil, err
+	}
+	s.tlsByListener = tlss
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
