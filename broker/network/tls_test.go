@@ -287,3 +287,49 @@ func TestTLSEncryptedKey(t *testing.T) {
 		t.Fatalf("no password: %v", err)
 	}
 }
+
+// TestTLSClientEndpointIdentification: the broker's own client side checks
+// the peer's host with ssl.endpoint.identification.algorithm=https, and
+// only the chain with it empty.
+func TestTLSClientEndpointIdentification(t *testing.T) {
+	ca := testenv.NewCA(t, "ca")
+	noSAN := ca.Client(t, pkix.Name{CommonName: "no-names"}) // names no host
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{noSAN.TLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	self := ca.Server(t, "self")
+	dial := func(algo string, trust []byte) error {
+		cfg := config.SSLConfig{KeystoreChain: string(self.CertPEM), KeystoreKey: string(self.KeyPEM),
+			TruststoreCerts: string(trust), EndpointIdentification: algo}
+		tl, err := NewTLS("INTERNAL", func() config.SSLConfig { return cfg }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := tls.Dial("tcp", ln.Addr().String(), tl.ClientConfig("127.0.0.1"))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial("https", ca.PEM); err == nil {
+		t.Fatal("https: a certificate that does not name 127.0.0.1 was accepted")
+	}
+	if err := dial("", ca.PEM); err != nil {
+		t.Fatalf("no identification: %v", err)
+	}
+	if err := dial("", testenv.NewCA(t, "other").PEM); err == nil {
+		t.Fatal("no identification: a certificate of an untrusted CA was accepted")
+	}
+}
