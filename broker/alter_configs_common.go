@@ -40,7 +40,11 @@ func (s *Server) alterResource(md *controller.Metadata, cc *clientConn, rtype km
 			return kerr.InvalidRequest.Code, kmsg.StringPtr("unexpected broker id " + name + ", expected " + self + " or empty")
 		}
 		var m map[string]string
-		if m, err = broker(name != "", md.BrokerConfigs[name]); err == nil && !validateOnly {
+		m, err = broker(name != "", md.BrokerConfigs[name])
+		if err == nil && name == s.brokerIDString() {
+			err = s.validateTLSUpdate(md, m) // listeners.go
+		}
+		if err == nil && !validateOnly {
 			err = s.ctrl.SetBrokerConfigs(context.Background(), name, m)
 		}
 	default:

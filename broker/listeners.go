@@ -22,9 +22,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"strata/broker/config"
 	"strata/broker/network"
@@ -243,4 +246,26 @@ func (s *Server) ControlPlaneDialer() (controlPlane, interBroker string, interBr
 	cp, _ := s.cfg.ControlPlane()
 	ib, ibp := s.cfg.InterBroker()
 	return cp, ib, config.ProtocolID(ibp), s.dialControlPlane
+}
+
+// validateTLSUpdate refuses new per-broker overrides m that would give an
+// SSL listener a keystore or truststore that does not load (Kafka's
+// dynamic keystore update validates the new keystore first).
+func (s *Server) validateTLSUpdate(md *controller.Metadata, m map[string]string) error {
+	cur := s.resolver(md)
+	next := cur
+	next.PerBroker = m
+	for _, b := range s.listeners {
+		if b.tls == nil {
+			continue
+		}
+		nc := next.SSL(b.cfg.Name)
+		if reflect.DeepEqual(nc, cur.SSL(b.cfg.Name)) {
+			continue
+		}
+		if err := network.ValidateTLS(nc); err != nil {
+			return &config.Error{Code: kerr.InvalidConfig, Msg: fmt.Sprintf("listener %s: %v", b.cfg.Name, err)}
+		}
+	}
+	return nil
 }

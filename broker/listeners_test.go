@@ -199,8 +199,17 @@ func TestListenersDynamicKeystore(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
 		t.Fatal(err)
 	}
+	// A keystore that does not load is refused, as Kafka refuses it.
+	missing := f.dir + "/missing.pem"
+	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "listener.name.ssl.ssl.keystore.location", Value: &missing}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Err == nil || !strings.Contains(rs[0].ErrMessage, "listener SSL: ssl.keystore.location: open") {
+		t.Fatalf("alter to a missing keystore: %v %q", rs[0].Err, rs[0].ErrMessage)
+	}
 	rotated := testenv.WriteFile(t, f.dir, "rotated.pem", f.ca.Server(t, "broker-rotated").PEM())
-	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "listener.name.ssl.ssl.keystore.location", Value: &rotated}}, 0)
+	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "listener.name.ssl.ssl.keystore.location", Value: &rotated}}, 0)
 	if err == nil {
 		err = rs[0].Err
 	}

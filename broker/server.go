@@ -70,8 +70,8 @@ type Server struct {
 	// tlsByListener are the SSL listeners' TLS, loaded in New so that a
 	// bad keystore stops the broker before anything starts.
 	tlsByListener map[string]*network.TLS
-	self      controller.Broker
-	metrics   *metrics
+	self          controller.Broker
+	metrics       *metrics
 
 	// replicas holds the partitions this broker hosts and replicates
 	// them (package replica; replicas.go).

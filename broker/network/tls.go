@@ -73,6 +73,14 @@ func NewTLS(listener string, settings func() config.SSLConfig, log *slog.Logger)
 	return t, nil
 }
 
+// ValidateTLS loads cfg's keystore and truststore as a listener would,
+// without keeping them: an AlterConfigs of a listener's keystore is
+// refused when it would not load, as Kafka refuses it.
+func ValidateTLS(cfg config.SSLConfig) error {
+	_, err := (&TLS{}).load(cfg, nil)
+	return err
+}
+
 // Check reloads the certificates now if the configs or files changed. It
 // returns the error of a load that failed (the old certificates stay).
 func (t *TLS) Check() error {
