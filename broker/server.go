@@ -29,11 +29,14 @@ type Options struct {
 	// Config is the static broker configuration (server.properties and
 	// --set); dynamic overrides come from the controller's metadata.
 	Config *config.Broker
-	// Listen is the address to bind ("127.0.0.1:0" picks a free port).
+	// Listen, if set, is the address the first listener binds instead of
+	// its configured one ("127.0.0.1:0" picks a free port). The
+	// listeners are Config.Listeners (listeners.go).
 	Listen string
-	// Advertise is the address clients are told to use; empty means the
-	// bound address. A wildcard or empty host (0.0.0.0, ::) is replaced
-	// by a reachable one (advertisedHost).
+	// Advertise, if set, is the address clients of the first listener
+	// are told to use; else advertised.listeners, else the bound address.
+	// A wildcard or empty host (0.0.0.0, ::) is replaced by a reachable
+	// one (advertisedHost).
 	Advertise string
 	// Controller owns metadata. Nil means an embedded single-node
 	// controller in the data directory.
