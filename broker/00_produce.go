@@ -83,12 +83,12 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 		return &delayedResponse{Response: resp, wait: func() {
 			s.replicas.AwaitReplication(resp, waits, deadline, setErr)
 			if req.Version >= 10 {
-				s.addCurrentLeaders(s.ctrl.Metadata(), resp)
+				s.addCurrentLeaders(cc, s.ctrl.Metadata(), resp)
 			}
 		}}, nil
 	}
 	if req.Version >= 10 {
-		s.addCurrentLeaders(s.ctrl.Metadata(), resp)
+		s.addCurrentLeaders(cc, s.ctrl.Metadata(), resp)
 	}
 	if req.Acks == 0 {
 		if failed {
@@ -207,7 +207,7 @@ func checkProduceRecords(records []byte) (int16, string) {
 
 // addCurrentLeaders fills KIP-951's CurrentLeader and NodeEndpoints for
 // partitions answered NOT_LEADER_OR_FOLLOWER.
-func (s *Server) addCurrentLeaders(md *controller.Metadata, resp *kmsg.ProduceResponse) {
+func (s *Server) addCurrentLeaders(cc *clientConn, md *controller.Metadata, resp *kmsg.ProduceResponse) {
 	hint := map[int32]bool{}
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -225,9 +225,9 @@ func (s *Server) addCurrentLeaders(md *controller.Metadata, resp *kmsg.ProduceRe
 		}
 	}
 	for _, b := range md.Brokers {
-		if hint[b.ID] {
+		if host, port, ok := cc.endpoint(b); ok && hint[b.ID] {
 			nb := kmsg.NewProduceResponseBroker()
-			nb.NodeID, nb.Host, nb.Port, nb.Rack = b.ID, b.Host, b.Port, b.Rack
+			nb.NodeID, nb.Host, nb.Port, nb.Rack = b.ID, host, port, b.Rack
 			resp.Brokers = append(resp.Brokers, nb)
 		}
 	}

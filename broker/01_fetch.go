@@ -306,9 +306,9 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 	}
 	if req.Version >= 16 && len(leaderHint) > 0 {
 		for _, b := range md.Brokers {
-			if leaderHint[b.ID] {
+			if host, port, ok := cc.endpoint(b); ok && leaderHint[b.ID] {
 				ne := kmsg.NewFetchResponseBroker()
-				ne.NodeID, ne.Host, ne.Port, ne.Rack = b.ID, b.Host, b.Port, b.Rack
+				ne.NodeID, ne.Host, ne.Port, ne.Rack = b.ID, host, port, b.Rack
 				resp.Brokers = append(resp.Brokers, ne)
 			}
 		}

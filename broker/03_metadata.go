@@ -91,8 +91,12 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 	}
 
 	for _, b := range md.Brokers {
+		host, port, ok := cc.endpoint(b) // the listener's endpoint (listeners.go)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, b.Rack
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, host, port, b.Rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = kmsg.StringPtr(md.ClusterID)

@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"time"
 
@@ -125,13 +124,12 @@ func (s *Server) askControlledShutdown() (int, error) {
 	}
 	var addr string
 	if b, ok := md.Broker(md.ControllerID); ok {
-		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		addr = s.brokerAddr(b)
 	}
 	if addr == "" {
 		return -1, fmt.Errorf("controller %d is not known", md.ControllerID)
 	}
-	d := net.Dialer{Timeout: 5 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := s.dialBroker(ctx, "tcp", addr)
 	if err != nil {
 		return -1, fmt.Errorf("dial controller %d at %s: %w", md.ControllerID, addr, err)
 	}

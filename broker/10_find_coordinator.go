@@ -39,7 +39,7 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		var msg string
 		switch req.CoordinatorType {
 		case 0:
-			msg = s.findGroupCoordinator(&c)
+			msg = s.findGroupCoordinator(cc, &c)
 		case 1:
 			c.ErrorCode, msg = kerr.TransactionalIDAuthorizationFailed.Code, errTransactionsUnsupported
 		default:
@@ -63,7 +63,7 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 
 // findGroupCoordinator fills c for a group id; it returns an error
 // message when there is no coordinator to name.
-func (s *Server) findGroupCoordinator(c *kmsg.FindCoordinatorResponseCoordinator) string {
+func (s *Server) findGroupCoordinator(cc *clientConn, c *kmsg.FindCoordinatorResponseCoordinator) string {
 	t, err := s.ensureOffsetsTopic()
 	if err != nil {
 		s.log.Warn("find coordinator", "err", err)
@@ -73,7 +73,12 @@ func (s *Server) findGroupCoordinator(c *kmsg.FindCoordinatorResponseCoordinator
 	p := group.PartitionFor(c.Key, int32(len(t.Partitions)))
 	leader := t.Partitions[p].Leader
 	if b, ok := s.ctrl.Metadata().Broker(leader); ok {
-		c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
+		host, port, ok := cc.endpoint(b)
+		if !ok {
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return "the coordinator has no endpoint on listener " + cc.listener()
+		}
+		c.NodeID, c.Host, c.Port = b.ID, host, port
 		return ""
 	}
 	c.ErrorCode = kerr.CoordinatorNotAvailable.Code

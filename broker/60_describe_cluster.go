@@ -24,8 +24,12 @@ func handleDescribeCluster(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 	resp.ControllerID = md.ControllerID
 	resp.ClusterAuthorizedOperations = authorizedOpsUnset
 	for _, b := range md.Brokers {
+		host, port, ok := cc.endpoint(b)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, b.Rack
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, host, port, b.Rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return resp, nil

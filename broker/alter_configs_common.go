@@ -47,7 +47,10 @@ func (s *Server) alterResource(md *controller.Metadata, cc *clientConn, rtype km
 			if strataConfigsChanged(md.BrokerConfigs[name], m) && !s.mayAlterClusterConfigs(cc) {
 				return kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr("altering strata.* configs needs Alter on the cluster")
 			}
-			if !validateOnly {
+			if name == s.brokerIDString() {
+				err = s.validateTLSUpdate(md, m) // listeners.go
+			}
+			if err == nil && !validateOnly {
 				err = s.ctrl.SetBrokerConfigs(context.Background(), name, m)
 			}
 		}

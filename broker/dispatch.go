@@ -25,6 +25,26 @@ type clientConn struct {
 	clientID string // of the connection's latest request that gave one
 }
 
+// listener is the name of the listener the connection arrived on ("" for
+// a connection made by hand in tests).
+func (cc *clientConn) listener() string {
+	if cc == nil || cc.nc == nil {
+		return ""
+	}
+	return cc.nc.Listener()
+}
+
+// endpoint is b's endpoint on the connection's listener: Kafka answers
+// Metadata, FindCoordinator and DescribeCluster with the endpoints of the
+// listener the request arrived on, and leaves out a broker without it.
+func (cc *clientConn) endpoint(b controller.Broker) (string, int32, bool) {
+	l := cc.listener()
+	if l == "" {
+		return b.Host, b.Port, true
+	}
+	return b.Endpoint(l)
+}
+
 // delayedResponse is a handler's response that is complete only once
 // wait has returned: an acks=-1 produce waiting for replication. The
 // network layer writes it from the connection's writer goroutine, in

@@ -158,9 +158,7 @@ func requestTimeout(kreq kmsg.Request) time.Duration {
 // forward sends req, at its own version, to broker to on a new connection
 // and returns the response.
 func (s *Server) forward(ctx context.Context, to controller.Broker, req kmsg.Request) (kmsg.Response, error) {
-	addr := net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := s.dialBroker(ctx, "tcp", s.brokerAddr(to)) // the inter-broker listener (listeners.go)
 	if err != nil {
 		return nil, err
 	}

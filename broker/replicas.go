@@ -29,6 +29,8 @@ func (s *Server) newReplicaManager() *replica.Manager {
 		ReplicationBytesIn: func(n int) { s.metrics.replicationBytesIn.Add(float64(n)) },
 		LogDirErr:          s.logDirErr,
 		LogDirWriteFailed:  s.logDirWriteFailed,
+		BrokerAddr:         s.brokerAddr, // listeners.go
+		Dial:               s.dialBroker,
 	})
 }
 

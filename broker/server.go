@@ -29,11 +29,14 @@ type Options struct {
 	// Config is the static broker configuration (server.properties and
 	// --set); dynamic overrides come from the controller's metadata.
 	Config *config.Broker
-	// Listen is the address to bind ("127.0.0.1:0" picks a free port).
+	// Listen, if set, is the address the first listener binds instead of
+	// its configured one ("127.0.0.1:0" picks a free port). The
+	// listeners are Config.Listeners (listeners.go).
 	Listen string
-	// Advertise is the address clients are told to use; empty means the
-	// bound address. A wildcard or empty host (0.0.0.0, ::) is replaced
-	// by a reachable one (advertisedHost).
+	// Advertise, if set, is the address clients of the first listener
+	// are told to use; else advertised.listeners, else the bound address.
+	// A wildcard or empty host (0.0.0.0, ::) is replaced by a reachable
+	// one (advertisedHost).
 	Advertise string
 	// Controller owns metadata. Nil means an embedded single-node
 	// controller in the data directory.
@@ -58,14 +61,20 @@ type tp struct {
 
 // Server is one broker.
 type Server struct {
-	opts    Options
-	cfg     *config.Broker
-	log     *slog.Logger
-	fs      vfs.FS
-	ctrl    controller.Controller
-	ln      net.Listener
-	self    controller.Broker
-	metrics *metrics
+	opts Options
+	cfg  *config.Broker
+	log  *slog.Logger
+	fs   vfs.FS
+	ctrl controller.Controller
+	// listeners are bound in Start (listeners.go); started is set once
+	// they serve.
+	listeners []boundListener
+	started   bool
+	// tlsByListener are the SSL listeners' TLS, loaded in New so that a
+	// bad keystore stops the broker before anything starts.
+	tlsByListener map[string]*network.TLS
+	self          controller.Broker
+	metrics       *metrics
 
 	// replicas holds the partitions this broker hosts and replicates
 	// them (package replica; replicas.go).
@@ -146,6 +155,11 @@ func New(opts Options) (*Server, error) {
 		ConnOpened:   s.metrics.connections.Inc,
 		ConnClosed:   s.metrics.connections.Dec,
 	})
+	tlss, err := s.listenerTLS() // listeners.go
+	if err != nil {
+		return nil, err
+	}
+	s.tlsByListener = tlss
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -169,41 +183,24 @@ func (s *Server) Start() error {
 	if s.tier != nil {
 		s.log.Info("tiered storage", "store", s.tier.store.String())
 	}
-	ln, err := net.Listen("tcp", s.opts.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", s.opts.Listen, err)
+	if err := s.bindListeners(); err != nil { // listeners.go
+		return err
 	}
-	s.ln = ln
-	adv := s.opts.Advertise
-	if adv == "" {
-		adv = ln.Addr().String()
+	s.self = controller.Broker{ID: s.cfg.ID, Host: s.listeners[0].adv.Host, Port: s.listeners[0].adv.Port, Rack: s.cfg.Rack}
+	for _, b := range s.listeners {
+		s.self.Endpoints = append(s.self.Endpoints, b.adv)
 	}
-	host, portS, err := net.SplitHostPort(adv)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("advertise %q: %w", adv, err)
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = advertisedHost()
-	}
-	port, err := strconv.Atoi(portS)
-	if err != nil || port <= 0 || port > 65535 {
-		ln.Close()
-		return fmt.Errorf("advertise %q: bad port", adv)
-	}
-	if port == 0 || strings.HasSuffix(adv, ":0") {
-		_, p, _ := net.SplitHostPort(ln.Addr().String())
-		port, _ = strconv.Atoi(p)
-	}
-	s.self = controller.Broker{ID: s.cfg.ID, Host: host, Port: int32(port), Rack: s.cfg.Rack}
-	s.log.Info("listening", "listen", ln.Addr().String(), "advertise", s.AdvertisedAddr())
+	defer func() {
+		if !s.started {
+			s.closeListeners()
+		}
+	}()
 	if s.ctrl == nil && s.opts.NewController != nil {
 		if s.cfg.ZooKeeperConnect != "" {
 			s.log.Info("controller", "mode", "zookeeper", "connect", s.cfg.ZooKeeperConnect)
 		}
 		c, err := s.opts.NewController(s.self)
 		if err != nil {
-			ln.Close()
 			return err
 		}
 		s.ctrl = c
@@ -212,14 +209,12 @@ func (s *Server) Start() error {
 		s.log.Info("controller", "mode", "embedded")
 		e, err := controller.OpenEmbedded(s.cfg.DataDir, s.self)
 		if err != nil {
-			ln.Close()
 			return err
 		}
 		s.ctrl = e
 	}
 	if r, ok := s.ctrl.(brokerRegistrar); ok {
 		if err := r.RegisterBroker(s.ctx, s.self); err != nil {
-			ln.Close()
 			return fmt.Errorf("register broker: %w", err)
 		}
 	}
@@ -227,12 +222,12 @@ func (s *Server) Start() error {
 	s.loadHWCheckpoint()        // before partitions open
 	changes := s.ctrl.Changes() // before reading: no change goes unseen
 	if err := s.reconcile(s.ctrl.Metadata()); err != nil {
-		ln.Close()
 		return err
 	}
 	s.wg.Add(4)
 	go s.replicas.RunISRExpiry()
-	s.network.Serve(ln)
+	s.serveListeners()
+	s.started = true
 	go s.watchMetadata(changes)
 	go s.housekeeping()
 	go s.cleanerLoop()
@@ -275,10 +270,11 @@ func (s *Server) waitReady() {
 	s.applyNow()
 }
 
-// Addr is the bound address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the bound address of the first listener.
+func (s *Server) Addr() net.Addr { return s.listeners[0].ln.Addr() }
 
-// AdvertisedAddr is the HOST:PORT this broker gives clients in Metadata.
+// AdvertisedAddr is the HOST:PORT this broker gives clients of its first
+// listener in Metadata.
 func (s *Server) AdvertisedAddr() string {
 	return net.JoinHostPort(s.self.Host, strconv.Itoa(int(s.self.Port)))
 }
@@ -324,9 +320,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.finalGroupSnapshots() // the commits since the snapshot loop's last check
 	s.groups.close()        // answers waiting JoinGroup/SyncGroup requests
-	if s.ln != nil {
-		s.ln.Close()
-	}
+	s.closeListeners()
 	s.network.Close() // stops accepting, closes the connections
 	s.replicas.StopFetchers()
 	// The connections' handlers first: they may start goroutines counted
@@ -366,6 +360,7 @@ func (s *Server) watchMetadata(ch <-chan struct{}) {
 		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
 			s.log.Error("apply metadata", "err", err)
 		}
+		s.checkTLS() // a dynamic ssl.keystore.* change (listeners.go)
 	}
 }
 

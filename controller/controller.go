@@ -13,10 +13,42 @@ import (
 
 // Broker is a registered broker.
 type Broker struct {
-	ID   int32
+	ID int32
+	// Host and Port are the broker's first advertised endpoint (Kafka's
+	// registration host and port); Endpoints are all of them.
 	Host string
 	Port int32
 	Rack *string
+	// Endpoints are the broker's advertised listeners, as registered in
+	// /brokers/ids/<id> and sent in UpdateMetadata. Empty (a registration
+	// or snapshot from before listeners): one listener at Host:Port that
+	// stands for any listener name.
+	Endpoints []Endpoint `json:",omitempty"`
+}
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	Listener string // listener name, e.g. PLAINTEXT, INTERNAL
+	Host     string
+	Port     int32
+	// SecurityProtocol is Kafka's id: 0 PLAINTEXT, 1 SSL,
+	// 2 SASL_PLAINTEXT, 3 SASL_SSL.
+	SecurityProtocol int16
+}
+
+// Endpoint returns the broker's endpoint on listener. A broker without
+// that listener has none (Kafka leaves it out of the answers on that
+// listener); a broker with no endpoints recorded answers Host:Port.
+func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
+	if len(b.Endpoints) == 0 {
+		return b.Host, b.Port, b.Host != "" || b.Port != 0
+	}
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
 }
 
 // Partition is one partition's placement and leadership.

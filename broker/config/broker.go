@@ -14,6 +14,9 @@ type Listener struct {
 	Name string // e.g. PLAINTEXT
 	Host string // empty: all interfaces (listeners) or the machine's name
 	Port int32
+	// Protocol is the listener's security protocol (PLAINTEXT, SSL, …),
+	// from listener.security.protocol.map; set by Load.
+	Protocol string
 }
 
 // Addr returns host:port.
@@ -27,7 +30,7 @@ func (l Listener) String() string { return l.Name + "://" + l.Addr() }
 func ListenerFor(hostPort string) string { return "PLAINTEXT://" + hostPort }
 
 // ParseListeners parses a comma-separated list of NAME://HOST:PORT. Names
-// must be unique; the TLS and SASL protocol names are refused.
+// must be unique; their protocols are set by Load.
 func ParseListeners(s string) ([]Listener, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -42,10 +45,6 @@ func ParseListeners(s string) ([]Listener, error) {
 			return nil, fmt.Errorf("%q is not NAME://HOST:PORT", item)
 		}
 		name = strings.ToUpper(name)
-		switch name {
-		case "SSL", "SASL_SSL", "SASL_PLAINTEXT":
-			return nil, fmt.Errorf("listener %s: only plaintext listeners are supported", name)
-		}
 		host, portStr, err := net.SplitHostPort(hostPort)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not NAME://HOST:PORT", item)
@@ -70,8 +69,13 @@ type Broker struct {
 	ID                  int32
 	Rack                *string
 	Listeners           []Listener
-	AdvertisedListeners []Listener // Listeners when advertised.listeners is unset
-	DataDir             string
+	AdvertisedListeners []Listener // one per listener, in the same order (listeners.go)
+	// InterBrokerListener is the name of the listener brokers use to
+	// reach each other; ControlPlaneListener the one the controller uses
+	// to reach brokers ("" : the inter-broker listener).
+	InterBrokerListener  string
+	ControlPlaneListener string
+	DataDir              string
 
 	SocketRequestMaxBytes int32
 	QueuedMaxRequests     int32
@@ -226,11 +230,8 @@ func Load(props map[string]string) (*Broker, error) {
 	if b.Listeners, err = ParseListeners(g.str("listeners")); err != nil {
 		return nil, fmt.Errorf("listeners: %w", err)
 	}
-	b.AdvertisedListeners = b.Listeners
-	if a, ok := static["advertised.listeners"]; ok {
-		if b.AdvertisedListeners, err = ParseListeners(a); err != nil {
-			return nil, fmt.Errorf("advertised.listeners: %w", err)
-		}
+	if err := b.loadListeners(g); err != nil {
+		return nil, err
 	}
 	dirKey := "log.dir"
 	if _, ok := static["log.dirs"]; ok {

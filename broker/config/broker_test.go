@@ -85,7 +85,7 @@ broker.rack=r1
 	if b.Static["auto.create.topics.enable"] != "false" || b.Static["broker.id"] != "7" {
 		t.Errorf("static values not canonical: %q", b.Static)
 	}
-	if strings.Join(b.Ignored, ",") != "listener.security.protocol.map,socket.send.buffer.bytes" {
+	if strings.Join(b.Ignored, ",") != "socket.send.buffer.bytes" {
 		t.Errorf("Ignored = %v", b.Ignored)
 	}
 }
@@ -115,10 +115,28 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"log.message.timestamp.type": "createtime"}, "log.message.timestamp.type: must be one of"},
 		{map[string]string{"num.partitons": "3"}, `unknown broker config "num.partitons"`},
 		{map[string]string{"retention.ms": "3"}, `unknown broker config "retention.ms" (it is a topic config; the broker default is log.retention.ms)`},
-		{map[string]string{"ssl.keystore.location": "/k"}, "ssl.keystore.location: TLS is not supported"},
+		{map[string]string{"ssl.keystore.type": "JKS"}, `ssl.keystore.type: must be one of [PEM], got "JKS"`},
+		{map[string]string{"ssl.keystore.alias": "x"}, "ssl.keystore.alias: not supported (Strata takes PEM keystores"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN"}, "sasl.enabled.mechanisms: SASL is not supported"},
-		{map[string]string{"listener.name.internal.ssl.keystore.location": "/k"}, "per-listener security"},
-		{map[string]string{"listeners": "SSL://:9093"}, "listeners: listener SSL: only plaintext listeners are supported"},
+		{map[string]string{"listener.name.internal.plain.sasl.jaas.config": "x"}, "SASL is not supported"},
+		{map[string]string{"listener.name.internal.foo": "x"}, "listener.name.<listener>.ssl.* only"},
+		{map[string]string{"listener.name.internal.ssl.client.auth": "always"}, "listener.name.internal.ssl.client.auth: must be one of"},
+		{map[string]string{"listeners": "SSL://:9093"}, "listener SSL: an SSL listener needs a keystore"},
+		{map[string]string{"listeners": "SSL://:9093", "ssl.keystore.location": "/k", "ssl.keystore.key": "x"}, "listener SSL: set ssl.keystore.location or"},
+		{map[string]string{"listeners": "SSL://:9093", "ssl.keystore.location": "/k", "ssl.client.auth": "required"}, "ssl.client.auth=required needs a truststore"},
+		{map[string]string{"listeners": "SASL_SSL://:9093"}, "SASL_SSL is not supported yet"},
+		{map[string]string{"listeners": "INTERNAL://:9093"}, "listeners: listener INTERNAL is not in listener.security.protocol.map"},
+		{map[string]string{"listeners": "A://:9093,B://:9093", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT"}, "listeners A and B use the same port 9093"},
+		{map[string]string{"listeners": "PLAINTEXT://:9092,SSL://:9093"}, "listener SSL: an SSL listener needs a keystore"},
+		{map[string]string{"listeners": "A://:9092,B://:9093", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT"}, "inter.broker.listener.name: no listener named PLAINTEXT"},
+		{map[string]string{"listeners": "A://:9092,B://:9093", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT", "inter.broker.listener.name": "C"}, "inter.broker.listener.name: C is not in listeners"},
+		{map[string]string{"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"}, "only one of inter.broker.listener.name and security.inter.broker.protocol"},
+		{map[string]string{"listeners": "A://:9092,B://:9093", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT", "inter.broker.listener.name": "a", "control.plane.listener.name": "A"}, "control.plane.listener.name: must differ"},
+		{map[string]string{"listener.security.protocol.map": "A:TLS"}, `unknown security protocol "TLS"`},
+		{map[string]string{"advertised.listeners": "OTHER://h:1"}, "advertised.listeners: listener OTHER is not in listeners"},
+		{map[string]string{"ssl.enabled.protocols": "TLSv1.1"}, "ssl.enabled.protocols: must be a list of [TLSv1.2, TLSv1.3]"},
+		{map[string]string{"ssl.cipher.suites": "TLS_RSA_WITH_RC4_128_SHA"}, `unknown or insecure cipher suite`},
+		{map[string]string{"ssl.principal.mapping.rules": "RULE:^CN=(.*)$"}, "want RULE:pattern/replacement/[LU]"},
 		{map[string]string{"listeners": "localhost:9092"}, `listeners: "localhost:9092" is not NAME://HOST:PORT`},
 		{map[string]string{"listeners": "PLAINTEXT://:99999"}, "bad port"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs: Strata supports exactly one data directory, got 2"},

@@ -287,7 +287,14 @@ func newTable(defs []*Def) *table {
 }
 
 // BrokerDef returns the definition of a broker config.
-func BrokerDef(name string) (*Def, bool) { d, ok := brokerTable.byKey[name]; return d, ok }
+// A per-listener key, listener.name.<listener>.ssl.*, is defined as the
+// ssl.* config it overrides (listenerDef).
+func BrokerDef(name string) (*Def, bool) {
+	if d, ok := brokerTable.byKey[name]; ok {
+		return d, ok
+	}
+	return listenerDef(name)
+}
 
 // TopicDef returns the definition of a topic config.
 func TopicDef(name string) (*Def, bool) { d, ok := topicTable.byKey[name]; return d, ok }

@@ -9,7 +9,7 @@ import (
 // names, types and defaults (Kafka 4.x where they differ from 3.x, except
 // for the deviations in doc.go). Configs that are broker synonyms of topic
 // configs are dynamic cluster-wide, as in Kafka.
-var brokerTable = newTable([]*Def{
+var brokerTable = newTable(append([]*Def{
 	// Identity and network.
 	{Name: "broker.id", Type: Int, Default: str("0"), Check: atLeast(0),
 		Doc: "The broker id of this server."},
@@ -21,6 +21,14 @@ var brokerTable = newTable([]*Def{
 		Doc: "Comma-separated listener URIs NAME://HOST:PORT to accept connections on; an empty host binds all interfaces."},
 	{Name: "advertised.listeners", Type: String, Default: nil, Check: listenerList,
 		Doc: "Listeners published to clients in Metadata responses, if different from listeners."},
+	{Name: "listener.security.protocol.map", Type: String, Default: str(DefaultProtocolMap), Check: protocolMap,
+		Doc: "Map between listener names and security protocols, NAME:PROTOCOL[,…]; the protocols are PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL."},
+	{Name: "inter.broker.listener.name", Type: String, Default: nil,
+		Doc: "Name of the listener brokers use to talk to each other (replica fetchers, forwarding); cannot be set with security.inter.broker.protocol. Unset: the listener named after security.inter.broker.protocol (Strata: or the only listener)."},
+	{Name: "security.inter.broker.protocol", Type: String, Default: str("PLAINTEXT"), Check: oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+		Doc: "Security protocol brokers use to talk to each other: the listener of that name."},
+	{Name: "control.plane.listener.name", Type: String, Default: nil,
+		Doc: "Name of the listener the controller uses to reach brokers (LeaderAndIsr, UpdateMetadata, StopReplica); unset: the inter-broker listener."},
 	{Name: "socket.request.max.bytes", Type: Int, Default: str("104857600"), Check: atLeast(1),
 		Doc: "The maximum number of bytes in a socket request."},
 	{Name: "socket.sendfile.enable", Type: Boolean, Default: str("false"),
@@ -32,7 +40,7 @@ var brokerTable = newTable([]*Def{
 	{Name: "queued.max.request.bytes", Type: Long, Default: str("536870912"),
 		Doc: "The number of queued bytes allowed before no more requests are read; <= 0 means no bound. Strata: the default is 512 MiB, not Kafka's -1 (unbounded), and a request is counted as its bytes arrive and, before it is decoded, with the memory decoding may take (for requests other than Produce, 160 times their size); a request whose count exceeds this bound is refused by closing the connection."},
 	{Name: "max.connections", Type: Int, Default: str(maxInt), Check: atLeast(0), Dynamic: ClusterWide,
-		Doc: "The maximum number of connections allowed in the broker at any time, in addition to max.connections.per.ip. Strata closes a new connection over the limit at once (Kafka stops accepting until one closes), and counts connections of other brokers too (Strata has one listener)."},
+		Doc: "The maximum number of connections allowed in the broker at any time, in addition to max.connections.per.ip. Strata closes a new connection over the limit at once (Kafka stops accepting until one closes), and counts connections of other brokers too, on every listener."},
 	{Name: "max.connections.per.ip", Type: Int, Default: str(maxInt), Check: atLeast(0), Dynamic: ClusterWide,
 		Doc: "The maximum number of connections allowed from each IP address; 0 only with max.connections.per.ip.overrides. New connections from the address are closed at once when the limit is reached."},
 	{Name: "max.connections.per.ip.overrides", Type: String, Default: str(""), Check: connectionOverrides, Dynamic: ClusterWide,
@@ -233,7 +241,7 @@ var brokerTable = newTable([]*Def{
 		Doc: "The maximum transaction timeout a producer may ask for."},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: str("86400000"), Check: atLeast(1), Dynamic: ClusterWide,
 		Doc: "The time a producer id's state is kept after its last write."},
-})
+}, sslDefs...))
 
 // Replica selectors (replica.selector.class) Strata implements, by Kafka's
 // class names.
@@ -258,9 +266,6 @@ var ignoredKeys = map[string]bool{
 	"transaction.state.log.num.partitions":             true,
 	"share.coordinator.state.topic.replication.factor": true,
 	"share.coordinator.state.topic.min.isr":            true,
-	"inter.broker.listener.name":                       true,
-	"listener.security.protocol.map":                   true,
-	"security.inter.broker.protocol":                   true,
 	"controller.listener.names":                        true,
 	"controller.quorum.voters":                         true,
 	"controller.quorum.bootstrap.servers":              true,
@@ -293,12 +298,14 @@ var ignoredKeys = map[string]bool{
 // refusedReason returns why a key Kafka knows is refused by Strata, or "".
 func refusedReason(key string) string {
 	switch {
+	case strings.HasPrefix(key, "listener.name.") && strings.Contains(key, ".sasl."):
+		return "SASL is not supported yet"
 	case strings.HasPrefix(key, "listener.name."):
-		return "per-listener security settings are not supported (Strata serves plaintext only)"
+		return "of the per-listener settings, Strata takes listener.name.<listener>.ssl.* only"
 	case strings.HasPrefix(key, "ssl."):
-		return "TLS is not supported (Strata serves plaintext only)"
+		return "not supported (Strata takes PEM keystores and truststores; see docs/security.md)"
 	case strings.HasPrefix(key, "sasl."):
-		return "SASL is not supported (Strata serves plaintext only)"
+		return "SASL is not supported yet"
 	case strings.HasPrefix(key, "delegation.token."), key == "authorizer.class.name", key == "super.users":
 		return "authentication and authorization are not supported"
 	}

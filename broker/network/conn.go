@@ -34,12 +34,16 @@ import (
 // handled is reserved from queued.max.request.bytes (conn_limits.go).
 type Conn struct {
 	s        *Server
-	conn     net.Conn
-	log      *slog.Logger
-	clientID string
-	closeMu  sync.Once
-	marker   markerGen
-	wbuf     []byte // response encoding buffer, reused; written by one goroutine at a time
+	raw      net.Conn // the accepted socket, closed by close
+	conn     net.Conn // raw, or the TLS connection over it after handshake
+	listener *Listener
+	// principal is who the connection authenticated as (listener.go).
+	principal Principal
+	log       *slog.Logger
+	clientID  string
+	closeMu   sync.Once
+	marker    markerGen
+	wbuf      []byte // response encoding buffer, reused; written by one goroutine at a time
 	// copyBufs lends the buffers local records are read into when a fetch
 	// response is copied rather than sent with sendfile; nil: sendfile.
 	copyBufs *copyPool
@@ -113,11 +117,14 @@ func (o *outResp) done() {
 	o.Release = nil
 }
 
-func newConn(s *Server, c net.Conn) *Conn {
+func newConn(s *Server, c net.Conn, l *Listener) *Conn {
 	cc := &Conn{
 		s:            s,
+		raw:          c,
 		conn:         c,
-		log:          s.log.With("remote", c.RemoteAddr().String()),
+		listener:     l,
+		principal:    Anonymous,
+		log:          s.log.With("remote", c.RemoteAddr().String(), "listener", l.Name),
 		writeTimeout: s.idleTimeout(),
 	}
 	if !s.cfg.SocketSendfileEnable {
@@ -232,7 +239,7 @@ func (cc *Conn) stopWriter() {
 }
 
 func (cc *Conn) close() {
-	cc.closeMu.Do(func() { cc.conn.Close() })
+	cc.closeMu.Do(func() { cc.raw.Close() })
 }
 
 // serve runs the connection until it closes.

@@ -19,7 +19,7 @@ import (
 func TestWriteDeadlineReleasesResponse(t *testing.T) {
 	s := New(Options{Config: &config.Broker{ConnectionsMaxIdleMs: 300}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	_, server := tcpPair(t) // the client end never reads
-	cc := newConn(s, server)
+	cc := newConn(s, server, &Listener{Name: "PLAINTEXT", Protocol: "PLAINTEXT"})
 
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 12

@@ -10,8 +10,8 @@ package network
 //     listen backlog). Both are dynamic cluster-wide configs, read at each
 //     accept. Kafka never refuses a connection to its inter-broker
 //     listener for max.connections (it still counts toward the total, and
-//     max.connections.per.ip applies to every listener). Strata has one
-//     listener, so it tells a peer broker by its address (peerBroker): a
+//     max.connections.per.ip applies to every listener). Strata tells a
+//     peer broker by its address, whatever the listener (peerBroker): a
 //     connection from an address of another broker registered in the
 //     cluster metadata (its advertised host, resolved) is admitted over
 //     max.connections, counted as any other, and still bound by

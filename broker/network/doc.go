@@ -1,5 +1,8 @@
 // Package network is the broker's network layer, as Kafka's SocketServer:
-// it accepts connections within max.connections and
+// it accepts connections on each listener (one accept loop each; a
+// connection knows its listener, security protocol and principal,
+// listener.go), runs the TLS handshake of SSL listeners with certificates
+// reloaded as they change (tls.go), within max.connections and
 // max.connections.per.ip (conn_limits.go), reads size-prefixed request
 // frames, reserving their memory from queued.max.request.bytes
 // (conn_memory.go), enforces connections.max.idle.ms on reads and writes,

@@ -49,7 +49,8 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	ln     net.Listener
+	lnMu   sync.Mutex
+	lns    []net.Listener // one accept loop each (listener.go)
 
 	copyBufs *copyPool // fetch responses' copy buffers (sendfile.go)
 
@@ -89,20 +90,32 @@ func (s *Server) idleTimeout() time.Duration {
 	return time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
 }
 
-// Serve accepts connections on ln in a goroutine until Close.
+// Serve accepts connections on ln in a goroutine until Close, as a
+// PLAINTEXT listener named PLAINTEXT (ServeListener).
 func (s *Server) Serve(ln net.Listener) {
-	s.ln = ln
+	s.ServeListener(ln, Listener{Name: "PLAINTEXT", Protocol: "PLAINTEXT"})
+}
+
+// ServeListener accepts connections on ln in a goroutine until Close, as
+// listener l: each listener has its own accept loop, and the connection
+// limits count the connections of all of them.
+func (s *Server) ServeListener(ln net.Listener, l Listener) {
+	s.lnMu.Lock()
+	s.lns = append(s.lns, ln)
+	s.lnMu.Unlock()
 	s.wg.Add(1)
-	go s.acceptLoop()
+	go s.acceptLoop(ln, &l)
 }
 
 // Close stops accepting and closes every connection; Wait waits for them
 // to finish.
 func (s *Server) Close() {
 	s.cancel()
-	if s.ln != nil {
-		s.ln.Close()
+	s.lnMu.Lock()
+	for _, ln := range s.lns {
+		ln.Close()
 	}
+	s.lnMu.Unlock()
 	s.connMu.Lock()
 	for cc := range s.conns {
 		cc.close()
@@ -123,10 +136,10 @@ func (s *Server) QuietFor() time.Duration {
 // Wait waits until the accept loop and every connection have finished.
 func (s *Server) Wait() { s.wg.Wait() }
 
-func (s *Server) acceptLoop() {
+func (s *Server) acceptLoop(ln net.Listener, l *Listener) {
 	defer s.wg.Done()
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return
@@ -135,14 +148,14 @@ func (s *Server) acceptLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			s.log.Error("accept", "err", err)
+			s.log.Error("accept", "listener", l.Name, "err", err)
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		if !s.admitConn(c) { // closed: over max.connections or max.connections.per.ip
 			continue
 		}
-		cc := newConn(s, c)
+		cc := newConn(s, c, l)
 		s.connMu.Lock()
 		s.conns[cc] = struct{}{}
 		s.connMu.Unlock()
@@ -152,7 +165,12 @@ func (s *Server) acceptLoop() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			cc.serve()
+			if err := cc.handshake(); err != nil {
+				cc.log.Debug("closing connection", "err", err)
+				cc.close()
+			} else {
+				cc.serve()
+			}
 			s.connMu.Lock()
 			delete(s.conns, cc)
 			s.connMu.Unlock()
@@ -166,7 +184,9 @@ func (s *Server) acceptLoop() {
 
 // ServeConn serves c until it closes, outside the connection limits and
 // count (tests).
-func (s *Server) ServeConn(c net.Conn) { newConn(s, c).serve() }
+func (s *Server) ServeConn(c net.Conn) {
+	newConn(s, c, &Listener{Name: "PLAINTEXT", Protocol: "PLAINTEXT"}).serve()
+}
 
 // Conns returns the number of connections served (tests).
 func (s *Server) Conns() int {
@@ -185,4 +205,16 @@ func (s *Server) CopyBuffersLent() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.out
+}
+
+// ConnsByListener returns the number of connections served per listener
+// name (tests).
+func (s *Server) ConnsByListener() map[string]int {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	out := map[string]int{}
+	for cc := range s.conns {
+		out[cc.listener.Name]++
+	}
+	return out
 }

@@ -225,12 +225,21 @@ func (f *fetcher) dial(ctx context.Context) (*Conn, error) {
 	var addr string
 	if b, ok := f.m.metadata().Broker(f.leader); ok {
 		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		if f.m.brokerAddr != nil {
+			addr = f.m.brokerAddr(b)
+		}
 	}
 	if addr == "" {
 		return nil, fmt.Errorf("leader %d is not registered", f.leader)
 	}
-	d := net.Dialer{Timeout: 5 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	var c net.Conn
+	var err error
+	if f.m.dial != nil {
+		c, err = f.m.dial(ctx, "tcp", addr)
+	} else {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		c, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dial leader %d at %s: %w", f.leader, addr, err)
 	}

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,11 @@ type Options struct {
 	// whether it did (false: a full disk before any fsync).
 	LogDirErr         func() error
 	LogDirWriteFailed func(error) bool
+	// BrokerAddr is a leader's HOST:PORT on the inter-broker listener, and
+	// Dial connects to it (TLS on an SSL listener); nil: the leader's
+	// first endpoint, plain TCP.
+	BrokerAddr func(controller.Broker) string
+	Dial       func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Manager is this broker's replication (Kafka's ReplicaManager): the
@@ -79,6 +85,8 @@ type Manager struct {
 	replicationBytesIn func(n int)
 	logDirErr          func() error
 	logDirWriteFailed  func(error) bool
+	brokerAddr         func(controller.Broker) string
+	dial               func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	pmu        sync.RWMutex
 	partitions map[tp]*Partition
@@ -100,6 +108,7 @@ func NewManager(o Options) *Manager {
 	m := &Manager{
 		cfg: o.Config, log: o.Logger, fs: o.FS, ctrl: o.Controller, ctx: o.Context, wg: o.WG, tier: o.Tiering,
 		replicationBytesIn: o.ReplicationBytesIn, logDirErr: o.LogDirErr, logDirWriteFailed: o.LogDirWriteFailed,
+		brokerAddr: o.BrokerAddr, dial: o.Dial,
 		partitions: map[tp]*Partition{},
 		fetchers:   map[int32]*fetcher{},
 	}

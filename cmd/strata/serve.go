@@ -111,12 +111,10 @@ func runServe(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	adv := ""
-	if _, ok := cfg.Static["advertised.listeners"]; ok {
-		h, p := cfg.AdvertisedAddr()
-		adv = net.JoinHostPort(h, strconv.Itoa(int(p)))
-	}
-	opts := broker.Options{Config: cfg, Listen: cfg.ListenAddr(), Advertise: adv, Logger: logger}
+	// The listeners come from the config (--listen and --advertise set
+	// its first, PLAINTEXT, listener).
+	opts := broker.Options{Config: cfg, Logger: logger}
+	var srv *broker.Server
 	if *tier != "" {
 		if c := cfg.RemoteLogManagerCopyMaxBytesPerSecond; c < 1<<20 {
 			// Uploads paced below the S3 store's assumed minimum
@@ -131,7 +129,12 @@ func runServe(args []string) int {
 	}
 	if cfg.ZooKeeperConnect != "" {
 		opts.NewController = func(self controller.Broker) (controller.Controller, error) {
+			controlPlane, interBroker, interBrokerProtocol, dial := srv.ControlPlaneDialer()
 			c, err := zkctl.New(context.Background(), zkctl.Options{
+				InterBrokerListener:                interBroker,
+				InterBrokerProtocol:                interBrokerProtocol,
+				ControlPlaneListener:               controlPlane,
+				Dial:                               dial,
 				Connect:                            cfg.ZooKeeperConnect,
 				Broker:                             self,
 				SessionTimeout:                     time.Duration(cfg.ZooKeeperSessionTimeoutMs) * time.Millisecond,
@@ -151,7 +154,7 @@ func runServe(args []string) int {
 			return c, nil
 		}
 	}
-	srv, err := broker.New(opts)
+	srv, err = broker.New(opts)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -53,7 +53,26 @@ type Options struct {
 	// UpdateMetadata and StopReplica requests to the other brokers; nil
 	// means the Kafka protocol to their advertised addresses.
 	Transport Transport
-	Logger    *slog.Logger
+	// InterBrokerListener names the listener brokers reach each other on
+	// (the endpoint of LeaderAndIsr's live leaders); ControlPlaneListener
+	// the one the controller reaches brokers on ("": the inter-broker
+	// listener). Empty both: each broker's first endpoint.
+	InterBrokerListener, ControlPlaneListener string
+	// InterBrokerProtocol is the inter-broker listener's security
+	// protocol id (0 PLAINTEXT, 1 SSL, …).
+	InterBrokerProtocol int16
+	// Dial, if set, opens the controller's connections to brokers (TLS
+	// on an SSL control-plane listener); nil: plain TCP.
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	Logger *slog.Logger
+}
+
+// controlPlane is the listener the controller reaches brokers on.
+func (o *Options) controlPlane() string {
+	if o.ControlPlaneListener != "" {
+		return o.ControlPlaneListener
+	}
+	return o.InterBrokerListener
 }
 
 func (o *Options) setDefaults() {
@@ -208,7 +227,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		transport:    opts.Transport,
 	}
 	if c.transport == nil {
-		c.transport = newNetTransport(opts.Broker.ID)
+		c.transport = newNetTransport(opts.Broker.ID, opts.controlPlane(), opts.Dial)
 	}
 	c.senders = newSenders(c, c.transport)
 	c.active.Store(-1)

@@ -305,7 +305,11 @@ func (c *Controller) HandleLeaderAndISR(ctx context.Context, req *kmsg.LeaderAnd
 	self := c.opts.Broker.ID
 	resp.ErrorCode = c.receive(ctx, req.ControllerID, req.ControllerEpoch, req.BrokerEpoch, func(ps *pushed) {
 		for _, lv := range req.LiveLeaders {
-			ps.addBroker(controller.Broker{ID: lv.BrokerID, Host: lv.Host, Port: lv.Port})
+			b := controller.Broker{ID: lv.BrokerID, Host: lv.Host, Port: lv.Port}
+			if l := c.opts.InterBrokerListener; l != "" {
+				b.Endpoints = []controller.Endpoint{{Listener: l, Host: lv.Host, Port: lv.Port, SecurityProtocol: c.opts.InterBrokerProtocol}}
+			}
+			ps.addBroker(b)
 		}
 		for _, ts := range req.TopicStates {
 			rt := kmsg.NewLeaderAndISRResponseTopic()
@@ -337,6 +341,9 @@ func (c *Controller) HandleLeaderAndISR(ctx context.Context, req *kmsg.LeaderAnd
 func (ps *pushed) addBroker(b controller.Broker) {
 	for i, have := range ps.brokers {
 		if have.ID == b.ID {
+			if len(have.Endpoints) > 0 && len(b.Endpoints) <= 1 {
+				return // a live leader's one endpoint: UpdateMetadata's are whole
+			}
 			b.Rack = have.Rack
 			ps.brokers[i] = b
 			return
@@ -357,6 +364,9 @@ func (c *Controller) HandleUpdateMetadata(ctx context.Context, req *kmsg.UpdateM
 		ps.brokers = ps.brokers[:0]
 		for _, lb := range req.LiveBrokers {
 			b := controller.Broker{ID: lb.ID, Host: lb.Host, Port: lb.Port, Rack: lb.Rack}
+			for _, e := range lb.Endpoints {
+				b.Endpoints = append(b.Endpoints, controller.Endpoint{Listener: e.ListenerName, Host: e.Host, Port: e.Port, SecurityProtocol: e.SecurityProtocol})
+			}
 			if len(lb.Endpoints) > 0 {
 				b.Host, b.Port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
 			}

@@ -137,7 +137,7 @@ func (s *senders) update(md *controller.Metadata, epochs map[int32]int64, ctrlEp
 	}
 	for id, p := range s.peers {
 		b, ok := want[id]
-		if !ok || b.Host != p.broker.Host || b.Port != p.broker.Port || epochs[id] != p.epoch {
+		if !ok || !slices.Equal(brokerEndpoints(b), brokerEndpoints(p.broker)) || epochs[id] != p.epoch {
 			p.halt()
 			delete(s.peers, id)
 		}
@@ -325,7 +325,7 @@ func (p *peer) sync(snap *snapshot) error {
 }
 
 func sameBroker(a, b controller.Broker) bool {
-	return a.ID == b.ID && a.Host == b.Host && a.Port == b.Port &&
+	return a.ID == b.ID && a.Host == b.Host && a.Port == b.Port && slices.Equal(a.Endpoints, b.Endpoints) &&
 		(a.Rack == nil) == (b.Rack == nil) && (a.Rack == nil || *a.Rack == *b.Rack)
 }
 
@@ -408,6 +408,9 @@ func (p *peer) leaderAndISR(snap *snapshot, keys []topicPart, full bool) *kmsg.L
 		if leaders[b.ID] {
 			l := kmsg.NewLeaderAndISRRequestLiveLeader()
 			l.BrokerID, l.Host, l.Port = b.ID, b.Host, b.Port
+			if h, port, ok := b.Endpoint(p.s.c.opts.InterBrokerListener); ok && p.s.c.opts.InterBrokerListener != "" {
+				l.Host, l.Port = h, port
+			}
 			req.LiveLeaders = append(req.LiveLeaders, l)
 		}
 	}
@@ -444,9 +447,11 @@ func (p *peer) updateMetadata(snap *snapshot, changed []topicPart, old map[topic
 	for _, b := range snap.brokers {
 		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
 		lb.ID, lb.Host, lb.Port, lb.Rack = b.ID, b.Host, b.Port, b.Rack
-		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
-		ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = b.Host, b.Port, "PLAINTEXT", 0
-		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
+		for _, e := range brokerEndpoints(b) {
+			ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+			ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = e.Host, e.Port, e.Listener, e.SecurityProtocol
+			lb.Endpoints = append(lb.Endpoints, ep)
+		}
 		req.LiveBrokers = append(req.LiveBrokers, lb)
 	}
 	// Partitions of a topic that was deleted and created again under the

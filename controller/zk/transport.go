@@ -21,6 +21,8 @@ import (
 // reached on a new connection, not on the one to its old process.
 type netTransport struct {
 	clientID string
+	listener string // the control-plane listener ("": first endpoint)
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu     sync.Mutex
 	links  map[*netLink]struct{} // open links
@@ -36,12 +38,23 @@ type netLink struct {
 	closed bool
 }
 
-func newNetTransport(self int32) *netTransport {
-	return &netTransport{clientID: "strata-controller-" + strconv.Itoa(int(self)), links: map[*netLink]struct{}{}}
+func newNetTransport(self int32, listener string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *netTransport {
+	return &netTransport{clientID: "strata-controller-" + strconv.Itoa(int(self)), listener: listener, dial: dial,
+		links: map[*netLink]struct{}{}}
+}
+
+// brokerAddr is b's HOST:PORT on listener; a broker without it (or ""
+// as listener) is reached at its first endpoint.
+func brokerAddr(b controller.Broker, listener string) string {
+	h, p, ok := b.Endpoint(listener)
+	if !ok || listener == "" {
+		h, p = b.Host, b.Port
+	}
+	return net.JoinHostPort(h, strconv.Itoa(int(p)))
 }
 
 func (t *netTransport) Open(to controller.Broker) Link {
-	l := &netLink{t: t, addr: net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))}
+	l := &netLink{t: t, addr: brokerAddr(to, t.listener)}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -69,8 +82,12 @@ func (l *netLink) client() (*kgo.Client, error) {
 		return nil, errors.New("link closed")
 	}
 	if l.cl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(l.addr), kgo.ClientID(l.t.clientID),
-			kgo.DialTimeout(5*time.Second), kgo.RequestRetries(0))
+		opts := []kgo.Opt{kgo.SeedBrokers(l.addr), kgo.ClientID(l.t.clientID),
+			kgo.DialTimeout(5 * time.Second), kgo.RequestRetries(0)}
+		if l.t.dial != nil {
+			opts = append(opts, kgo.Dialer(l.t.dial))
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return nil, err
 		}

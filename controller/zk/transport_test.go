@@ -17,7 +17,7 @@ func TestNetTransportLinkPerRegistration(t *testing.T) {
 	w := listenWire(t, "127.0.0.1:0")
 	w.serve(ok)
 	to := w.broker(2)
-	tr := newNetTransport(1)
+	tr := newNetTransport(1, "", nil)
 	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,6 +1,8 @@
 package zk
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -142,4 +144,43 @@ func FuzzDecodeZNodes(f *testing.F) {
 		decodeController(data)
 		decodeProducerIDBlock(data)
 	})
+}
+
+// TestBrokerZNodeListeners: every listener is registered as Kafka
+// registers it, and registrations of older formats still read.
+func TestBrokerZNodeListeners(t *testing.T) {
+	b := controller.Broker{ID: 3, Host: "h1", Port: 9093, Endpoints: []controller.Endpoint{
+		{Listener: "CLIENT", Host: "h1", Port: 9093, SecurityProtocol: 1},
+		{Listener: "INTERNAL", Host: "10.0.0.1", Port: 9094, SecurityProtocol: 0},
+	}}
+	data := encodeBroker(b)
+	var z map[string]any
+	if err := json.Unmarshal(data, &z); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(z["endpoints"]) != "[CLIENT://h1:9093 INTERNAL://10.0.0.1:9094]" ||
+		fmt.Sprint(z["listener_security_protocol_map"]) != "map[CLIENT:SSL INTERNAL:PLAINTEXT]" ||
+		z["host"] != nil || z["port"] != float64(-1) {
+		t.Fatalf("znode %s", data)
+	}
+	got, err := decodeBroker(3, data)
+	if err != nil || !slices.Equal(got.Endpoints, b.Endpoints) || got.Host != "h1" || got.Port != 9093 {
+		t.Fatalf("round trip %+v %v", got, err)
+	}
+	if h, p, ok := got.Endpoint("INTERNAL"); !ok || h != "10.0.0.1" || p != 9094 {
+		t.Fatalf("INTERNAL = %s %d %v", h, p, ok)
+	}
+	if _, _, ok := got.Endpoint("OTHER"); ok {
+		t.Fatal("a listener the broker lacks has an endpoint")
+	}
+	for _, old := range []string{
+		`{"jmx_port":-1,"host":"old","port":9092,"version":1}`,                        // version 1: host and port only
+		`{"endpoints":["PLAINTEXT://old:9092"],"host":"old","port":9092,"version":2}`, // version 2: PROTOCOL://
+		`{"endpoints":["PLAINTEXT://old:9092"],"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"host":"old","port":9092,"version":5}`,
+	} {
+		got, err := decodeBroker(1, []byte(old))
+		if err != nil || got.Host != "old" || got.Port != 9092 || len(got.Endpoints) != 1 || got.Endpoints[0].Listener != "PLAINTEXT" {
+			t.Errorf("decode %s = %+v %v", old, got, err)
+		}
+	}
 }

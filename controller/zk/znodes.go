@@ -55,31 +55,71 @@ func brokerEntity(b string) string {
 
 func nowMillis() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
 
-// brokerZNode is /brokers/ids/<id>, version 5.
+// brokerZNode is /brokers/ids/<id>, version 5: every advertised listener
+// in endpoints (NAME://host:port) with its protocol in
+// listener_security_protocol_map; host and port are the PLAINTEXT
+// listener's, or null and -1 without one, as Kafka writes them.
 type brokerZNode struct {
 	ListenerMap map[string]string `json:"listener_security_protocol_map"`
 	Endpoints   []string          `json:"endpoints"`
 	Rack        *string           `json:"rack,omitempty"`
 	JMXPort     int               `json:"jmx_port"`
-	Host        string            `json:"host"`
+	Host        *string           `json:"host"`
 	Port        int32             `json:"port"`
 	Timestamp   string            `json:"timestamp"`
 	Version     int               `json:"version"`
 }
 
+// brokerEndpoints are b's endpoints, or one PLAINTEXT endpoint at
+// Host:Port when it has none recorded.
+func brokerEndpoints(b controller.Broker) []controller.Endpoint {
+	if len(b.Endpoints) > 0 {
+		return b.Endpoints
+	}
+	return []controller.Endpoint{{Listener: "PLAINTEXT", Host: b.Host, Port: b.Port}}
+}
+
 func encodeBroker(b controller.Broker) []byte {
-	ep := "PLAINTEXT://" + net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-	out, _ := json.Marshal(brokerZNode{
-		ListenerMap: map[string]string{"PLAINTEXT": "PLAINTEXT"},
-		Endpoints:   []string{ep},
+	z := brokerZNode{
+		ListenerMap: map[string]string{},
 		Rack:        b.Rack,
 		JMXPort:     -1,
-		Host:        b.Host,
-		Port:        b.Port,
+		Port:        -1,
 		Timestamp:   nowMillis(),
 		Version:     5,
-	})
+	}
+	for _, e := range brokerEndpoints(b) {
+		z.Endpoints = append(z.Endpoints, e.Listener+"://"+net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))))
+		z.ListenerMap[e.Listener] = protocolName(e.SecurityProtocol)
+		if e.Listener == "PLAINTEXT" && z.Host == nil {
+			h := e.Host
+			z.Host, z.Port = &h, e.Port
+		}
+	}
+	out, _ := json.Marshal(z)
 	return out
+}
+
+// protocolName is the name of Kafka's security protocol id.
+func protocolName(id int16) string {
+	switch id {
+	case 1:
+		return "SSL"
+	case 2:
+		return "SASL_PLAINTEXT"
+	case 3:
+		return "SASL_SSL"
+	}
+	return "PLAINTEXT"
+}
+
+func protocolID(name string) int16 {
+	for id := int16(0); id < 4; id++ {
+		if protocolName(id) == name {
+			return id
+		}
+	}
+	return 0
 }
 
 func decodeBroker(id int32, data []byte) (controller.Broker, error) {
@@ -87,11 +127,16 @@ func decodeBroker(id int32, data []byte) (controller.Broker, error) {
 	if err := json.Unmarshal(data, &z); err != nil {
 		return controller.Broker{}, fmt.Errorf("broker %d znode: %w", id, err)
 	}
-	b := controller.Broker{ID: id, Host: z.Host, Port: z.Port, Rack: z.Rack}
+	b := controller.Broker{ID: id, Port: z.Port, Rack: z.Rack}
+	if z.Host != nil {
+		b.Host = *z.Host
+	}
 	// Since version 2 the endpoints are authoritative; host/port may be
-	// null when there is no PLAINTEXT listener.
+	// null when there is no PLAINTEXT listener. A listener missing from
+	// the protocol map is named after its protocol (version 2 wrote
+	// PROTOCOL://host:port).
 	for _, ep := range z.Endpoints {
-		_, hp, ok := strings.Cut(ep, "://")
+		name, hp, ok := strings.Cut(ep, "://")
 		if !ok {
 			continue
 		}
@@ -103,8 +148,16 @@ func decodeBroker(id int32, data []byte) (controller.Broker, error) {
 		if err != nil {
 			continue
 		}
-		b.Host, b.Port = h, int32(n)
-		break
+		proto, ok := z.ListenerMap[name]
+		if !ok {
+			proto = name
+		}
+		b.Endpoints = append(b.Endpoints, controller.Endpoint{Listener: name, Host: h, Port: int32(n), SecurityProtocol: protocolID(proto)})
+	}
+	if len(b.Endpoints) > 0 {
+		b.Host, b.Port = b.Endpoints[0].Host, b.Endpoints[0].Port
+	} else if b.Host != "" {
+		b.Endpoints = []controller.Endpoint{{Listener: "PLAINTEXT", Host: b.Host, Port: b.Port}}
 	}
 	return b, nil
 }

@@ -26,6 +26,10 @@ func TestBadConfiguration(t *testing.T) {
 		{"pprof-without-metrics", []string{"--pprof"}, "--metrics"},
 		{"metrics-without-port", []string{"--metrics", "127.0.0.1"}, "--metrics"},
 		{"remote-storage-without-tier", []string{"--set", "remote.log.storage.system.enable=true"}, "--tier"},
+		{"ssl-listener-without-keystore", []string{"--set", "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"}, "listener SSL: an SSL listener needs a keystore"},
+		{"ssl-keystore-missing", []string{"--set", "listeners=SSL://127.0.0.1:0", "--set", "ssl.keystore.location=/nonexistent/broker.pem"}, "listener SSL: ssl.keystore.location"},
+		{"listener-not-in-protocol-map", []string{"--set", "listeners=PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0"}, "INTERNAL is not in listener.security.protocol.map"},
+		{"inter-broker-listener-unknown", []string{"--set", "inter.broker.listener.name=REPLICATION"}, "inter.broker.listener.name: REPLICATION is not in listeners"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
