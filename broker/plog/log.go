@@ -105,17 +105,12 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 		idem     bool
 	)
 	for p := int64(0); p < int64(len(records)); {
-		h, err := validateBatch(records[p:], cfg.MaxMessageBytes)
+		h, err := validateBatch(records[p:], cfg.MaxMessageBytes, cfg.Compact)
 		if err != nil {
 			return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
 		}
 		if cfg.TimestampType == CreateTime {
 			if err := checkTimestamps(&h, nowMs, cfg); err != nil {
-				return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
-			}
-		}
-		if cfg.Compact {
-			if err := checkKeys(records[p : p+h.size()]); err != nil {
 				return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
 			}
 		}
