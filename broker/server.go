@@ -349,16 +349,27 @@ func (s *Server) Close() error {
 
 // watchMetadata reconciles at every change. ch is taken before the
 // metadata is read, so a change made in between is not missed.
+//
+// Partitions that could not be opened for lack of file descriptors
+// (fd_budget.go) are tried again every second until they open.
 func (s *Server) watchMetadata(ch <-chan struct{}) {
 	defer s.wg.Done()
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-ch:
+			ch = s.ctrl.Changes()
+		case <-retry:
 		}
-		ch = s.ctrl.Changes()
+		retry = nil
 		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
+			if plog.IsNoDescriptors(err) {
+				s.log.Warn("partitions not opened: no file descriptor left; trying again in a second", "err", err)
+				retry = time.After(time.Second)
+				continue
+			}
 			s.log.Error("apply metadata", "err", err)
 		}
 	}

@@ -111,6 +111,7 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) acceptLoop() {
 	defer s.wg.Done()
+	var backoff acceptBackoff // accept_errors.go
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -121,10 +122,10 @@ func (s *Server) acceptLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			s.log.Error("accept", "err", err)
-			time.Sleep(10 * time.Millisecond)
+			s.acceptFailed(&backoff, err) // logs once, backs off (EMFILE)
 			continue
 		}
+		s.acceptWorked(&backoff)
 		if !s.admitConn(c) { // closed: over max.connections or max.connections.per.ip
 			continue
 		}
