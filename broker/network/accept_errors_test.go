@@ -43,8 +43,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // Accepts failing with EMFILE back off (a few attempts, not thousands,
 // in 300 ms) and are logged once, not per attempt.
@@ -84,6 +88,15 @@ func TestAcceptRecoversAfterEMFILE(t *testing.T) {
 	s.acceptWorked(&b)
 	if b.failures != 0 || b.delay != 0 {
 		t.Fatalf("state after a working accept: %+v", b)
+	}
+	// Failing and working in turn (descriptors freed and taken again)
+	// logs nothing more within the minute.
+	for range 3 {
+		s.acceptFailed(&b, fmt.Errorf("accept: %w", syscall.EMFILE))
+		if b.delay != acceptBackoffMin {
+			t.Fatalf("delay after a new first failure %v, want %v", b.delay, acceptBackoffMin)
+		}
+		s.acceptWorked(&b)
 	}
 	out := logs.String()
 	if strings.Count(out, "no file descriptor left") != 1 || strings.Count(out, "accepting connections again") != 1 {
