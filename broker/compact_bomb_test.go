@@ -74,7 +74,7 @@ func TestCompactedZstdBombRefused(t *testing.T) {
 	if !holdsWithin(5*time.Second, func() bool { return ts.network.RequestMemoryInUse() == 0 }) {
 		t.Fatalf("%d bytes of queued.max.request.bytes still held", ts.network.RequestMemoryInUse())
 	}
-	t.Logf("%d-byte bomb refused: %s", len(batch), errMsg(p))
+	t.Logf("%d-byte bomb refused, %d KiB allocated: %s", len(batch), (after.TotalAlloc-before.TotalAlloc)>>10, errMsg(p))
 	// The partition is untouched and still takes ordinary batches.
 	ok := batchSpec{producerID: -1, producerEpoch: -1, firstSequence: -1, firstTS: time.Now().UnixMilli(),
 		codec: kgo.ZstdCompression(), records: []recordSpec{{key: []byte("k"), value: []byte("v")}}}.build(t)

@@ -26,7 +26,8 @@ package broker
 // naming the limit (in a cluster, a broker counts its share of the new
 // replicas: replicas divided by live brokers, rounded up). With
 // RLIMIT_NOFILE at 256 the broker takes 64 connections and 21 partitions;
-// at 1048576 (systemd's usual) about 524,000 of each. Each further segment
+// at 1048576 (systemd's usual) 524,224 connections and 174,741
+// partitions. Each further segment
 // of a partition takes three more descriptors, which the budget does not
 // count: the reserve and ulimit -n must cover long local retention.
 //
