@@ -504,7 +504,7 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 	}
 	if _, err := s.fs.Stat(filepath.Join(dir, partitionMetadataFile)); err != nil {
 		if err := s.writePartitionMetadata(dir, []byte("version: 0\n"+idLine+"\n")); err != nil {
-			return nil, err // the log directory is offline (logdir.go)
+			return nil, err // the log directory is offline (logdir.go), or the disk full or descriptors out
 		}
 	}
 	l, err := plog.Open(plog.Options{FS: s.fs, Dir: dir, Config: lc, Logger: s.log.With("topic", t.Name, "partition", pm.Index)})

@@ -212,7 +212,7 @@ func checkTimestamps(h *batchHeader, nowMs int64, cfg *Config) error {
 		return nil
 	}
 	if h.raw != nil {
-		if err := timestampRecordErrors(h.raw, h, lo, hi); err != nil {
+		if err := timestampRecordErrors(h.raw, h, lo, hi, decompressLimit(cfg.MaxMessageBytes)); err != nil {
 			return err
 		}
 	}

@@ -372,8 +372,8 @@ func openRecords(data []byte, codec, limit int) (r io.Reader, done func(), err e
 		}
 		// In a stream, the decoder's memory bound is the largest window
 		// a frame may declare: every frame of the batch is held to the
-		// first one's (at least 1 MiB), which DecompressMemory charges.
-		window := uint64(zstdMinPoolWindow)
+		// first one's (at least 64 KiB), which DecompressMemory charges.
+		window := uint64(zstdMinWindow)
 		var hdr zstd.Header
 		if hdr.Decode(data) == nil {
 			window = zstdDecoderWindow(&hdr, limit)

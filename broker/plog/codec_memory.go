@@ -15,19 +15,20 @@ import (
 
 // Memory a stream holds beside its codec's window: the records read
 // buffer (recBufPool), and for zstd the block decoder's buffers and the
-// ring's two blocks of room (about four 128 KiB blocks).
+// ring's two blocks of room (about four blocks, a block being at most
+// the window and 128 KiB).
 const (
-	walkBufferMemory  = 32 << 10
-	gzipMemory        = 96 << 10 // flate's 32 KiB window, its tables and the reader's buffer
-	zstdBlockMemory   = 640 << 10
-	lz4UnknownMemory  = 8 << 20 // two 4 MiB blocks, the largest lz4 frames have
-	zstdMinPoolWindow = 1 << 20 // the window every frame of a batch may have, whatever its first declares
+	walkBufferMemory = 32 << 10
+	gzipMemory       = 96 << 10 // flate's 32 KiB window, its tables and the reader's buffer
+	zstdMaxBlock     = 128 << 10
+	lz4UnknownMemory = 8 << 20  // two 4 MiB blocks, the largest lz4 frames have
+	zstdMinWindow    = 64 << 10 // the window every frame of a batch may have, whatever its first declares
 )
 
 // DecompressMemory returns the most memory that decompressing one of the
 // record batches in records (a producer's, unchecked) takes at once:
 // zstd's window (the first frame's, which every frame of the batch is
-// held to, at least 1 MiB; at most the largest any topic allows), lz4's
+// held to, at least 64 KiB; at most the largest any topic allows), lz4's
 // blocks, the decoded blocks of snappy, flate's window for gzip, plus
 // the stream's read buffer. Uncompressed batches take nothing. It reads
 // only headers, never decompresses, and never fails: what it cannot read
@@ -56,22 +57,22 @@ func streamMemory(data []byte, codec int) int64 {
 	case codecLz4:
 		return walkBufferMemory + lz4Memory(data)
 	case codecZstd:
+		w := uint64(zstdMinWindow)
 		var h zstd.Header
-		if h.Decode(data) != nil {
-			return walkBufferMemory + zstdBlockMemory
+		if h.Decode(data) == nil {
+			w = zstdDecoderWindow(&h, maxDecompressedBatch)
 		}
-		w := min(zstdDecoderWindow(&h, maxDecompressedBatch), uint64(zstdWindowLimit(maxDecompressedBatch)))
-		return walkBufferMemory + zstdBlockMemory + int64(w)
+		return walkBufferMemory + int64(w) + 4*int64(min(w, zstdMaxBlock))
 	}
 	return 0
 }
 
 // zstdDecoderWindow is the window the decoder of a batch whose first
 // frame has header h, and that may decompress to limit bytes, allows
-// every frame of the batch: the first frame's, at least
-// zstdMinPoolWindow, at most zstdWindowLimit(limit).
+// every frame of the batch: the first frame's, at least zstdMinWindow,
+// at most zstdWindowLimit(limit).
 func zstdDecoderWindow(h *zstd.Header, limit int) uint64 {
-	return min(max(zstdFrameWindow(h), zstdMinPoolWindow), uint64(zstdWindowLimit(limit)))
+	return min(max(zstdFrameWindow(h), zstdMinWindow), uint64(zstdWindowLimit(limit)))
 }
 
 // snappyMemory: a plain block is decoded whole; xerial framing decodes

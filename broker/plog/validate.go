@@ -481,8 +481,9 @@ func varint32At(b []byte, i int) (int64, int, bool) {
 
 // timestampRecordErrors builds the RecordErrors of a CreateTime batch whose
 // records' timestamps fall outside [lo, hi] (Kafka's INVALID_TIMESTAMP
-// with one RecordError per record).
-func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64) error {
+// with one RecordError per record), decompressing within limit as the
+// validation did.
+func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64, limit int) error {
 	re := &RecordErrors{Code: kerr.InvalidTimestamp, Message: "One or more records have been rejected due to invalid timestamp"}
 	_ = walkBatch(b, h, func(r recordInfo) bool {
 		ts := h.BaseTimestamp + r.tsDelta
@@ -492,7 +493,7 @@ func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64) error {
 				ts, h.BaseOffset+int64(r.offsetDelta), lo, hi)})
 		}
 		return len(re.Records) < maxRecordErrors
-	}, false, maxDecompressedBatch)
+	}, false, limit)
 	if len(re.Records) == 0 {
 		return nil
 	}
