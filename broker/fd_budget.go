@@ -117,5 +117,5 @@ func (s *Server) checkDescriptorBudget(md *controller.Metadata, newReplicas int6
 // not all be opened for lack of descriptors.
 func noDescriptorsMessage(opened, want int) string {
 	return fmt.Sprintf("the topic exists, but %d of its %d partitions on this broker could not be opened: "+
-		"no file descriptor left (%v); they open when descriptors are free again", want-opened, want, plog.ErrNoDescriptors)
+		"%v; they open when descriptors are free again", want-opened, want, plog.ErrNoDescriptors)
 }

@@ -1,11 +1,16 @@
 package broker
 
 import (
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/internal/vfs"
 )
 
 // The descriptor budget's formula (fd_budget.go) at a few limits.
@@ -86,4 +91,47 @@ func TestCreateTopicsPastDescriptorBudget(t *testing.T) {
 	if got := ts.connLimits().MaxConnections; got != 64 {
 		t.Fatalf("max.connections unset under RLIMIT_NOFILE 256: %d, want 64", got)
 	}
+}
+
+// Partitions that cannot be opened for lack of descriptors (EMFILE on
+// their files, issue 25) are not a disk failure: CreateTopics answers a
+// retriable KAFKA_STORAGE_ERROR saying so, the log directory stays
+// online, and the partitions open a second later once descriptors are
+// free, and take produces.
+func TestCreateTopicsOutOfDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	ff := vfs.NewFaultFS(vfs.OS)
+	ts := startServerFS(t, dir, ff, nil)
+	rc := dialRaw(t, ts.addr())
+	rc.createTopic("before", 1, nil)
+	rc.produceOK("before", 0, plainBatch(time.Now().UnixMilli(), "a").build(t))
+
+	ff.SetInjector(vfs.FailWith(vfs.OpOpen, string(filepath.Separator)+"late-", syscall.EMFILE))
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "late", 3, 1
+	req.Topics = append(req.Topics, rt)
+	got := rc.do(req, 7).(*kmsg.CreateTopicsResponse).Topics[0]
+	if got.ErrorCode != kerr.KafkaStorageError.Code || got.ErrorMessage == nil || !strings.Contains(*got.ErrorMessage, "no file descriptor left") {
+		t.Fatalf("CreateTopics out of descriptors: %v %v, want KAFKA_STORAGE_ERROR saying so", kerr.ErrorForCode(got.ErrorCode), got.ErrorMessage)
+	}
+	t.Log(*got.ErrorMessage)
+	time.Sleep(1500 * time.Millisecond) // a retry fails too
+	if err := ts.logDirErr(); err != nil {
+		t.Fatalf("log directory offline: %v", err)
+	}
+	ff.SetInjector(nil)
+	waitFor(t, "partitions opened", 5*time.Second, func() bool {
+		for p := range int32(3) {
+			if ts.partition("late", p) == nil {
+				return false
+			}
+		}
+		return true
+	})
+	for p := range int32(3) {
+		rc.produceOK("late", p, plainBatch(time.Now().UnixMilli(), "b").build(t))
+	}
+	rc.produceOK("before", 0, plainBatch(time.Now().UnixMilli(), "c").build(t))
 }

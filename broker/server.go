@@ -355,6 +355,7 @@ func (s *Server) Close() error {
 func (s *Server) watchMetadata(ch <-chan struct{}) {
 	defer s.wg.Done()
 	var retry <-chan time.Time
+	warned := false // about descriptors, since the last reconcile that worked
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -364,13 +365,19 @@ func (s *Server) watchMetadata(ch <-chan struct{}) {
 		case <-retry:
 		}
 		retry = nil
-		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
-			if plog.IsNoDescriptors(err) {
-				s.log.Warn("partitions not opened: no file descriptor left; trying again in a second", "err", err)
-				retry = time.After(time.Second)
-				continue
+		err := s.reconcile(s.ctrl.Metadata())
+		switch {
+		case err != nil && plog.IsNoDescriptors(err):
+			if !warned {
+				s.log.Warn("partitions not opened: no file descriptor left; trying again every second", "err", err)
+				warned = true
 			}
+			retry = time.After(time.Second)
+		case err != nil:
 			s.log.Error("apply metadata", "err", err)
+		case warned:
+			s.log.Info("partitions opened once file descriptors were free")
+			warned = false
 		}
 	}
 }
