@@ -6,7 +6,8 @@ package broker
 // default.replication.factor (KIP-464); topic configs are validated with
 // Kafka's names and ranges; ValidateOnly checks without creating. v5+
 // returns the resulting partition count, replication factor and configs;
-// v7 the topic id.
+// v7 the topic id. Partition counts past the broker's file descriptor
+// budget are refused with INVALID_PARTITIONS (fd_budget.go).
 
 import (
 	"context"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/plog"
 	"strata/controller"
 )
 
@@ -24,6 +26,7 @@ func handleCreateTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := map[string]int{}
+	var pending int64 // partition replicas created by this request so far (fd_budget.go)
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
@@ -78,6 +81,18 @@ func handleCreateTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 			if creq.ReplicationFactor == -1 {
 				creq.ReplicationFactor = s.defaultReplicationFactor()
 			}
+			replicas := int64(creq.NumPartitions) * int64(creq.ReplicationFactor)
+			if len(creq.Assignments) > 0 {
+				replicas = 0
+				for _, a := range creq.Assignments {
+					replicas += int64(len(a))
+				}
+			}
+			if err := s.checkDescriptorBudget(s.ctrl.Metadata(), pending+replicas); err != nil {
+				fail(errCode(err), err.Error())
+				break
+			}
+			pending += replicas
 			t, err := s.ctrl.CreateTopic(context.Background(), creq)
 			if err != nil {
 				fail(errCode(err), err.Error())
@@ -99,8 +114,42 @@ func handleCreateTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 	}
 	if !req.ValidateOnly {
 		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
-			s.log.Error("open created partitions", "err", err)
+			if plog.IsNoDescriptors(err) {
+				// Not a disk failure: the partitions open once descriptors
+				// are free (watchMetadata retries); say so to the client.
+				s.log.Warn("created partitions not opened: no file descriptor left", "err", err)
+				s.answerUnopened(resp)
+			} else {
+				s.log.Error("open created partitions", "err", err)
+			}
 		}
 	}
 	return resp, nil
+}
+
+// answerUnopened sets KAFKA_STORAGE_ERROR on the created topics of resp
+// with partitions of this broker that could not be opened (no file
+// descriptor left; fd_budget.go).
+func (s *Server) answerUnopened(resp *kmsg.CreateTopicsResponse) {
+	md := s.ctrl.Metadata()
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		t := md.Topics[st.Topic]
+		if st.ErrorCode != 0 || t == nil {
+			continue
+		}
+		want, opened := 0, 0
+		for _, pm := range t.Partitions {
+			if containsID(pm.Replicas, s.cfg.ID) {
+				want++
+				if s.partition(st.Topic, pm.Index) != nil {
+					opened++
+				}
+			}
+		}
+		if opened < want {
+			st.ErrorCode = kerr.KafkaStorageError.Code
+			st.ErrorMessage = kmsg.StringPtr(noDescriptorsMessage(opened, want))
+		}
+	}
 }

@@ -2,7 +2,8 @@ package broker
 
 // CreatePartitions, v0-3. Grows a topic; shrinking or keeping the count is
 // INVALID_PARTITIONS. Explicit assignments are accepted when they name
-// existing brokers.
+// existing brokers. Growth past the broker's file descriptor budget is
+// INVALID_PARTITIONS (fd_budget.go).
 
 import (
 	"context"
@@ -22,6 +23,7 @@ func handleCreatePartitions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.
 		seen[rt.Topic]++
 	}
 	md := s.ctrl.Metadata()
+	var pending int64 // partition replicas added by this request so far (fd_budget.go)
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
@@ -36,10 +38,21 @@ func handleCreatePartitions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.
 			st.ErrorCode = kerr.InvalidReplicaAssignment.Code
 			st.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("%d assignments given for %d new partitions", len(rt.Assignment), int(rt.Count)-len(t.Partitions)))
 		default:
+			var replicas int64
+			if int(rt.Count) > len(t.Partitions) && len(t.Partitions) > 0 {
+				replicas = int64(int(rt.Count)-len(t.Partitions)) * int64(len(t.Partitions[0].Replicas))
+			}
+			if err := s.checkDescriptorBudget(md, pending+replicas); err != nil {
+				st.ErrorCode = errCode(err)
+				st.ErrorMessage = errMessage(err)
+				break
+			}
 			if err := s.ctrl.CreatePartitions(context.Background(), rt.Topic, rt.Count, req.ValidateOnly); err != nil {
 				st.ErrorCode = errCode(err)
 				st.ErrorMessage = errMessage(err)
+				break
 			}
+			pending += replicas
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

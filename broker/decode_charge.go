@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/plog"
 )
 
 // decodeFactor bounds the heap a request other than Produce takes once
@@ -23,8 +25,10 @@ const decodeFactor = 160
 
 // decodeCharge is the memory a request body may take once decoded, beyond
 // the frame itself: for Produce, counted from its topics, partitions and
-// tagged fields (records stay in the frame); for other requests,
-// decodeFactor times the body.
+// tagged fields (records stay in the frame), plus what decompressing its
+// largest compressed batch holds while the log validates it
+// (plog.DecompressMemory: the batches are validated one at a time, as
+// streams); for other requests, decodeFactor times the body.
 func decodeCharge(key, version int16, body []byte) int64 {
 	if key == 0 {
 		if n, ok := produceDecodeCost(body, version); ok {
@@ -46,12 +50,15 @@ const (
 // produceDecodeCost walks a Produce body (after the request header) as
 // kmsg decodes it and returns the heap decoding takes: the topic and
 // partition arrays, topic names and transactional id, and a map for each
-// tagged-field section that has entries. Records are slices of the frame.
+// tagged-field section that has entries. Records are slices of the frame;
+// decompressing them is charged as the most any one batch of the request
+// holds (a zstd window, lz4 blocks, ...), read from their headers.
 // ok is false for a body kmsg would not decode (the generic charge
 // applies).
 func produceDecodeCost(body []byte, version int16) (int64, bool) {
 	r := wireReader{b: body, flexible: version >= 9}
 	cost := int64(unsafe.Sizeof(kmsg.ProduceRequest{}))
+	var decompress int64
 	if version >= 3 {
 		if n := r.stringLen(); n >= 0 {
 			r.skip(n)
@@ -78,14 +85,18 @@ func produceDecodeCost(body []byte, version int16) (int64, bool) {
 			if r.bad {
 				break
 			}
-			r.skip(4)                    // partition
-			r.skip(max(r.bytesLen(), 0)) // records: slices of the frame
+			r.skip(4) // partition
+			n := max(r.bytesLen(), 0)
+			if !r.bad && n <= int64(len(r.b)) {
+				decompress = max(decompress, plog.DecompressMemory(r.b[:n]))
+			}
+			r.skip(n) // records: slices of the frame
 			cost += r.tagsCost()
 		}
 		cost += r.tagsCost()
 	}
 	cost += r.tagsCost()
-	return cost, !r.bad
+	return cost + decompress, !r.bad
 }
 
 // allocCost is the heap an allocation of n bytes takes: Go rounds it up

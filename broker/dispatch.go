@@ -128,7 +128,7 @@ func (s *Server) connLimits() network.Limits {
 	md := s.ctrl.Metadata()
 	r := s.resolver(md)
 	return network.Limits{
-		MaxConnections:      r.Int("max.connections"),
+		MaxConnections:      s.maxConnections(md), // fd_budget.go: from RLIMIT_NOFILE unless set
 		MaxConnectionsPerIP: r.Int("max.connections.per.ip"),
 		PerIPOverrides:      r.String("max.connections.per.ip.overrides"),
 		PeerHosts:           func() []string { return peerHosts(md, s.cfg.ID) },

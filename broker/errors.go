@@ -38,6 +38,10 @@ func errCode(err error) int16 {
 		return kerr.NoReassignmentInProgress.Code
 	case errors.Is(err, controller.ErrInvalidReplicaAssignment):
 		return kerr.InvalidReplicaAssignment.Code
+	case plog.IsNoDescriptors(err):
+		// Out of file descriptors (fd_budget.go): retriable, as a full
+		// disk is, and not a failure of the broker.
+		return kerr.KafkaStorageError.Code
 	}
 	return kerr.UnknownServerError.Code
 }

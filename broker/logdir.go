@@ -44,7 +44,11 @@ package broker
 // A full disk is not a failure: the append is refused with a retriable
 // KAFKA_STORAGE_ERROR (plog.ErrNoSpace) and succeeds again when space
 // returns; a checkpoint that does not fit stays as it was until the next
-// rewrite.
+// rewrite. Nor is a lack of file descriptors (EMFILE, ENFILE): a file
+// that cannot be opened for it is handled as a full disk
+// (plog.ErrNoDescriptors), a partition that cannot be opened is retried
+// every second, and the broker keeps within a descriptor budget
+// (fd_budget.go).
 //
 // Operators see an offline directory in the logs, in DescribeLogDirs, in
 // /healthz (HealthHandler: 503 naming the directory) and in Kafka's

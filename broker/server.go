@@ -348,17 +348,35 @@ func (s *Server) Close() error {
 
 // watchMetadata reconciles at every change. ch is taken before the
 // metadata is read, so a change made in between is not missed.
+//
+// Partitions that could not be opened for lack of file descriptors
+// (fd_budget.go) are tried again every second until they open.
 func (s *Server) watchMetadata(ch <-chan struct{}) {
 	defer s.wg.Done()
+	var retry <-chan time.Time
+	warned := false // about descriptors, since the last reconcile that worked
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-ch:
+			ch = s.ctrl.Changes()
+		case <-retry:
 		}
-		ch = s.ctrl.Changes()
-		if err := s.reconcile(s.ctrl.Metadata()); err != nil {
+		retry = nil
+		err := s.reconcile(s.ctrl.Metadata())
+		switch {
+		case err != nil && plog.IsNoDescriptors(err):
+			if !warned {
+				s.log.Warn("partitions not opened: no file descriptor left; trying again every second", "err", err)
+				warned = true
+			}
+			retry = time.After(time.Second)
+		case err != nil:
 			s.log.Error("apply metadata", "err", err)
+		case warned:
+			s.log.Info("partitions opened once file descriptors were free")
+			warned = false
 		}
 		s.checkTLS() // a dynamic ssl.keystore.* change (listeners.go)
 	}
@@ -498,7 +516,7 @@ func (s *Server) openPartition(t *controller.Topic, pm controller.Partition, lc 
 	}
 	if _, err := s.fs.Stat(filepath.Join(dir, partitionMetadataFile)); err != nil {
 		if err := s.writePartitionMetadata(dir, []byte("version: 0\n"+idLine+"\n")); err != nil {
-			return nil, err // the log directory is offline (logdir.go)
+			return nil, err // the log directory is offline (logdir.go), or the disk full or descriptors out
 		}
 	}
 	l, err := plog.Open(plog.Options{FS: s.fs, Dir: dir, Config: lc, Logger: s.log.With("topic", t.Name, "partition", pm.Index)})

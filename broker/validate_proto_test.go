@@ -232,8 +232,8 @@ func TestProtoProduceMalformedRecords(t *testing.T) {
 }
 
 // A zstd batch of 19 KiB whose single record inflates to 300 MiB, past
-// the broker's 256 MiB bound on one batch, is refused without being held
-// in memory.
+// the topic's bound (32 times max.message.bytes), is refused with
+// MESSAGE_TOO_LARGE without being held in memory.
 func TestProtoProduceZipBomb(t *testing.T) {
 	t.Parallel()
 	ts := startTestServer(t, nil)
@@ -265,7 +265,7 @@ func TestProtoProduceZipBomb(t *testing.T) {
 		t.Fatalf("bomb of %d bytes does not fit max.message.bytes", len(bomb))
 	}
 	p := rc.producePart("bomb", 0, bomb)
-	wantCode(t, "zstd batch inflating to 300 MiB", p.ErrorCode, kerr.InvalidRecord)
+	wantCode(t, "zstd batch inflating to 300 MiB", p.ErrorCode, kerr.MessageTooLarge)
 	if !strings.Contains(errMsg(p), "more than") {
 		t.Errorf("error message %q does not name the bound", errMsg(p))
 	}

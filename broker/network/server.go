@@ -138,6 +138,7 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) acceptLoop(ln net.Listener, l *Listener) {
 	defer s.wg.Done()
+	var backoff acceptBackoff // accept_errors.go
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -148,10 +149,10 @@ func (s *Server) acceptLoop(ln net.Listener, l *Listener) {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			s.log.Error("accept", "listener", l.Name, "err", err)
-			time.Sleep(10 * time.Millisecond)
+			s.acceptFailed(&backoff, err) // logs once, backs off (EMFILE)
 			continue
 		}
+		s.acceptWorked(&backoff)
 		if !s.admitConn(c) { // closed: over max.connections or max.connections.per.ip
 			continue
 		}

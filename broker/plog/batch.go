@@ -148,10 +148,12 @@ func checkFrame(b []byte) (batchHeader, error) {
 // validateBatch checks a batch from a producer as Kafka's LogValidator
 // does: framing, magic, CRC, size, codec, the header's record count and
 // offset range, the sequence of an idempotent batch, then every record
-// (validate.go). b starts with the batch and may hold more. It sets the
+// (validate.go), in one streamed pass that also refuses records without
+// a key when requireKeys (a compacted topic) and bounds the decompressed
+// size by max.message.bytes (decompressLimit, codec.go). b starts with the batch and may hold more. It sets the
 // batch's max timestamp to its records' largest, as Kafka does,
 // recomputing the CRC when that changes it.
-func validateBatch(b []byte, maxMessageBytes int32) (batchHeader, error) {
+func validateBatch(b []byte, maxMessageBytes int32, requireKeys bool) (batchHeader, error) {
 	h, err := checkFrame(b)
 	if err != nil {
 		return h, err
@@ -171,7 +173,7 @@ func validateBatch(b []byte, maxMessageBytes int32) (batchHeader, error) {
 	if h.ProducerID >= 0 && h.BaseSequence < 0 {
 		return h, fmt.Errorf("%w: invalid sequence number %d in record batch with producer id %d", kerr.InvalidRecord, h.BaseSequence, h.ProducerID)
 	}
-	st, err := validateRecords(b, &h)
+	st, err := validateRecords(b, &h, decompressLimit(maxMessageBytes), requireKeys)
 	if err != nil {
 		return h, err
 	}
@@ -210,7 +212,7 @@ func checkTimestamps(h *batchHeader, nowMs int64, cfg *Config) error {
 		return nil
 	}
 	if h.raw != nil {
-		if err := timestampRecordErrors(h.raw, h, lo, hi); err != nil {
+		if err := timestampRecordErrors(h.raw, h, lo, hi, decompressLimit(cfg.MaxMessageBytes)); err != nil {
 			return err
 		}
 	}

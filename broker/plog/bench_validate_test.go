@@ -46,7 +46,7 @@ func BenchmarkValidateBatch(b *testing.B) {
 			b.SetBytes(int64(len(c.batch)))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := validateBatch(c.batch, 1<<20); err != nil {
+				if _, err := validateBatch(c.batch, 1<<20, false); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -5,7 +5,8 @@ package plog
 // checkpoint when retention moves the log start. An I/O error fails the
 // log, as Kafka takes the directory offline when a checkpoint or snapshot
 // cannot be written; a full disk before the fsync does not, and an fsync
-// failing with ENOSPC is a failed fsync, not a full disk.
+// failing with ENOSPC is a failed fsync, not a full disk. Nor does a file
+// that cannot be opened for lack of descriptors (EMFILE, ENFILE).
 
 import (
 	"errors"
@@ -49,6 +50,13 @@ func TestSideFileWriteFailures(t *testing.T) {
 		{"log checkpoint write EIO at retention", vfs.FailWith(vfs.OpWrite, checkpointName, syscall.EIO), true, deleteRecords, true},
 		{"log checkpoint fsync ENOSPC at retention", vfs.FailWith(vfs.OpSync, checkpointName, syscall.ENOSPC), true, deleteRecords, true},
 		{"log checkpoint disk full at retention", vfs.FailWith(vfs.OpWrite, checkpointName, syscall.ENOSPC), true, deleteRecords, false},
+		// No file descriptor left (issue 25: idle connections or many
+		// partitions under a low ulimit -n) is not a disk failure.
+		{"producer snapshot EMFILE at roll", vfs.FailWith(vfs.OpOpen, ".snapshot", syscall.EMFILE), false, appendUntilError, false},
+		{"new segment EMFILE at roll", vfs.FailWith(vfs.OpOpen, ".log", syscall.EMFILE), false, appendUntilError, false},
+		{"new segment index ENFILE at roll", vfs.FailWith(vfs.OpOpen, ".timeindex", syscall.ENFILE), false, appendUntilError, false},
+		{"epoch checkpoint EMFILE at retention", vfs.FailWith(vfs.OpOpen, epochCheckpointName, syscall.EMFILE), true, deleteRecords, false},
+		{"log checkpoint EMFILE at retention", vfs.FailWith(vfs.OpOpen, checkpointName, syscall.EMFILE), true, deleteRecords, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := durableEnv()
@@ -65,6 +73,13 @@ func TestSideFileWriteFailures(t *testing.T) {
 			if !c.fails {
 				if l.Err() != nil {
 					t.Fatalf("the log failed on a full disk: %v (step: %v)", l.Err(), err)
+				}
+				if cause := seen(); cause != nil {
+					t.Fatalf("failure handler told: %v", cause)
+				}
+				// Once the resource is back, the log goes on.
+				if _, err := l.Append(testBatch{records: 1, ts: e.clock.Ms()}.bytes(), 0); err != nil {
+					t.Fatalf("append after: %v", err)
 				}
 				return
 			}

@@ -21,8 +21,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 const attrDeleteHorizon = 0x40
@@ -100,22 +98,6 @@ func decodeRecord(data []byte, h *batchHeader) (rawRecord, int, error) {
 	}
 	r.valueNull = valLen < 0
 	return r, total, nil
-}
-
-// checkKeys refuses a batch holding a record without a key: Kafka's
-// LogValidator rule for compacted topics.
-func checkKeys(b []byte) error {
-	_, recs, err := decodeRecords(b)
-	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.InvalidRecord, err)
-	}
-	for _, r := range recs {
-		if r.key == nil {
-			return fmt.Errorf("%w: compacted topic cannot accept message without key (offset delta %d)",
-				kerr.InvalidRecord, r.offset-parseHeader(b).BaseOffset)
-		}
-	}
-	return nil
 }
 
 // rebuildBatch writes a batch holding the kept records of the original

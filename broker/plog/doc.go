@@ -169,8 +169,9 @@
 // # Compaction
 //
 // With cleanup.policy=compact, Append refuses batches holding a record
-// without a key (INVALID_RECORD; a second decompression, on compacted
-// topics only), and Clean (clean.go) rewrites sealed
+// without a key (INVALID_RECORD; checked in the one streamed pass that
+// validates the records, so a compressed batch is never held whole), and
+// Clean (clean.go) rewrites sealed
 // segments keeping the latest record of each key, with Kafka's rules for
 // the dirty ratio, min/max.compaction.lag.ms, tombstones and their delete
 // horizon (delete.retention.ms, KIP-534), and empty batches kept for

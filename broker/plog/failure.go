@@ -4,6 +4,14 @@ package plog
 //
 // Two kinds of I/O error reach the log:
 //
+//   - No file descriptor left (EMFILE, ENFILE: the process or the system
+//     ran out, say under many idle connections or partitions with a low
+//     ulimit -n) is treated as a full disk: it comes from opening a file
+//     (a new segment, a checkpoint's temporary file), before anything
+//     was written, says nothing of the disk, and passes once descriptors
+//     are closed. The operation is refused with ErrNoDescriptors
+//     (KAFKA_STORAGE_ERROR, which clients retry); the log is not failed
+//     and the log directory stays online.
 //   - A full disk (ENOSPC, EDQUOT) while appending: the partial write is
 //     truncated away and the append is refused with ErrNoSpace; the log
 //     stays usable and appends succeed again once there is room. The same
@@ -53,20 +61,36 @@ var (
 	ErrFailed = errors.New("log failed")
 	// ErrNoSpace marks an append refused because the disk is full.
 	ErrNoSpace = errors.New("no space left on device")
+	// ErrNoDescriptors marks an operation refused because the process
+	// had no file descriptor left (EMFILE, ENFILE): transient, as a full
+	// disk is.
+	ErrNoDescriptors = errors.New("no file descriptor left")
 	// errFsync tags fsync failures, which are never a mere full disk.
 	errFsync = errors.New("fsync failed")
 	// errUndo tags a failed write that could not be undone.
 	errUndo = errors.New("undo failed")
 )
 
-// isNoSpace tells whether err is a full disk and nothing worse.
+// isNoSpace tells whether err is a full disk, or no file descriptor
+// left, and nothing worse: a transient lack of a resource, not a disk
+// failure.
 func isNoSpace(err error) bool {
-	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) &&
+	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || IsNoDescriptors(err)) &&
 		!errors.Is(err, errFsync) && !errors.Is(err, errUndo)
 }
 
-// noSpace wraps a full-disk error for the caller: retriable.
+// IsNoDescriptors tells whether err is the process or the system out of
+// file descriptors (EMFILE, ENFILE).
+func IsNoDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// noSpace wraps a full-disk (or no-descriptor) error for the caller:
+// retriable.
 func noSpace(err error) error {
+	if IsNoDescriptors(err) {
+		return fmt.Errorf("%w: %w: %w", kerr.KafkaStorageError, ErrNoDescriptors, err)
+	}
 	return fmt.Errorf("%w: %w: %w", kerr.KafkaStorageError, ErrNoSpace, err)
 }
 
@@ -83,7 +107,8 @@ func isReadFailure(err error) bool {
 		errors.Is(err, errBadBatch),
 		errors.Is(err, ErrOffsetOutOfRange),
 		errors.Is(err, ErrClosed),
-		errors.Is(err, ErrFailed):
+		errors.Is(err, ErrFailed),
+		IsNoDescriptors(err): // opening a file, not reading the disk
 		return false
 	}
 	return true

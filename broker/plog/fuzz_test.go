@@ -21,7 +21,7 @@ func FuzzValidateBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cfg := DefaultConfig()
 		for p := 0; p < len(b); {
-			h, err := validateBatch(b[p:], cfg.MaxMessageBytes)
+			h, err := validateBatch(b[p:], cfg.MaxMessageBytes, cfg.Compact)
 			if err != nil {
 				return
 			}

@@ -105,17 +105,12 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 		idem     bool
 	)
 	for p := int64(0); p < int64(len(records)); {
-		h, err := validateBatch(records[p:], cfg.MaxMessageBytes)
+		h, err := validateBatch(records[p:], cfg.MaxMessageBytes, cfg.Compact)
 		if err != nil {
 			return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
 		}
 		if cfg.TimestampType == CreateTime {
 			if err := checkTimestamps(&h, nowMs, cfg); err != nil {
-				return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
-			}
-		}
-		if cfg.Compact {
-			if err := checkKeys(records[p : p+h.size()]); err != nil {
 				return AppendInfo{}, fmt.Errorf("batch %d: %w", nb, err)
 			}
 		}
@@ -381,7 +376,7 @@ func (l *Log) rollLocked(base, nowMs int64) error {
 		if !isNoSpace(err) {
 			return l.failLocked(fmt.Errorf("roll to %d: %w", base, err))
 		}
-		l.logger.Warn("producer snapshot at roll: disk full", "dir", l.dir, "offset", base, "err", err)
+		l.logger.Warn("producer snapshot at roll: disk full or no file descriptor left", "dir", l.dir, "offset", base, "err", err)
 	}
 	l.logger.Debug("rolled segment", "dir", l.dir, "base", base, "sealed", old.base, "size", old.size)
 	l.bg.Add(1)
@@ -561,7 +556,7 @@ func (l *Log) flushLocked(upTo int64, force bool) error {
 	}
 	if err := l.writeCheckpoint(cp); err != nil {
 		if isNoSpace(err) {
-			l.logger.Warn("log checkpoint not rewritten: disk full", "dir", l.dir, "err", err)
+			l.logger.Warn("log checkpoint not rewritten: disk full or no file descriptor left", "dir", l.dir, "err", err)
 			return nil
 		}
 		return l.fail(err)

@@ -41,7 +41,7 @@ func walkRecords(b []byte, from int64, fn func(offset, ts int64) bool) error {
 			return true
 		}
 		return fn(o, h.BaseTimestamp+r.tsDelta)
-	}, false)
+	}, false, maxDecompressedBatch)
 	if err != nil {
 		return fmt.Errorf("records of batch at offset %d: %w", h.BaseOffset, err)
 	}

@@ -275,7 +275,7 @@ func (l *Log) Truncate(offset int64) error {
 		if !isNoSpace(err) {
 			return l.failLocked(fmt.Errorf("truncate epoch cache to %d: %w", leo, err))
 		}
-		l.logger.Warn("leader epoch checkpoint not rewritten after truncation: disk full", "dir", l.dir, "err", err)
+		l.logger.Warn("leader epoch checkpoint not rewritten after truncation: disk full or no file descriptor left", "dir", l.dir, "err", err)
 	}
 	if err := l.reloadProducersLocked(); err != nil {
 		return l.failLocked(err)

@@ -24,6 +24,7 @@ package plog
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -92,10 +93,19 @@ type recordsStats struct {
 }
 
 // validateRecords reads every record of the batch b (whole batch bytes,
-// frame checked, h its header) and checks it; see the file comment.
-func validateRecords(b []byte, h *batchHeader) (recordsStats, error) {
+// frame checked, h its header) and checks it; see the file comment. A
+// compressed batch may decompress to at most limit bytes
+// (decompressLimit). With requireKeys (a compacted topic), a record
+// without a key is refused, as Kafka's LogValidator does, in the same
+// walk.
+func validateRecords(b []byte, h *batchHeader, limit int, requireKeys bool) (recordsStats, error) {
 	st := recordsStats{maxTs: -1}
+	keyless := int32(-1)
 	err := walkBatch(b, h, func(r recordInfo) bool {
+		if requireKeys && r.keyNull {
+			keyless = r.index
+			return false
+		}
 		ts := h.BaseTimestamp + r.tsDelta
 		st.maxTs = max(st.maxTs, ts)
 		if ts != -1 {
@@ -105,7 +115,10 @@ func validateRecords(b []byte, h *batchHeader) (recordsStats, error) {
 			st.lo, st.hi = min(st.lo, ts), max(st.hi, ts)
 		}
 		return true
-	}, true)
+	}, true, limit)
+	if err == nil && keyless >= 0 {
+		err = fmt.Errorf("%w: compacted topic cannot accept message without key (offset delta %d)", kerr.InvalidRecord, keyless)
+	}
 	return st, err
 }
 
@@ -113,8 +126,9 @@ func validateRecords(b []byte, h *batchHeader) (recordsStats, error) {
 // with each; fn returns false to stop. With strict, the walk also refuses
 // records whose offset delta is not their index, and bytes left after
 // the last record. A compressed batch is read as a stream with a
-// decompression slot held (codec.go).
-func walkBatch(b []byte, h *batchHeader, fn func(recordInfo) bool, strict bool) (err error) {
+// decompression slot held (codec.go), and may decompress to at most limit
+// bytes.
+func walkBatch(b []byte, h *batchHeader, fn func(recordInfo) bool, strict bool, limit int) (err error) {
 	data := b[batchHeaderSize:h.size()]
 	if h.RecordCount < 0 {
 		return badRecords("invalid record count %d", h.RecordCount)
@@ -123,7 +137,7 @@ func walkBatch(b []byte, h *batchHeader, fn func(recordInfo) bool, strict bool) 
 	// refused before any work.
 	room := int64(len(data))
 	if h.codec() != codecNone {
-		room = int64(maxDecompressedBatch)
+		room = int64(min(limit, maxDecompressedBatch))
 	}
 	if int64(h.RecordCount) > room/minRecordSize {
 		return badRecords("incorrect declared batch size, premature EOF reached: %d records cannot fit in %d bytes of records",
@@ -131,9 +145,9 @@ func walkBatch(b []byte, h *batchHeader, fn func(recordInfo) bool, strict bool) 
 	}
 	r := recReader{buf: data}
 	if h.codec() != codecNone {
-		src, done, err := openRecords(data, h.codec())
+		src, done, err := openRecords(data, h.codec(), limit)
 		if err != nil {
-			return badRecords("decompress records: %v", err)
+			return decompressError(err)
 		}
 		defer done()
 		defer func() {
@@ -172,6 +186,16 @@ func walkBatch(b []byte, h *batchHeader, fn func(recordInfo) bool, strict bool) 
 	return r.err
 }
 
+// decompressError is the error of a walk whose decompression failed:
+// MESSAGE_TOO_LARGE for a batch past its bound, else INVALID_RECORD.
+func decompressError(err error) error {
+	var tl *tooLargeError
+	if errors.As(err, &tl) {
+		return tl
+	}
+	return badRecords("decompress records: %v", err)
+}
+
 // recBufPool holds the read buffers of compressed walks.
 var recBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
 
@@ -198,7 +222,7 @@ func (r *recReader) fill(n int) {
 		k += m
 		if err != nil {
 			if err != io.EOF {
-				r.err = badRecords("decompress records: %v", err)
+				r.err = decompressError(err)
 			}
 			r.src = nil
 			break
@@ -457,8 +481,9 @@ func varint32At(b []byte, i int) (int64, int, bool) {
 
 // timestampRecordErrors builds the RecordErrors of a CreateTime batch whose
 // records' timestamps fall outside [lo, hi] (Kafka's INVALID_TIMESTAMP
-// with one RecordError per record).
-func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64) error {
+// with one RecordError per record), decompressing within limit as the
+// validation did.
+func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64, limit int) error {
 	re := &RecordErrors{Code: kerr.InvalidTimestamp, Message: "One or more records have been rejected due to invalid timestamp"}
 	_ = walkBatch(b, h, func(r recordInfo) bool {
 		ts := h.BaseTimestamp + r.tsDelta
@@ -468,7 +493,7 @@ func timestampRecordErrors(b []byte, h *batchHeader, lo, hi int64) error {
 				ts, h.BaseOffset+int64(r.offsetDelta), lo, hi)})
 		}
 		return len(re.Records) < maxRecordErrors
-	}, false)
+	}, false, limit)
 	if len(re.Records) == 0 {
 		return nil
 	}

@@ -234,7 +234,7 @@ func TestAppendRefusesIdempotentWithoutSequence(t *testing.T) {
 }
 
 // A compressed batch that inflates past maxDecompressedBatch is refused
-// without being read into memory.
+// (MESSAGE_TOO_LARGE) without being read into memory.
 func TestAppendRefusesZipBomb(t *testing.T) {
 	old := maxDecompressedBatch
 	maxDecompressedBatch = 1 << 20
@@ -243,8 +243,8 @@ func TestAppendRefusesZipBomb(t *testing.T) {
 	for _, codec := range allCodecs[1:] {
 		l := newMemEnv().open(t)
 		b := rawBatch{records: bomb, count: 1, codec: codec, ts: 1000}.bytes(t)
-		if _, err := l.Append(b, 0); !errors.Is(err, kerr.InvalidRecord) {
-			t.Errorf("codec %d: %d compressed bytes inflating to 2 MiB past a 1 MiB bound: %v, want INVALID_RECORD", codec, len(b), err)
+		if _, err := l.Append(b, 0); !errors.Is(err, kerr.MessageTooLarge) {
+			t.Errorf("codec %d: %d compressed bytes inflating to 2 MiB past a 1 MiB bound: %v, want MESSAGE_TOO_LARGE", codec, len(b), err)
 		}
 		if l.LogEndOffset() != 0 {
 			t.Errorf("codec %d: refused batch written", codec)

@@ -159,10 +159,12 @@ func readHWCheckpoint(fsys vfs.FS, dir string) (map[tp]int64, error) {
 var errLogDirFileSync = errors.New("fsync failed")
 
 // LogDirFileDiskFull tells whether a failed WriteLogDirFile is a full
-// disk before any fsync: the old file is whole and the log directory
-// stays online.
+// disk before any fsync, or no file descriptor left to open its
+// temporary file (EMFILE, ENFILE): the old file is whole and the log
+// directory stays online.
 func LogDirFileDiskFull(err error) bool {
-	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, errLogDirFileSync)
+	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && !errors.Is(err, errLogDirFileSync)
 }
 
 // writeHWCheckpoint replaces dir's checkpoint crash-safely.
@@ -302,7 +304,7 @@ func (m *Manager) StartHWCheckpoints() {
 				return
 			case <-t.C:
 				if err := m.CheckpointHWs(); err != nil && !m.logDirWriteFailed(err) {
-					m.log.Warn("high-watermark checkpoint not rewritten: disk full", "err", err)
+					m.log.Warn("high-watermark checkpoint not rewritten: disk full or no file descriptor left", "err", err)
 				}
 			}
 		}

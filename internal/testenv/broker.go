@@ -23,6 +23,9 @@ type BrokerOptions struct {
 	Sets    []string // --set items, "key=value"
 	Metrics string   // --metrics HOST:PORT; empty: none
 	Args    []string // further flags, appended after the others
+	// NoFile, when > 0, starts the broker with RLIMIT_NOFILE set to it
+	// (soft and hard), as `ulimit -n NoFile` does.
+	NoFile int
 
 	// ReadyTimeout bounds the wait for the ready line; zero means 30s.
 	ReadyTimeout time.Duration
@@ -181,6 +184,10 @@ func (b *Broker) start() {
 		b.t.Fatalf("stdout pipe: %v", err)
 	}
 	cmd := exec.Command(b.bin, args...)
+	if b.opts.NoFile > 0 {
+		// The shell sets the limit and becomes strata (same pid).
+		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.opts.NoFile), b.bin}, args...)...)
+	}
 	cmd.Stdout = pw
 	cmd.Stderr = errf
 	// Do not outlive the test binary if it dies without running cleanups.
