@@ -9,9 +9,11 @@ package broker
 //
 //  1. interBrokerAllowed: may this connection send them at all? Kafka
 //     asks the authorizer for ClusterAction on the cluster, and refuses
-//     them on a listener other than the inter-broker one. Strata has
-//     neither listeners nor an authorizer yet, so today every connection
-//     may; this function is the one place both will be consulted.
+//     them on a listener other than the inter-broker one. Strata refuses
+//     them on any listener but the inter-broker and control-plane ones
+//     (inter.broker.listener.name, control.plane.listener.name), which
+//     matters when they are apart from the clients' listener; the
+//     authorizer's ClusterAction check will join it here.
 //  2. The request's own fencing, which holds with security off: the
 //     controller's requests carry the receiving broker's exact epoch and
 //     a controller epoch ZooKeeper confirms (controller/zk/push.go);
@@ -34,11 +36,17 @@ import (
 
 // interBrokerAllowed reports whether the connection may send controller
 // and replica requests (Kafka: ClusterAction on the cluster, on the
-// inter-broker listener). Security is not configurable yet: every
-// connection may, and the requests' own epochs fence them.
+// inter-broker listener): only on the inter-broker or control-plane
+// listener. A connection made by hand in tests has no listener. Within
+// it, the requests' own epochs fence them.
 func (s *Server) interBrokerAllowed(cc *clientConn) bool {
-	_ = cc // the listener and principal of cc, once they exist
-	return true
+	l := cc.listener()
+	if l == "" {
+		return true
+	}
+	ib, _ := s.cfg.InterBroker()
+	cp, _ := s.cfg.ControlPlane()
+	return l == ib || cp != "" && l == cp
 }
 
 // mayAlterClusterConfigs reports whether the connection may change

@@ -67,10 +67,13 @@ func (c *zkCluster) start(id int32) {
 	if err != nil {
 		c.t.Fatalf("config: %v", err)
 	}
+	var s *Server
 	newCtl := func(self controller.Broker) (controller.Controller, error) {
-		return zkctl.New(context.Background(), zkctl.Options{Connect: c.zk.Addr(), Broker: self, SessionTimeout: 6 * time.Second})
+		controlPlane, interBroker, interBrokerProtocol, dial := s.ControlPlaneDialer()
+		return zkctl.New(context.Background(), zkctl.Options{Connect: c.zk.Addr(), Broker: self, SessionTimeout: 6 * time.Second,
+			InterBrokerListener: interBroker, InterBrokerProtocol: interBrokerProtocol, ControlPlaneListener: controlPlane, Dial: dial})
 	}
-	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr(), NewController: newCtl})
+	s, err = New(Options{Config: cfg, Listen: cfg.ListenAddr(), NewController: newCtl})
 	if err != nil {
 		c.t.Fatalf("new: %v", err)
 	}
@@ -473,4 +476,54 @@ func TestEmbeddedRefusesInterBrokerRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.produceOK("keep", 0, plainBatch(time.Now().UnixMilli(), "b").build(t))
+}
+
+// With the inter-broker listener apart from the clients' one, the
+// requests only brokers send are refused on the clients' listener
+// whatever their epochs (CLUSTER_AUTHORIZATION_FAILED, as Kafka answers
+// a principal without ClusterAction), and the cluster, which sends them
+// on its own listener, goes on working.
+func TestInterBrokerRequestsOnlyOnInterBrokerListener(t *testing.T) {
+	c := startZKCluster(t, 2, map[string]string{
+		"listeners":                      "PLAINTEXT://127.0.0.1:0,REPLICATION://127.0.0.1:0",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+		"inter.broker.listener.name":     "REPLICATION",
+	})
+	c.createTopic("keep", []int32{1, 2}, nil)
+	c.waitISR("keep", 1, 2)
+	s := c.servers[1]
+	client, _ := s.ListenerAddr("PLAINTEXT")
+	rc := dialRaw(t, client.String())
+	own := c.ctl(1).BrokerEpoch(1)
+	epoch := c.ctl(c.active()).ControllerEpoch()
+
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = c.active(), epoch, own
+	wantCode(t, "UpdateMetadata on the client listener", rc.do(um, 8).(*kmsg.UpdateMetadataResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	stop := kmsg.NewPtrStopReplicaRequest()
+	stop.ControllerID, stop.ControllerEpoch, stop.BrokerEpoch = c.active(), epoch, own
+	st := kmsg.NewStopReplicaRequestTopic()
+	st.Topic = "keep"
+	sp := kmsg.NewStopReplicaRequestTopicPartitionState()
+	sp.Partition, sp.LeaderEpoch, sp.Delete = 0, -2, true
+	st.PartitionStates = append(st.PartitionStates, sp)
+	stop.Topics = append(stop.Topics, st)
+	wantCode(t, "StopReplica on the client listener", rc.do(stop, 4).(*kmsg.StopReplicaResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	cs := kmsg.NewPtrControlledShutdownRequest()
+	cs.BrokerID, cs.BrokerEpoch = 2, c.ctl(2).BrokerEpoch(2)
+	wantCode(t, "ControlledShutdown on the client listener", rc.do(cs, 3).(*kmsg.ControlledShutdownResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	if _, err := os.Stat(partDir(s, "keep")); err != nil {
+		t.Fatalf("broker 1 lost its partition directory: %v", err)
+	}
+	// Replication, on the REPLICATION listener, goes on: both brokers
+	// stay in the ISR of a new topic and serve what was acknowledged.
+	c.createTopic("after", []int32{2, 1}, nil)
+	c.waitISR("after", 2, 1)
+	off := c.rc(1).produceOK("keep", 0, plainBatch(time.Now().UnixMilli(), "a").build(t))
+	if got := c.rc(1).fetchOne("keep", 0, off, 1<<20); got.ErrorCode != 0 || len(got.RecordBatches) == 0 {
+		t.Fatalf("fetch after the refusals: error %v, %d bytes", kerr.ErrorForCode(got.ErrorCode), len(got.RecordBatches))
+	}
 }
