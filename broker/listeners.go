@@ -147,7 +147,9 @@ func advertisedEndpoint(adv string, ln net.Listener) (string, int32, error) {
 func (s *Server) serveListeners() {
 	for _, b := range s.listeners {
 		s.network.ServeListener(b.ln, network.Listener{Name: b.cfg.Name, Protocol: protocolOf(b.cfg), TLS: b.tls})
-		s.log.Info("listening", "listener", b.cfg.Name, "protocol", protocolOf(b.cfg), "listen", b.ln.Addr().String(),
+		// listen first: the line operators (and scripts) know from
+		// before there were several listeners.
+		s.log.Info("listening", "listen", b.ln.Addr().String(), "listener", b.cfg.Name, "protocol", protocolOf(b.cfg),
 			"advertise", net.JoinHostPort(b.adv.Host, strconv.Itoa(int(b.adv.Port))))
 	}
 }
