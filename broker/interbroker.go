@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/controller"
 )
 
@@ -40,6 +41,9 @@ import (
 // listener. A connection made by hand in tests has no listener. Within
 // it, the requests' own epochs fence them.
 func (s *Server) interBrokerAllowed(cc *clientConn) bool {
+	if !s.authorizedCluster(cc, acl.OpClusterAction) {
+		return false
+	}
 	l := cc.listener()
 	if l == "" {
 		return true
@@ -50,13 +54,13 @@ func (s *Server) interBrokerAllowed(cc *clientConn) bool {
 }
 
 // mayAlterClusterConfigs reports whether the connection may change
-// Strata's own broker configs (strata.*), which Kafka's authorizer would
-// guard as Alter on the cluster. Security is not configurable yet: every
-// connection may, within the configs' ranges (config.CheckStrataConfigs); the
-// caller is alterResource (alter_configs_common.go).
+// Strata's own broker configs (strata.*): Alter on the cluster, on top of
+// the AlterConfigs on the cluster that any broker config needs
+// (configsRefusal). Without an authorizer every connection may, within
+// the configs' ranges (config.CheckStrataConfigs); the caller is
+// alterResource (alter_configs_common.go).
 func (s *Server) mayAlterClusterConfigs(cc *clientConn) bool {
-	_ = cc
-	return true
+	return s.authorizedCluster(cc, acl.OpAlter)
 }
 
 // inCluster reports whether this broker has other brokers: a controller
