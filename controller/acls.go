@@ -79,6 +79,17 @@ func (a *ACLSet) Get() (map[ACLResource][]ACLEntry, <-chan struct{}) { return a.
 // Set publishes acls, a new map the caller does not modify afterwards.
 func (a *ACLSet) Set(acls map[ACLResource][]ACLEntry) { a.s.set(acls) }
 
+// Put publishes entries as res's ACLs (none: res has none).
+func (a *ACLSet) Put(res ACLResource, entries []ACLEntry) {
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	a.s.acls = withACLs(a.s.acls, res, entries)
+	if a.s.changed != nil {
+		close(a.s.changed)
+	}
+	a.s.changed = make(chan struct{})
+}
+
 // withACLs returns a copy of acls with res's ACLs replaced by entries
 // (removed when there are none).
 func withACLs(acls map[ACLResource][]ACLEntry, res ACLResource, entries []ACLEntry) map[ACLResource][]ACLEntry {
