@@ -327,6 +327,23 @@ func TestACLsDenials(t *testing.T) {
 		t.Errorf("anonymous sees %d topics, want orders only", len(amd.Topics))
 	}
 
+	// A consumer group of alice's (g1 on orders) joins, consumes and
+	// commits: JoinGroup, SyncGroup, Heartbeat, OffsetFetch and
+	// OffsetCommit all pass with Read on the group and the topic. (g1
+	// committed offset 1 above: a second record is there to read.)
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("second")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer := b.as(t, "alice", kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	fs := consumer.PollFetches(ctx)
+	if err := fs.Err0(); err != nil || fs.NumRecords() == 0 {
+		t.Fatalf("alice's group consumer: %d records, %v", fs.NumRecords(), err)
+	}
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("alice's group commit: %v", err)
+	}
+
 	// The super user sees everything.
 	all, err := adm.ListTopics(ctx)
 	if err != nil {
