@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/broker/plog"
 	"strata/broker/replica"
 	"strata/controller"
@@ -49,6 +50,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		t := md.Topics[rt.Topic]
+		allowed := s.authorizedTopic(cc, acl.OpWrite, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -60,6 +62,8 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 				setErr(&sp, kerr.InvalidRequiredAcks.Code, "")
 			case req.TransactionID != nil:
 				setErr(&sp, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported yet")
+			case !allowed:
+				setErr(&sp, errTopicAuth, "")
 			case !validTopicName(rt.Topic):
 				setErr(&sp, kerr.InvalidTopicException.Code, "")
 			case isInternalTopic(rt.Topic):

@@ -168,6 +168,8 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 	if follower {
 		s.checkReplicaFetch(cc, req, replicaID, md, targets) // interbroker.go
 		s.recordFollowerFetches(replicaID, targets)
+	} else {
+		s.checkConsumerFetch(cc, targets) // authz.go
 	}
 
 	maxBytes := req.MaxBytes

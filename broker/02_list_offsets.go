@@ -31,6 +31,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
 )
 
 func init() { register(2, 1, 9, handleListOffsets) }
@@ -45,6 +47,7 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := s.authorizedTopic(cc, acl.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -52,6 +55,8 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 			t := md.Topics[rt.Topic]
 			p := s.partition(rt.Topic, rp.Partition)
 			switch {
+			case !allowed:
+				sp.ErrorCode = errTopicAuth
 			case dups[listedPartition{rt.Topic, rp.Partition}]:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/controller"
 )
 
@@ -32,7 +33,7 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 	var errTopics []kmsg.MetadataResponseTopic
 	if all {
 		for n, t := range md.Topics {
-			if !t.Partial {
+			if !t.Partial && s.authorizedTopic(cc, acl.OpDescribe, n) { // others are left out, as Kafka does
 				names = append(names, n)
 			}
 		}
@@ -55,6 +56,13 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 					continue
 				}
 			}
+			if !s.authorizedTopic(cc, acl.OpDescribe, name) {
+				et := kmsg.NewMetadataResponseTopic()
+				et.Topic, et.TopicID = rt.Topic, rt.TopicID
+				et.ErrorCode = errTopicAuth
+				errTopics = append(errTopics, et)
+				continue
+			}
 			if t, ok := md.Topics[name]; ok {
 				if t.Partial { // being created: its partitions are not all known here yet
 					et := kmsg.NewMetadataResponseTopic()
@@ -71,6 +79,8 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 			switch {
 			case !validTopicName(name):
 				et.ErrorCode = kerr.InvalidTopicException.Code
+			case allowCreate && s.autoCreateTopics() && !s.mayCreateTopic(cc, name):
+				et.ErrorCode = errTopicAuth
 			case allowCreate && s.autoCreateTopics():
 				if err := s.autoCreate(name); err != nil && errCode(err) != kerr.TopicAlreadyExists.Code {
 					s.log.Warn("auto-create topic", "topic", name, "err", err)

@@ -15,5 +15,14 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func init() { register(8, 0, 9, handleOffsetCommit) }
 
 func handleOffsetCommit(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.OffsetCommit(kreq.(*kmsg.OffsetCommitRequest)), nil
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	refused := s.offsetCommitAllowed(cc, req) // authz_groups.go
+	if len(req.Topics) == 0 && len(refused) > 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = refused
+		return resp, nil
+	}
+	resp := s.groups.coord.OffsetCommit(req)
+	resp.Topics = append(resp.Topics, refused...)
+	return resp, nil
 }

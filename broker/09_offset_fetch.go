@@ -13,5 +13,8 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func init() { register(9, 0, 9, handleOffsetFetch) }
 
 func handleOffsetFetch(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.OffsetFetch(kreq.(*kmsg.OffsetFetchRequest)), nil
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	resp := s.groups.coord.OffsetFetch(req)
+	s.filterOffsetFetch(cc, req, resp) // authz_groups.go
+	return resp, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/broker/group"
 )
 
@@ -39,6 +40,10 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		var msg string
 		switch req.CoordinatorType {
 		case 0:
+			if !s.authorizedGroup(cc, acl.OpDescribe, k) {
+				c.ErrorCode = errGroupAuth
+				break
+			}
 			msg = s.findGroupCoordinator(cc, &c)
 		case 1:
 			c.ErrorCode, msg = kerr.TransactionalIDAuthorizationFailed.Code, errTransactionsUnsupported

@@ -12,12 +12,20 @@ import (
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
 )
 
 func init() { register(11, 0, 9, handleJoinGroup) }
 
 func handleJoinGroup(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.JoinGroup(kreq.(*kmsg.JoinGroupRequest), cc.clientID, cc.clientHost()), nil
+	req := kreq.(*kmsg.JoinGroupRequest)
+	if !s.authorizedGroup(cc, acl.OpRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = errGroupAuth
+		return resp, nil
+	}
+	return s.groups.coord.JoinGroup(req, cc.clientID, cc.clientHost()), nil
 }
 
 // clientHost is the client's address as Kafka reports it ("/1.2.3.4").

@@ -5,10 +5,20 @@ package broker
 // v3 group.instance.id (FENCED_INSTANCE_ID); v4 flexible.
 // REBALANCE_IN_PROGRESS tells members to rejoin.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
+)
 
 func init() { register(12, 0, 4, handleHeartbeat) }
 
 func handleHeartbeat(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.Heartbeat(kreq.(*kmsg.HeartbeatRequest)), nil
+	req := kreq.(*kmsg.HeartbeatRequest)
+	if !s.authorizedGroup(cc, acl.OpRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = errGroupAuth
+		return resp, nil
+	}
+	return s.groups.coord.Heartbeat(req), nil
 }

@@ -7,10 +7,20 @@ package broker
 // The leader's assignment is persisted (GroupMetadataValue) before any
 // member is answered; followers wait for it.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
+)
 
 func init() { register(14, 0, 5, handleSyncGroup) }
 
 func handleSyncGroup(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.SyncGroup(kreq.(*kmsg.SyncGroupRequest)), nil
+	req := kreq.(*kmsg.SyncGroupRequest)
+	if !s.authorizedGroup(cc, acl.OpRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = errGroupAuth
+		return resp, nil
+	}
+	return s.groups.coord.SyncGroup(req), nil
 }

@@ -12,5 +12,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func init() { register(15, 0, 6, handleDescribeGroups) }
 
 func handleDescribeGroups(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.DescribeGroups(kreq.(*kmsg.DescribeGroupsRequest)), nil
+	resp := s.groups.coord.DescribeGroups(kreq.(*kmsg.DescribeGroupsRequest))
+	s.filterDescribeGroups(cc, resp) // authz_groups.go
+	return resp, nil
 }

@@ -12,5 +12,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func init() { register(16, 0, 5, handleListGroups) }
 
 func handleListGroups(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.ListGroups(kreq.(*kmsg.ListGroupsRequest)), nil
+	resp := s.groups.coord.ListGroups(kreq.(*kmsg.ListGroupsRequest))
+	s.filterListGroups(cc, resp) // authz_groups.go
+	return resp, nil
 }

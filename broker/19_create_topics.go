@@ -60,6 +60,8 @@ func handleCreateTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 		}
 		switch {
 		case st.ErrorCode != 0:
+		case !s.mayCreateTopic(cc, rt.Topic): // authz.go
+			fail(errTopicAuth, "")
 		case seen[rt.Topic] > 1:
 			fail(kerr.InvalidRequest.Code, "topic named more than once in the request")
 		case !validTopicName(rt.Topic):

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
 )
 
 func init() { register(20, 1, 6, forwarded(handleDeleteTopics)) }
@@ -47,6 +49,8 @@ func handleDeleteTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 			st.ErrorCode = kerr.TopicDeletionDisabled.Code
 		case it.name == nil && t == nil:
 			st.ErrorCode = kerr.UnknownTopicID.Code
+		case !s.authorizedTopic(cc, acl.OpDelete, name):
+			st.ErrorCode = errTopicAuth
 		case t == nil:
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		default:

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/controller"
 )
 
@@ -43,6 +44,7 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := s.authorizedTopic(cc, acl.OpDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -50,6 +52,8 @@ func handleDeleteRecords(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Res
 			t := md.Topics[rt.Topic]
 			p := s.partition(rt.Topic, rp.Partition)
 			switch {
+			case !allowed:
+				sp.ErrorCode = errTopicAuth
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case p == nil || !s.isLeader(p):

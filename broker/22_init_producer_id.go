@@ -28,6 +28,10 @@ func handleInitProducerID(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Re
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
 	}
+	if !s.mayWriteIdempotently(cc) { // authz.go
+		resp.ErrorCode = errClusterAuth
+		return resp, nil
+	}
 	id, err := s.nextProducerID()
 	if err != nil {
 		s.log.Error("allocate producer id", "err", err)

@@ -21,6 +21,7 @@ func handleOffsetForLeaderEpoch(s *Server, cc *clientConn, kreq kmsg.Request) (k
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		allowed := s.offsetForLeaderEpochAllowed(cc, req.ReplicaID, rt.Topic) // authz.go
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -28,6 +29,8 @@ func handleOffsetForLeaderEpoch(s *Server, cc *clientConn, kreq kmsg.Request) (k
 			t := md.Topics[rt.Topic]
 			p := s.partition(rt.Topic, rp.Partition)
 			switch {
+			case !allowed:
+				sp.ErrorCode = errTopicAuth
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case p != nil && s.offline(p): // logdir.go

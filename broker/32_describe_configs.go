@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/broker/config"
 )
 
@@ -30,6 +31,11 @@ func handleDescribeConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		o := config.DescribeOptions{Names: rr.ConfigNames, IncludeSynonyms: req.IncludeSynonyms, IncludeDocumentation: req.IncludeDocumentation, Version: req.Version}
+		if code := s.configsRefusal(cc, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); code != 0 { // authz.go
+			sr.ErrorCode = code
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t := md.Topics[rr.ResourceName]

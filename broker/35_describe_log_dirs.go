@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"strata/broker/acl"
 	"strata/tier"
 )
 
@@ -22,6 +23,10 @@ func init() { register(35, 1, 4, handleDescribeLogDirs) }
 func handleDescribeLogDirs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !s.authorizedCluster(cc, acl.OpDescribe) {
+		resp.ErrorCode = errClusterAuth // v3+; before, an empty answer
+		return resp, nil
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	abs, err := filepath.Abs(s.cfg.DataDir)
 	if err != nil {

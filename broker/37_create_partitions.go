@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
 )
 
 func init() { register(37, 0, 3, forwarded(handleCreatePartitions)) }
@@ -32,6 +34,8 @@ func handleCreatePartitions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.
 		case seen[rt.Topic] > 1:
 			st.ErrorCode = kerr.InvalidRequest.Code
 			st.ErrorMessage = kmsg.StringPtr("topic named more than once in the request")
+		case !s.authorizedTopic(cc, acl.OpAlter, rt.Topic):
+			st.ErrorCode = errTopicAuth
 		case t == nil:
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		case rt.Assignment != nil && len(rt.Assignment) != int(rt.Count)-len(t.Partitions):

@@ -11,5 +11,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func init() { register(42, 0, 2, handleDeleteGroups) }
 
 func handleDeleteGroups(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.DeleteGroups(kreq.(*kmsg.DeleteGroupsRequest)), nil
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	refused := s.deleteGroupsAllowed(cc, req) // authz_groups.go
+	resp := s.groups.coord.DeleteGroups(req)
+	resp.Groups = append(resp.Groups, refused...)
+	return resp, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/controller"
 )
 
@@ -51,6 +52,9 @@ func handleElectLeaders(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Resp
 			addElectResult(resp, tp, code, nil)
 		}
 		return resp, nil
+	}
+	if !s.authorizedCluster(cc, acl.OpAlter) {
+		return topLevel(errClusterAuth)
 	}
 	if typ != controller.ElectPreferred && typ != controller.ElectUnclean {
 		return topLevel(kerr.InvalidRequest.Code)

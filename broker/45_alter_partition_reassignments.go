@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/controller"
 )
 
@@ -33,6 +34,10 @@ func handleAlterPartitionReassignments(s *Server, cc *clientConn, kreq kmsg.Requ
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	allowRF := req.Version < 1 || req.AllowReplicationFactorChange
 	resp.AllowReplicationFactorChange = allowRF
+	if !s.authorizedCluster(cc, acl.OpAlter) {
+		resp.ErrorCode = errClusterAuth
+		return resp, nil
+	}
 	md := s.ctrl.Metadata()
 	reqs := map[controller.TopicPartition][]int32{}
 	early := map[controller.TopicPartition]error{}
@@ -98,6 +103,10 @@ func handleAlterPartitionReassignments(s *Server, cc *clientConn, kreq kmsg.Requ
 func handleListPartitionReassignments(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !s.authorizedCluster(cc, acl.OpDescribe) {
+		resp.ErrorCode = errClusterAuth
+		return resp, nil
+	}
 	if ac, ok := s.ctrl.(activeController); ok && !ac.IsActive() {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil

@@ -11,5 +11,14 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func init() { register(47, 0, 0, handleOffsetDelete) }
 
 func handleOffsetDelete(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	return s.groups.coord.OffsetDelete(kreq.(*kmsg.OffsetDeleteRequest)), nil
+	req := kreq.(*kmsg.OffsetDeleteRequest)
+	refuse, refused := s.offsetDeleteAllowed(cc, req) // authz_groups.go
+	if refuse {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = errGroupAuth
+		return resp, nil
+	}
+	resp := s.groups.coord.OffsetDelete(req)
+	resp.Topics = append(resp.Topics, refused...)
+	return resp, nil
 }

@@ -7,6 +7,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
 )
 
 func init() { register(60, 0, 1, handleDescribeCluster) }
@@ -14,6 +16,10 @@ func init() { register(60, 0, 1, handleDescribeCluster) }
 func handleDescribeCluster(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if !s.authorizedCluster(cc, acl.OpDescribe) {
+		resp.ErrorCode = errClusterAuth
+		return resp, nil
+	}
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		return resp, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/broker/group"
 	"strata/controller"
 )
@@ -39,6 +40,14 @@ func handleConsumerGroupHeartbeat(s *Server, cc *clientConn, kreq kmsg.Request) 
 			resp.ErrorMessage = kmsg.StringPtr(msg)
 		}
 		return resp, nil
+	}
+	if !s.authorizedGroup(cc, acl.OpRead, req.Group) {
+		return fail(errGroupAuth, "")
+	}
+	for _, t := range req.SubscribedTopicNames {
+		if !s.authorizedTopic(cc, acl.OpDescribe, t) {
+			return fail(errTopicAuth, "not authorized to describe topic "+t)
+		}
 	}
 	coord := groupCoordinator(s)
 	if coord == nil {

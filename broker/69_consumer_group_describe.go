@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/broker/group"
 )
 
@@ -25,6 +26,8 @@ func handleConsumerGroupDescribe(s *Server, cc *clientConn, kreq kmsg.Request) (
 		switch {
 		case id == "":
 			d.ErrorCode = kerr.InvalidGroupID.Code
+		case !s.authorizedGroup(cc, acl.OpDescribe, id):
+			d.ErrorCode = errGroupAuth
 		case groupCoordinator(s) == nil:
 			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		default:

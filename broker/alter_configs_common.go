@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/broker/config"
 	"strata/controller"
 )
@@ -19,6 +20,9 @@ func (s *Server) alterResource(md *controller.Metadata, cc *clientConn, rtype km
 	topic func(current map[string]string) (map[string]string, error),
 	broker func(perBroker bool, current map[string]string) (map[string]string, error),
 ) (int16, *string) {
+	if code := s.configsRefusal(cc, acl.OpAlterConfigs, rtype, name); code != 0 { // authz.go
+		return code, nil
+	}
 	var err error
 	switch rtype {
 	case kmsg.ConfigResourceTypeTopic:

@@ -18,6 +18,11 @@
 //     follower's warm-up. remotelog_glue.go wires it.
 //   - broker/group, the group coordinator; groups.go hosts it on the
 //     __consumer_offsets partitions this broker leads.
+//   - broker/acl, Kafka's AclAuthorizer: the ACL model and its decisions,
+//     over the ACLs the controller stores. authz.go and authz_groups.go
+//     hold the check each handler makes (the operation Kafka's KafkaApis
+//     checks), acls_common.go what CreateAcls, DescribeAcls and
+//     DeleteAcls share.
 //   - broker/plog, the partition log; broker/config, the configuration
 //     with Kafka's names.
 //

@@ -21,7 +21,10 @@ package broker
 // request itself, which answers NOT_CONTROLLER, and clients retry.
 //
 // Kafka wraps forwarded requests in an Envelope carrying the client's
-// principal; without authentication there is no principal to carry yet.
+// principal; Strata's forwarding carries none, so with an authorizer
+// (authorizer.class.name) nothing is forwarded: the broker answers
+// NOT_CONTROLLER and the client goes to the controller, as clients that
+// predate KIP-590 do.
 
 import (
 	"context"
@@ -81,7 +84,12 @@ func forwarded(fn handler) handler {
 			return fn(s, cc, kreq)
 		}
 		to, ok := s.remoteController()
-		if !ok {
+		if !ok || s.authz != nil {
+			// With an authorizer the request is not forwarded: the
+			// controller would see this broker's principal, not the
+			// client's (Kafka's Envelope carries it; Strata's forwarding
+			// does not). It is answered here, NOT_CONTROLLER after the
+			// authorization, and the client sends it to the controller.
 			return fn(s, cc, kreq)
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, requestTimeout(kreq))

@@ -7,13 +7,13 @@ package broker
 //
 // Two checks, in this order:
 //
-//  1. interBrokerAllowed: may this connection send them at all? Kafka
-//     asks the authorizer for ClusterAction on the cluster, and refuses
-//     them on a listener other than the inter-broker one. Strata refuses
-//     them on any listener but the inter-broker and control-plane ones
+//  1. interBrokerAllowed: may this connection send them at all? As
+//     Kafka, the authorizer (authz.go; none: allowed) must grant the
+//     connection's principal ClusterAction on the cluster (the brokers'
+//     principal is a super user), and they are refused on any listener
+//     but the inter-broker and control-plane ones
 //     (inter.broker.listener.name, control.plane.listener.name), which
-//     matters when they are apart from the clients' listener; the
-//     authorizer's ClusterAction check will join it here.
+//     matters when they are apart from the clients' listener.
 //  2. The request's own fencing, which holds with security off: the
 //     controller's requests carry the receiving broker's exact epoch and
 //     a controller epoch ZooKeeper confirms (controller/zk/push.go);
@@ -24,22 +24,26 @@ package broker
 //     controller has no other broker, and refuses all of them.
 //
 // Strata's own configs (strata.*) are changed only where
-// mayAlterClusterConfigs says so, the hook the authorizer's cluster Alter
-// check will fill (33_alter_configs.go, 44_incremental_alter_configs.go).
+// mayAlterClusterConfigs says so: Alter on the cluster
+// (33_alter_configs.go, 44_incremental_alter_configs.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/controller"
 )
 
 // interBrokerAllowed reports whether the connection may send controller
 // and replica requests (Kafka: ClusterAction on the cluster, on the
-// inter-broker listener): only on the inter-broker or control-plane
-// listener. A connection made by hand in tests has no listener. Within
-// it, the requests' own epochs fence them.
+// inter-broker listener): with ClusterAction, and only on the
+// inter-broker or control-plane listener. A connection made by hand in
+// tests has no listener. Within it, the requests' own epochs fence them.
 func (s *Server) interBrokerAllowed(cc *clientConn) bool {
+	if !s.authorizedCluster(cc, acl.OpClusterAction) {
+		return false
+	}
 	l := cc.listener()
 	if l == "" {
 		return true
@@ -50,13 +54,13 @@ func (s *Server) interBrokerAllowed(cc *clientConn) bool {
 }
 
 // mayAlterClusterConfigs reports whether the connection may change
-// Strata's own broker configs (strata.*), which Kafka's authorizer would
-// guard as Alter on the cluster. Security is not configurable yet: every
-// connection may, within the configs' ranges (config.CheckStrataConfigs); the
-// caller is alterResource (alter_configs_common.go).
+// Strata's own broker configs (strata.*): Alter on the cluster, on top of
+// the AlterConfigs on the cluster that any broker config needs
+// (configsRefusal). Without an authorizer every connection may, within
+// the configs' ranges (config.CheckStrataConfigs); the caller is
+// alterResource (alter_configs_common.go).
 func (s *Server) mayAlterClusterConfigs(cc *clientConn) bool {
-	_ = cc
-	return true
+	return s.authorizedCluster(cc, acl.OpAlter)
 }
 
 // inCluster reports whether this broker has other brokers: a controller

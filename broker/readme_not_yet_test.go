@@ -12,8 +12,7 @@ import (
 // with Kafka's names for them.
 var notYet = map[int16]string{
 	17: "SaslHandshake", 24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn",
-	27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls",
-	31: "DeleteAcls", 34: "AlterReplicaLogDirs", 36: "SaslAuthenticate",
+	27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 34: "AlterReplicaLogDirs", 36: "SaslAuthenticate",
 	38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
 	41: "DescribeDelegationToken", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
 	50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials", 55: "DescribeQuorum",

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"strata/broker/acl"
 	"strata/broker/config"
 	"strata/broker/network"
 	"strata/broker/plog"
@@ -111,6 +112,8 @@ type Server struct {
 	tier *tierState // tiered storage (remotelog_glue.go, package remotelog); nil when off
 
 	dirLock *dataDirLock // <data-dir>/.lock, held until Close (datadir_lock.go)
+
+	authz *acl.Authorizer // authorizer.class.name's; nil: none, all allowed (authz.go)
 }
 
 // brokerRegistrar is implemented by controllers that learn a broker's
@@ -212,6 +215,9 @@ func (s *Server) Start() error {
 			return err
 		}
 		s.ctrl = e
+	}
+	if err := s.startAuthorizer(); err != nil { // authz.go
+		return err
 	}
 	if r, ok := s.ctrl.(brokerRegistrar); ok {
 		if err := r.RegisterBroker(s.ctx, s.self); err != nil {

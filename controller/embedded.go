@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -22,6 +24,7 @@ type Embedded struct {
 	mu      sync.Mutex
 	md      *Metadata
 	changed chan struct{}
+	acls    aclSet // ACLs (acls.go), persisted with md
 }
 
 // MetadataFile is the embedded controller's file in the data directory.
@@ -33,6 +36,7 @@ type embeddedState struct {
 	NextProducerID int64                        `json:"next_producer_id"`
 	Topics         []*Topic                     `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"broker_configs,omitempty"`
+	ACLs           []storedACLs                 `json:"acls,omitempty"`
 }
 
 // OpenEmbedded loads (or creates) the metadata in dataDir. self is this
@@ -75,6 +79,11 @@ func OpenEmbedded(dataDir string, self Broker) (*Embedded, error) {
 		md.TopicIDs[t.ID] = t.Name
 	}
 	e.md = md
+	acls := map[ACLResource][]ACLEntry{}
+	for _, a := range st.ACLs {
+		acls[ACLResource{Type: a.ResourceType, Pattern: a.PatternType, Name: a.Name}] = a.ACLs
+	}
+	e.acls.set(acls)
 	if os.IsNotExist(err) {
 		if err := e.persist(md); err != nil {
 			return nil, err
@@ -130,7 +139,18 @@ func (e *Embedded) update(fn func(md *Metadata) error) error {
 }
 
 func (e *Embedded) persist(md *Metadata) error {
+	acls, _ := e.acls.get()
+	return e.persistWith(md, acls)
+}
+
+func (e *Embedded) persistWith(md *Metadata, acls map[ACLResource][]ACLEntry) error {
 	st := embeddedState{ClusterID: md.ClusterID, Version: md.Version, NextProducerID: md.NextProducerID, BrokerConfigs: md.BrokerConfigs}
+	for r, a := range acls {
+		st.ACLs = append(st.ACLs, storedACLs{ResourceType: r.Type, PatternType: r.Pattern, Name: r.Name, ACLs: a})
+	}
+	slices.SortFunc(st.ACLs, func(a, b storedACLs) int {
+		return cmp.Compare(a.ResourceType+"\x00"+a.PatternType+"\x00"+a.Name, b.ResourceType+"\x00"+b.PatternType+"\x00"+b.Name)
+	})
 	for _, t := range md.Topics {
 		st.Topics = append(st.Topics, t)
 	}

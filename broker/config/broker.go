@@ -101,6 +101,13 @@ type Broker struct {
 	ZooKeeperDigestUser     string
 	ZooKeeperDigestPassword string
 
+	// AuthorizerClassName is authorizer.class.name ("": no authorizer);
+	// SuperUsers is super.users as written; AllowEveryoneIfNoACLFound is
+	// allow.everyone.if.no.acl.found.
+	AuthorizerClassName       string
+	SuperUsers                string
+	AllowEveryoneIfNoACLFound bool
+
 	NumPartitions               int32
 	DefaultReplicationFactor    int16
 	MinInsyncReplicas           int32
@@ -263,6 +270,9 @@ func Load(props map[string]string) (*Broker, error) {
 	b.ZooKeeperSetACL = g.bool("zookeeper.set.acl")
 	b.ZooKeeperDigestUser = g.str("zookeeper.digest.user")
 	b.ZooKeeperDigestPassword = g.str("zookeeper.digest.password")
+	b.AuthorizerClassName = g.str("authorizer.class.name")
+	b.SuperUsers = g.str("super.users")
+	b.AllowEveryoneIfNoACLFound = g.bool("allow.everyone.if.no.acl.found")
 
 	b.NumPartitions = int32(g.int("num.partitions"))
 	b.DefaultReplicationFactor = int16(min(g.int("default.replication.factor"), 1<<15-1))

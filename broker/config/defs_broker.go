@@ -66,6 +66,15 @@ var brokerTable = newTable(append([]*Def{
 	{Name: "zookeeper.digest.password", Type: Password, Default: nil,
 		Doc: "Strata: the password of zookeeper.digest.user. Read at startup."},
 
+	// Authorization (broker/acl).
+	{Name: "authorizer.class.name", Type: String, Default: str(""),
+		Check: oneOf("", "kafka.security.authorizer.AclAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+		Doc:   "The authorizer: kafka.security.authorizer.AclAuthorizer (or org.apache.kafka.metadata.authorizer.StandardAuthorizer, the same in Strata) checks every request against the ACLs; empty: no authorizer, every request is allowed. Read at startup."},
+	{Name: "super.users", Type: String, Default: nil, Check: superUsers,
+		Doc: "Principals that may do anything when an authorizer is set, separated by ';' (User:admin;User:broker). Read at startup."},
+	{Name: "allow.everyone.if.no.acl.found", Type: Boolean, Default: str("false"),
+		Doc: "With an authorizer: whether a resource that no ACL names is open to everyone (false: only super users may use it). Read at startup."},
+
 	// Topics.
 	{Name: "num.partitions", Type: Int, Default: str("1"), Check: atLeast(1),
 		Doc: "The default number of partitions of a new topic."},
@@ -330,4 +339,18 @@ func connectionOverrides(v any) error {
 func listenerList(v any) error {
 	_, err := ParseListeners(v.(string))
 	return err
+}
+
+// superUsers validates super.users: principals TYPE:name separated by ';'.
+func superUsers(v any) error {
+	for _, p := range strings.Split(v.(string), ";") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if typ, name, ok := strings.Cut(p, ":"); !ok || typ == "" || name == "" {
+			return fmt.Errorf("%q is not a principal (User:name)", p)
+		}
+	}
+	return nil
 }

@@ -146,6 +146,11 @@ type Controller struct {
 	chroot string
 	acls   aclPolicy // the znodes' ACLs (acl.go)
 
+	// aclStore is the authorizer's ACLs (kafka_acls.go), read from
+	// /kafka-acl and /kafka-acl-extended once the broker asks for them.
+	aclStore controller.ACLSet
+	aclOnce  sync.Once
+
 	kick    chan struct{}  // session state changed; buffered 1
 	invalid chan firing    // fired watches
 	done    chan struct{}  // closed by Close

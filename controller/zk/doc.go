@@ -64,6 +64,12 @@
 //	/config/changes/config_change_<n>  {"version":2,"entity_path":"topics/<t>"}
 //	/admin/delete_topics/<t>           (empty) a deletion in progress
 //	/latest_producer_id_block          {"version":1,"broker":1,"block_start":"0","block_end":"999"}
+//	/kafka-acl/<Type>/<name>           {"version":1,"acls":[{"principal":"User:alice",
+//	                                    "permissionType":"Allow","operation":"Read","host":"*"}]}
+//	/kafka-acl-extended/prefixed/<Type>/<name>   the same, for PREFIXED patterns
+//	/kafka-acl-changes/acl_changes_<n> "Topic:orders" (kafka_acls.go)
+//	/kafka-acl-extended-changes/acl_changes_<n>
+//	                                   {"version":1,"resourceType":"Group","name":"app-","patternType":"PREFIXED"}
 //
 // Version note: these are the versions Kafka 2.8–3.x writes in ZooKeeper
 // mode; readers ignore fields they do not know, as Kafka does.
