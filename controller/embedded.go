@@ -33,6 +33,9 @@ type embeddedState struct {
 	NextProducerID int64                        `json:"next_producer_id"`
 	Topics         []*Topic                     `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"broker_configs,omitempty"`
+	// ScramUsers are the SCRAM credentials, by user and mechanism, in
+	// Kafka's string form (ScramCredential.String).
+	ScramUsers map[string]map[string]string `json:"scram_users,omitempty"`
 }
 
 // OpenEmbedded loads (or creates) the metadata in dataDir. self is this
@@ -64,6 +67,21 @@ func OpenEmbedded(dataDir string, self Broker) (*Embedded, error) {
 	}
 	if md.BrokerConfigs == nil {
 		md.BrokerConfigs = map[string]map[string]string{}
+	}
+	for user, creds := range st.ScramUsers {
+		for mech, s := range creds {
+			c, err := ParseScramCredential(s)
+			if err != nil {
+				return nil, fmt.Errorf("parse %s: user %s: %w", MetadataFile, user, err)
+			}
+			if md.ScramUsers == nil {
+				md.ScramUsers = map[string]map[string]ScramCredential{}
+			}
+			if md.ScramUsers[user] == nil {
+				md.ScramUsers[user] = map[string]ScramCredential{}
+			}
+			md.ScramUsers[user][mech] = c
+		}
 	}
 	for _, t := range st.Topics {
 		// A single node leads everything; the id may have changed.
@@ -131,6 +149,15 @@ func (e *Embedded) update(fn func(md *Metadata) error) error {
 
 func (e *Embedded) persist(md *Metadata) error {
 	st := embeddedState{ClusterID: md.ClusterID, Version: md.Version, NextProducerID: md.NextProducerID, BrokerConfigs: md.BrokerConfigs}
+	for user, creds := range md.ScramUsers {
+		if st.ScramUsers == nil {
+			st.ScramUsers = map[string]map[string]string{}
+		}
+		st.ScramUsers[user] = map[string]string{}
+		for mech, c := range creds {
+			st.ScramUsers[user][mech] = c.String()
+		}
+	}
 	for _, t := range md.Topics {
 		st.Topics = append(st.Topics, t)
 	}
@@ -145,7 +172,7 @@ func (e *Embedded) persist(md *Metadata) error {
 // fsync of the directory.
 func WriteFileAtomic(path string, b []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // owner only: it holds SCRAM keys
 	if err != nil {
 		return err
 	}

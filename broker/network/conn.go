@@ -39,6 +39,7 @@ type Conn struct {
 	listener *Listener
 	// principal is who the connection authenticated as (listener.go).
 	principal Principal
+	sasl      saslState // on a SASL listener (sasl.go)
 	log       *slog.Logger
 	clientID  string
 	closeMu   sync.Once
@@ -266,7 +267,9 @@ func (cc *Conn) readFrame(maxSize int32) ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 8 || n > maxSize {
+	if n < 8 && cc.sasl.raw && n >= 0 {
+		// a raw SASL token may be short (sasl.go)
+	} else if n < 8 || n > maxSize {
 		return nil, fmt.Errorf("invalid request size %d (socket.request.max.bytes=%d)", n, maxSize)
 	}
 	var deadline time.Time
@@ -306,9 +309,11 @@ func (cc *Conn) readFrame(maxSize int32) ([]byte, error) {
 
 func (cc *Conn) readLoop() error {
 	for {
-		body, err := cc.readFrame(cc.s.maxRequestBytes())
+		body, err := cc.readFrame(cc.saslMaxFrame(cc.s.maxRequestBytes()))
 		more := err == nil
-		if more {
+		if more && cc.sasl.raw {
+			more, err = cc.serveRawToken(body) // after SaslHandshake v0 (sasl.go)
+		} else if more {
 			more, err = cc.serveFrame(body)
 		}
 		cc.mem.release() // the request is handled (Kafka releases its buffer then too)
@@ -333,6 +338,11 @@ func (cc *Conn) serveFrame(body []byte) (more bool, err error) {
 	}
 	cc.s.lastRequest.Store(time.Now().UnixNano())
 	req := Request{Key: key, Version: version, Correlation: corr, Body: r.Src, frame: len(body)}
+	if cc.listener.SASL != nil {
+		if handled, more, err := cc.saslGate(&req); handled || !more {
+			return more, err
+		}
+	}
 	out, err := cc.s.handler.ServeRequest(cc, &req)
 	if err != nil {
 		return false, err // net.ErrClosed from Drain: broken, closed without a log line
