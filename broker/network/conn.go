@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -40,6 +41,9 @@ type Conn struct {
 	// principal is who the connection authenticated as (listener.go).
 	principal Principal
 	sasl      saslState // on a SASL listener (sasl.go)
+	// saslPrincipal is principal once SASL set it, for other goroutines
+	// (Server.HasPrincipal).
+	saslPrincipal atomic.Pointer[Principal]
 	log       *slog.Logger
 	clientID  string
 	closeMu   sync.Once

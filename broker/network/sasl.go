@@ -274,6 +274,7 @@ func (cc *Conn) saslStep(msg []byte) (out []byte, done bool, err error) {
 		cc.log = cc.log.With("principal", p.String())
 	}
 	cc.principal = p
+	cc.saslPrincipal.Store(&p)
 	st.authMech, st.mech, st.server, st.raw, st.authenticated = st.mech, "", nil, false, true
 	return out, true, nil
 }

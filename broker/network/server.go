@@ -219,3 +219,16 @@ func (s *Server) ConnsByListener() map[string]int {
 	}
 	return out
 }
+
+// HasPrincipal reports whether a connection that authenticated with SASL
+// as principal (e.g. "User:alice") is served (tests).
+func (s *Server) HasPrincipal(principal string) bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for cc := range s.conns {
+		if p := cc.saslPrincipal.Load(); p != nil && p.String() == principal {
+			return true
+		}
+	}
+	return false
+}

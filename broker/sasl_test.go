@@ -1,0 +1,327 @@
+package broker
+
+// SASL (issue 25): PLAIN over SASL_PLAINTEXT and SASL_SSL with franz-go,
+// what is served before authentication, a wrong password, KIP-368
+// session expiry, and SCRAM users made with AlterUserScramCredentials on
+// a ZooKeeper cluster whose brokers talk SASL to each other.
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"strata/controller"
+)
+
+const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice \"quoted\" secret";`
+
+// produceConsume produces n records to topic through cl and reads them
+// back.
+func produceConsume(t *testing.T, seed string, mech sasl.Mechanism, tlsCfg *tls.Config, topic string, n int) {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(seed), kgo.SASL(mech), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	if tlsCfg != nil {
+		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := testCtx(t)
+	for i := range n {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v" + strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	got := 0
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume %s: %v", topic, err)
+		}
+		got += fs.NumRecords()
+	}
+}
+
+// expectClosed fails unless the broker closes rc without answering.
+func expectClosed(t *testing.T, rc *rawConn) {
+	t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var b [1]byte
+	if n, err := rc.c.Read(b[:]); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after a request the broker must refuse = %d, %v; want the connection closed (EOF)", n, err)
+	}
+}
+
+func startSASLServer(t *testing.T, extra map[string]string) (*testServer, *tlsFiles) {
+	f := newTLSFiles(t)
+	sets := map[string]string{
+		"listeners":                            "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+		"inter.broker.listener.name":           "SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":              "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol": "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
+		"listener.name.sasl_ssl.plain.sasl.jaas.config":       plainJAAS,
+		"ssl.keystore.location":                               f.keystore,
+	}
+	for k, v := range extra {
+		sets[k] = v
+	}
+	return startTestServer(t, sets), f
+}
+
+// TestSASLPlain: franz-go produces and consumes with PLAIN over
+// SASL_PLAINTEXT and SASL_SSL, with a password that needed the JAAS
+// config's escapes; a wrong password is refused with
+// SASL_AUTHENTICATION_FAILED and a message, then the connection closes;
+// a request other than ApiVersions before authentication closes the
+// connection unanswered; the principal is User:<name>.
+func TestSASLPlain(t *testing.T) {
+	ts, f := startSASLServer(t, nil)
+	alice := plain.Auth{User: "alice", Pass: `alice "quoted" secret`}.AsMechanism()
+	produceConsume(t, ts.addr(), alice, nil, "plain-text", 20)
+	sslAddr, _ := ts.ListenerAddr("SASL_SSL")
+	produceConsume(t, sslAddr.String(), alice, &tls.Config{RootCAs: f.ca.Pool()}, "plain-ssl", 20)
+
+	// A wrong password: franz-go sees SASL_AUTHENTICATION_FAILED.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr()), kgo.SASL(plain.Auth{User: "alice", Pass: "wrong"}.AsMechanism()),
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).ListTopics(testCtx(t)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("ListTopics with a wrong password = %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+
+	// The same by hand: the answer carries a message, then the close.
+	rc := dialRaw(t, ts.addr())
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "PLAIN"
+	if r := rc.do(hs, 1).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+		t.Fatalf("SaslHandshake PLAIN = %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes = []byte("\x00alice\x00wrong")
+	r := rc.do(auth, 2).(*kmsg.SASLAuthenticateResponse)
+	if r.ErrorCode != kerr.SaslAuthenticationFailed.Code || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "Invalid username or password") {
+		t.Fatalf("SaslAuthenticate with a wrong password = %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	expectClosed(t, rc)
+
+	// Before authentication: ApiVersions is answered (and lists the SASL
+	// APIs), Metadata closes the connection.
+	rc = dialRaw(t, ts.addr())
+	av := rc.do(kmsg.NewPtrApiVersionsRequest(), 2).(*kmsg.ApiVersionsResponse)
+	found := 0
+	for _, k := range av.ApiKeys {
+		if k.ApiKey == 17 || k.ApiKey == 36 {
+			found++
+		}
+	}
+	if av.ErrorCode != 0 || found != 2 {
+		t.Fatalf("ApiVersions before authentication: error %d, SASL APIs listed %d", av.ErrorCode, found)
+	}
+	rc.send(kmsg.NewPtrMetadataRequest(), 12)
+	expectClosed(t, rc)
+
+	// An unknown mechanism is answered with the enabled ones, then closed.
+	rc = dialRaw(t, ts.addr())
+	hs.Mechanism = "GSSAPI"
+	h := rc.do(hs, 1).(*kmsg.SASLHandshakeResponse)
+	if h.ErrorCode != kerr.UnsupportedSaslMechanism.Code || strings.Join(h.SupportedMechanisms, ",") != "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" {
+		t.Fatalf("SaslHandshake GSSAPI = %v %v", kerr.ErrorForCode(h.ErrorCode), h.SupportedMechanisms)
+	}
+	expectClosed(t, rc)
+
+	// Authenticated by hand: the principal is User:alice.
+	rc = dialRaw(t, ts.addr())
+	hs.Mechanism = "PLAIN"
+	rc.do(hs, 1)
+	auth.SASLAuthBytes = []byte("\x00alice\x00alice \"quoted\" secret")
+	if r := rc.do(auth, 2).(*kmsg.SASLAuthenticateResponse); r.ErrorCode != 0 || r.SessionLifetimeMillis != 0 {
+		t.Fatalf("SaslAuthenticate = %v, session %d ms (want none: connections.max.reauth.ms=0)", kerr.ErrorForCode(r.ErrorCode), r.SessionLifetimeMillis)
+	}
+	if m := rc.do(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse); len(m.Brokers) != 1 {
+		t.Fatalf("Metadata after authentication: %d brokers", len(m.Brokers))
+	}
+	waitFor(t, "the connection's principal", 5*time.Second, func() bool {
+		return ts.network.HasPrincipal("User:alice")
+	})
+}
+
+// TestSASLReauth: with connections.max.reauth.ms, SaslAuthenticate
+// answers the session's lifetime; franz-go re-authenticates (KIP-368) and
+// keeps producing past several lifetimes, while a connection that does
+// not re-authenticate is closed at its first request after expiry.
+func TestSASLReauth(t *testing.T) {
+	ts, _ := startSASLServer(t, map[string]string{"connections.max.reauth.ms": "1500"})
+
+	rc := dialRaw(t, ts.addr())
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "PLAIN"
+	rc.do(hs, 1)
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes = []byte("\x00admin\x00admin-secret")
+	r := rc.do(auth, 1).(*kmsg.SASLAuthenticateResponse)
+	if r.ErrorCode != 0 || r.SessionLifetimeMillis <= 0 || r.SessionLifetimeMillis > 1500 {
+		t.Fatalf("SaslAuthenticate v1 = %v, session %d ms, want (0, 1500]", kerr.ErrorForCode(r.ErrorCode), r.SessionLifetimeMillis)
+	}
+	rc.do(kmsg.NewPtrMetadataRequest(), 12) // within the session
+
+	// franz-go re-authenticates before each session ends.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr()), kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()),
+		kgo.DefaultProduceTopic("reauth"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := testCtx(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatalf("produce %d with re-authentication: %v", i, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// The connection that did not re-authenticate: closed at its next
+	// request.
+	// (the produce loop took 5s, past rc's 1.5s session)
+	rc.send(kmsg.NewPtrMetadataRequest(), 12)
+	expectClosed(t, rc)
+}
+
+// TestSASLScramZooKeeper: two brokers on ZooKeeper, talking to each other
+// over SASL_PLAINTEXT with PLAIN (controller requests, replica fetches,
+// forwarding). SCRAM users made with AlterUserScramCredentials through
+// one broker land in /config/users/<user> in Kafka's form, and log in on
+// both; DescribeUserScramCredentials lists them; a deleted one no longer
+// logs in.
+func TestSASLScramZooKeeper(t *testing.T) {
+	c := startZKCluster(t, 2, map[string]string{
+		"listeners":                            "SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms":              "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol": "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
+	})
+	c.createTopic("scram", []int32{1, 2}, nil) // replicated over SASL
+	act := c.active()
+	other := int32(3) - act
+	admin := plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.servers[other].Addr().String()), kgo.SASL(admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := testCtx(t)
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-secret"},
+		{User: "bob", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "bob-secret-512"},
+		{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "carol-secret"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, r := range res {
+		if r.Err != nil {
+			t.Fatalf("AlterUserScramCredentials %s: %v", u, r.Err)
+		}
+	}
+	// The broker's own checks (kadm checks iterations before sending).
+	for _, tc := range []struct {
+		iter int32
+		mech int8
+		want error
+	}{{100, 1, kerr.UnacceptableCredential}, {20000, 1, kerr.UnacceptableCredential}, {4096, 9, kerr.UnsupportedSaslMechanism}} {
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = "dave", tc.mech, tc.iter, []byte("salt"), []byte("salted")
+		req.Upsertions = append(req.Upsertions, up)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Results) != 1 || !errors.Is(kerr.ErrorForCode(resp.Results[0].ErrorCode), tc.want) {
+			t.Fatalf("AlterUserScramCredentials %d iterations, mechanism %d = %v %+v, want %v", tc.iter, tc.mech, err, resp, tc.want)
+		}
+	}
+
+	// Every broker knows them, from ZooKeeper.
+	for id := range c.servers {
+		waitFor(t, "broker "+strconv.Itoa(int(id))+" to know bob and carol", 5*time.Second, func() bool {
+			u := c.servers[id].ctrl.Metadata().ScramUsers
+			return len(u["bob"]) == 2 && len(u["carol"]) == 1
+		})
+	}
+	zc, _, err := zk.Connect([]string{c.zk.Addr()}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	data, _, err := zc.Get("/config/users/bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(data); !strings.Contains(s, `"SCRAM-SHA-256":"salt=`) || !strings.Contains(s, ",stored_key=") || !strings.Contains(s, ",iterations=4096") || strings.Contains(s, "bob-secret") {
+		t.Fatalf("/config/users/bob = %s, want Kafka's form without the password", s)
+	}
+	if _, err := controller.ParseScramCredential(strings.Split(strings.Split(string(data), `"SCRAM-SHA-512":"`)[1], `"`)[0]); err != nil {
+		t.Fatalf("/config/users/bob SCRAM-SHA-512: %v", err)
+	}
+
+	desc, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(desc) != 2 || len(desc["bob"].CredInfos) != 2 || desc["carol"].CredInfos[0].Iterations != 4096 {
+		t.Fatalf("DescribeUserScramCredentials = %+v", desc)
+	}
+
+	// bob logs in with SCRAM-SHA-256 and -512 on both brokers; carol's
+	// wrong password fails.
+	for id, s := range c.servers {
+		for _, m := range []sasl.Mechanism{scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism(), scram.Auth{User: "bob", Pass: "bob-secret-512"}.AsSha512Mechanism()} {
+			produceConsume(t, s.Addr().String(), m, nil, "scram-"+strconv.Itoa(int(id))+"-"+m.Name(), 5)
+		}
+		wrong, err := kgo.NewClient(kgo.SeedBrokers(s.Addr().String()), kgo.SASL(scram.Auth{User: "carol", Pass: "nope"}.AsSha512Mechanism()), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kadm.NewClient(wrong).ListTopics(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("broker %d: carol with a wrong password = %v", id, err)
+		}
+		wrong.Close()
+	}
+
+	// Deleting bob's SHA-256 credential: it no longer logs in anywhere.
+	if res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "bob", Mechanism: kadm.ScramSha256}}, nil); err != nil || res["bob"].Err != nil {
+		t.Fatalf("delete = %v %v", err, res["bob"].Err)
+	}
+	for id := range c.servers {
+		waitFor(t, "bob's SHA-256 credential gone", 5*time.Second, func() bool {
+			return len(c.servers[id].ctrl.Metadata().ScramUsers["bob"]) == 1
+		})
+		gone, err := kgo.NewClient(kgo.SeedBrokers(c.servers[id].Addr().String()), kgo.SASL(scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism()), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kadm.NewClient(gone).ListTopics(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("broker %d: deleted credential = %v", id, err)
+		}
+		gone.Close()
+	}
+}
