@@ -71,10 +71,10 @@ func expectClosed(t *testing.T, rc *rawConn) {
 func startSASLServer(t *testing.T, extra map[string]string) (*testServer, *tlsFiles) {
 	f := newTLSFiles(t)
 	sets := map[string]string{
-		"listeners":                            "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-		"inter.broker.listener.name":           "SASL_PLAINTEXT",
-		"sasl.enabled.mechanisms":              "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		"sasl.mechanism.inter.broker.protocol": "PLAIN",
+		"listeners":                                           "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+		"inter.broker.listener.name":                          "SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":                             "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol":                "PLAIN",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
 		"listener.name.sasl_ssl.plain.sasl.jaas.config":       plainJAAS,
 		"ssl.keystore.location":                               f.keystore,
@@ -215,9 +215,9 @@ func TestSASLReauth(t *testing.T) {
 // logs in.
 func TestSASLScramZooKeeper(t *testing.T) {
 	c := startZKCluster(t, 2, map[string]string{
-		"listeners":                            "SASL_PLAINTEXT://127.0.0.1:0",
-		"sasl.enabled.mechanisms":              "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		"sasl.mechanism.inter.broker.protocol": "PLAIN",
+		"listeners":                                           "SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms":                             "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol":                "PLAIN",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
 	})
 	c.createTopic("scram", []int32{1, 2}, nil) // replicated over SASL

@@ -44,11 +44,11 @@ type Conn struct {
 	// saslPrincipal is principal once SASL set it, for other goroutines
 	// (Server.HasPrincipal).
 	saslPrincipal atomic.Pointer[Principal]
-	log       *slog.Logger
-	clientID  string
-	closeMu   sync.Once
-	marker    markerGen
-	wbuf      []byte // response encoding buffer, reused; written by one goroutine at a time
+	log           *slog.Logger
+	clientID      string
+	closeMu       sync.Once
+	marker        markerGen
+	wbuf          []byte // response encoding buffer, reused; written by one goroutine at a time
 	// copyBufs lends the buffers local records are read into when a fetch
 	// response is copied rather than sent with sendfile; nil: sendfile.
 	copyBufs *copyPool
