@@ -160,6 +160,21 @@ func TestSASLPlain(t *testing.T) {
 	if m := rc.do(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse); len(m.Brokers) != 1 {
 		t.Fatalf("Metadata after authentication: %d brokers", len(m.Brokers))
 	}
+
+	// SaslHandshake v0: the PLAIN message follows as a raw token, and so
+	// does the (empty) answer.
+	rc = dialRaw(t, ts.addr())
+	rc.do(hs, 0)
+	tok := []byte("\x00admin\x00admin-secret")
+	rc.writeFrame(append([]byte{0, 0, 0, byte(len(tok))}, tok...))
+	var size [4]byte
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(rc.c, size[:]); err != nil || size != [4]byte{} {
+		t.Fatalf("raw PLAIN token answer = %v %v, want an empty token", size, err)
+	}
+	if m := rc.do(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse); len(m.Brokers) != 1 {
+		t.Fatalf("Metadata after raw authentication: %d brokers", len(m.Brokers))
+	}
 	waitFor(t, "the connection's principal", 5*time.Second, func() bool {
 		return ts.network.HasPrincipal("User:alice")
 	})

@@ -40,18 +40,19 @@ type Conn struct {
 	listener *Listener
 	// principal is who the connection authenticated as (listener.go).
 	principal Principal
-	sasl      saslState // on a SASL listener (sasl.go)
-	// saslPrincipal is principal once SASL set it, for other goroutines
-	// (Server.HasPrincipal).
-	saslPrincipal atomic.Pointer[Principal]
-	log           *slog.Logger
-	clientID      string
-	closeMu       sync.Once
-	marker        markerGen
-	wbuf          []byte // response encoding buffer, reused; written by one goroutine at a time
+	log       *slog.Logger
+	clientID  string
+	closeMu   sync.Once
+	marker    markerGen
+	wbuf      []byte // response encoding buffer, reused; written by one goroutine at a time
 	// copyBufs lends the buffers local records are read into when a fetch
 	// response is copied rather than sent with sendfile; nil: sendfile.
 	copyBufs *copyPool
+
+	sasl saslState // on a SASL listener (sasl.go)
+	// saslPrincipal is principal once SASL set it, for other goroutines
+	// (Server.HasPrincipal).
+	saslPrincipal atomic.Pointer[Principal]
 
 	mem memReservation // queued.max.request.bytes held by the request being read or handled
 	// writeTimeout bounds each write of a response (connections.max.idle.ms;
@@ -271,9 +272,11 @@ func (cc *Conn) readFrame(maxSize int32) ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 8 && cc.sasl.raw && n >= 0 {
-		// a raw SASL token may be short (sasl.go)
-	} else if n < 8 || n > maxSize {
+	minSize := int32(8)
+	if cc.sasl.raw {
+		minSize = 0 // a raw SASL token has no request header (sasl.go)
+	}
+	if n < minSize || n > maxSize {
 		return nil, fmt.Errorf("invalid request size %d (socket.request.max.bytes=%d)", n, maxSize)
 	}
 	var deadline time.Time
