@@ -9,6 +9,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"strata/controller"
+	"strata/internal/testenv"
 )
 
 const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice \"quoted\" secret";`
@@ -338,5 +342,55 @@ func TestSASLScramZooKeeper(t *testing.T) {
 			t.Fatalf("broker %d: deleted credential = %v", id, err)
 		}
 		gone.Close()
+	}
+}
+
+// TestSASLKcatAndEmbeddedScram: on the embedded controller, a SCRAM user
+// made with AlterUserScramCredentials is kept in the metadata file
+// (owner-only) and survives a restart; kcat (librdkafka) produces with
+// SASL PLAIN and consumes with SCRAM-SHA-256.
+func TestSASLKcatAndEmbeddedScram(t *testing.T) {
+	kcat := testenv.RequireKcat(t)
+	dir := t.TempDir()
+	sets := map[string]string{
+		"listeners":                                           "SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms":                             "PLAIN,SCRAM-SHA-256",
+		"sasl.mechanism.inter.broker.protocol":                "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
+	}
+	ts := startTestServerDir(t, dir, sets)
+	cl := ts.client(t, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	ctx := testCtx(t)
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "erin", Mechanism: kadm.ScramSha256, Password: "erin-secret"}})
+	if err != nil || res["erin"].Err != nil {
+		t.Fatalf("AlterUserScramCredentials = %v %v", err, res["erin"].Err)
+	}
+	cl.Close()
+	st, err := os.Stat(filepath.Join(dir, controller.MetadataFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("metadata file: %v, mode %v; want 0600 (it holds SCRAM keys)", err, st.Mode().Perm())
+	}
+	ts.Close()
+	ts = startTestServerDir(t, dir, sets) // the credential survives a restart
+
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, kcat, append([]string{"-b", ts.addr(), "-X", "security.protocol=SASL_PLAINTEXT"}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("kcat %v: %v: %s", args, err, stderr)
+		}
+		return string(out)
+	}
+	run("a\nb\nc\n", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", `sasl.password=alice "quoted" secret`, "-P", "-t", "kcat-sasl")
+	got := run("", "-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=erin", "-X", "sasl.password=erin-secret",
+		"-C", "-t", "kcat-sasl", "-o", "beginning", "-c", "3", "-q", "-e")
+	if got != "a\nb\nc\n" {
+		t.Fatalf("kcat consumed %q", got)
 	}
 }

@@ -154,8 +154,11 @@ func (s *scramServer) clientFinal(m string) ([]byte, bool, error) {
 	if cb != base64.StdEncoding.EncodeToString([]byte(s.gs2)) {
 		return nil, false, errors.New("invalid SCRAM client-final message: channel binding does not match")
 	}
-	if nonce != s.nonce {
-		return nil, false, errors.New("invalid SCRAM client-final message: nonce does not match")
+	// Kafka checks that the client's nonce ends with the server's
+	// (ScramSaslServer.verifyClientProof), and librdkafka relies on it:
+	// it sends its own nonce again in front of the server's.
+	if !strings.HasSuffix(nonce, s.nonce) {
+		return nil, false, errors.New("Invalid client nonce in the final client message.")
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)
 	if err != nil {
