@@ -6,9 +6,18 @@ package broker
 // a ZooKeeper cluster whose brokers talk SASL to each other.
 
 import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -392,5 +402,84 @@ func TestSASLKcatAndEmbeddedScram(t *testing.T) {
 		"-C", "-t", "kcat-sasl", "-o", "beginning", "-c", "3", "-q", "-e")
 	if got != "a\nb\nc\n" {
 		t.Fatalf("kcat consumed %q", got)
+	}
+}
+
+// TestSASLOAuthBearer: OAUTHBEARER with JWTs signed by a key of a JWKS
+// the test serves. A good token logs in as its sub; an expired one, one
+// for another audience or issuer, and one signed by another key are each
+// refused with a message that names the check.
+func TestSASLOAuthBearer(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.RawURLEncoding
+	jwksBody, _ := json.Marshal(map[string]any{"keys": []map[string]string{{
+		"kty": "RSA", "kid": "k1", "use": "sig", "alg": "RS256",
+		"n": b64.EncodeToString(key.N.Bytes()), "e": b64.EncodeToString(big.NewInt(int64(key.E)).Bytes()),
+	}}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(jwksBody) }))
+	defer srv.Close()
+	sign := func(k *rsa.PrivateKey, claims map[string]any) string {
+		h, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": "k1", "typ": "JWT"})
+		c, _ := json.Marshal(claims)
+		in := b64.EncodeToString(h) + "." + b64.EncodeToString(c)
+		sum := sha256.Sum256([]byte(in))
+		sig, err := rsa.SignPKCS1v15(rand.Reader, k, crypto.SHA256, sum[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in + "." + b64.EncodeToString(sig)
+	}
+	ts := startTestServer(t, map[string]string{
+		"listeners":                                           "SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms":                             "PLAIN,OAUTHBEARER",
+		"sasl.mechanism.inter.broker.protocol":                "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
+		"sasl.oauthbearer.jwks.endpoint.url":                  srv.URL,
+		"sasl.oauthbearer.expected.audience":                  "strata",
+		"sasl.oauthbearer.expected.issuer":                    "https://idp.example",
+	})
+	now := time.Now().Unix()
+	good := map[string]any{"sub": "frank", "aud": []string{"other", "strata"}, "iss": "https://idp.example", "exp": now + 600, "iat": now}
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for a, b := range good {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
+	produceConsume(t, ts.addr(), oauth.Auth{Token: sign(key, good)}.AsMechanism(), nil, "oauth", 5)
+	waitFor(t, "the connection's principal", 5*time.Second, func() bool { return ts.network.HasPrincipal("User:frank") })
+
+	for name, tc := range map[string]struct {
+		token string
+		msg   string
+	}{
+		"expired":   {sign(key, with("exp", now-3600)), "expired"},
+		"audience":  {sign(key, with("aud", "someone-else")), "sasl.oauthbearer.expected.audience"},
+		"issuer":    {sign(key, with("iss", "https://evil.example")), "sasl.oauthbearer.expected.issuer"},
+		"signature": {sign(other, good), "signature does not verify"},
+		"no sub":    {sign(key, with("sub", "")), "no sub claim"},
+	} {
+		rc := dialRaw(t, ts.addr())
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "OAUTHBEARER"
+		if r := rc.do(hs, 1).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+			t.Fatalf("%s: SaslHandshake = %v", name, kerr.ErrorForCode(r.ErrorCode))
+		}
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + tc.token + "\x01\x01")
+		r := rc.do(auth, 2).(*kmsg.SASLAuthenticateResponse)
+		if r.ErrorCode != kerr.SaslAuthenticationFailed.Code || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, tc.msg) {
+			t.Fatalf("%s token: %v %v, want SASL_AUTHENTICATION_FAILED saying %q", name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.msg)
+		}
+		expectClosed(t, rc)
 	}
 }

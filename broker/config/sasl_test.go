@@ -61,8 +61,14 @@ func TestSASLListenerConfig(t *testing.T) {
 			"listener.name.sasl_plaintext.plain.sasl.jaas.config", "broken"), "plain.sasl.jaas.config"},
 		{with("sasl.enabled.mechanisms", "SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
 			"set them"},
-		{with("sasl.enabled.mechanisms", "PLAIN", "sasl.mechanism.inter.broker.protocol", "PLAIN",
-			"listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas), ""},
+		{with("sasl.enabled.mechanisms", "PLAIN,OAUTHBEARER", "sasl.mechanism.inter.broker.protocol", "PLAIN",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas), "OAUTHBEARER needs sasl.oauthbearer.jwks.endpoint.url"},
+		{with("sasl.enabled.mechanisms", "PLAIN,OAUTHBEARER", "sasl.mechanism.inter.broker.protocol", "PLAIN",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas, "sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/jwks",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class", "com.example.Other"), "must be one of"},
+		{with("sasl.enabled.mechanisms", "PLAIN,OAUTHBEARER", "sasl.mechanism.inter.broker.protocol", "PLAIN",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas, "sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/jwks",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"), ""},
 	} {
 		b, err := Load(tc.props)
 		if tc.err == "" {

@@ -204,6 +204,12 @@ func (cc *Conn) saslHandshake(q *kmsg.SASLHandshakeRequest) (kmsg.Response, erro
 			users = j.Users()
 		}
 		st.server = &plainServer{users: users}
+	case config.MechOAuthBearer:
+		if cfg.OAuth.JWKSURL == "" {
+			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+			return resp, errors.New("OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url")
+		}
+		st.server = &oauthServer{cfg: cfg.OAuth, keys: cc.s.jwksFor(cfg.OAuth.JWKSURL), ctx: cc.s.ctx}
 	default:
 		h := ScramHash(q.Mechanism)
 		if h == nil {
@@ -269,6 +275,11 @@ func (cc *Conn) saslStep(msg []byte) (out []byte, done bool, err error) {
 	st.expiry = time.Time{}
 	if cfg.ReauthMs > 0 {
 		st.expiry = time.Now().Add(time.Duration(cfg.ReauthMs) * time.Millisecond)
+		// KIP-368: a credential that expires sooner (an OAUTHBEARER
+		// token) ends the session then.
+		if e, ok := st.server.(interface{ sessionEnd() time.Time }); ok && e.sessionEnd().Before(st.expiry) {
+			st.expiry = e.sessionEnd()
+		}
 	}
 	if !st.authenticated {
 		cc.log = cc.log.With("principal", p.String())

@@ -60,6 +60,9 @@ type Server struct {
 
 	// lastRequest is when the last request arrived (unix nanoseconds).
 	lastRequest atomic.Int64
+
+	jwksMu sync.Mutex
+	jwks   map[string]*jwks // OAUTHBEARER's keys by endpoint (oauth.go)
 }
 
 // New makes a Server; Serve starts accepting.
