@@ -7,9 +7,11 @@ package broker
 
 import (
 	"crypto"
+	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -36,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"strata/broker/network"
 	"strata/controller"
 	"strata/internal/testenv"
 )
@@ -481,5 +484,78 @@ func TestSASLOAuthBearer(t *testing.T) {
 			t.Fatalf("%s token: %v %v, want SASL_AUTHENTICATION_FAILED saying %q", name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.msg)
 		}
 		expectClosed(t, rc)
+	}
+}
+
+// TestSASLScramBetweenBrokersOverSSL: two brokers whose only listener is
+// SASL_SSL and who authenticate to each other with SCRAM-SHA-512 as the
+// user of their JAAS config, whose credential is in ZooKeeper before they
+// start (as Kafka's docs have it made with kafka-configs --zookeeper).
+// Replication, the controller's requests and forwarding all go over it.
+func TestSASLScramBetweenBrokersOverSSL(t *testing.T) {
+	f := newTLSFiles(t)
+	c := &zkCluster{t: t, zk: testenv.StartZooKeeper(t), dirs: map[int32]string{}, servers: map[int32]*Server{}, sets: map[string]string{
+		"listeners":                            "SASL_SSL://127.0.0.1:0",
+		"sasl.enabled.mechanisms":              "SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+		"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+		"ssl.keystore.location":                                 f.keystore,
+		"ssl.truststore.location":                               f.truststore,
+	}}
+	t.Cleanup(func() {
+		for _, s := range c.servers {
+			s.Close()
+		}
+	})
+	zc, _, err := zk.Connect([]string{c.zk.Addr()}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	salt := []byte("0123456789abcdef")
+	salted, err := pbkdf2.Key(sha512.New, "broker-secret", salt, 4096, sha512.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, server := network.ScramKeys(sha512.New, salted)
+	cred := controller.ScramCredential{Salt: salt, StoredKey: stored, ServerKey: server, Iterations: 4096}
+	for _, p := range []string{"/config", "/config/users"} {
+		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"version": 1, "config": map[string]string{"SCRAM-SHA-512": cred.String()}})
+	if _, err := zc.Create("/config/users/broker", data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	for i := int32(1); i <= 2; i++ {
+		c.dirs[i] = t.TempDir()
+		c.start(i)
+	}
+	c.createTopic("scram-ssl", []int32{1, 2}, map[string]string{"min.insync.replicas": "2"})
+
+	// A client produces with acks=all through the broker that is not the
+	// controller (topic creation is forwarded), and reads back.
+	other := 3 - c.active()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.servers[other].Addr().String()), kgo.DialTLSConfig(&tls.Config{RootCAs: f.ca.Pool()}),
+		kgo.SASL(scram.Auth{User: "broker", Pass: "broker-secret"}.AsSha512Mechanism()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := testCtx(t)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 2, nil, "made-through-"+strconv.Itoa(int(other))); err != nil {
+		t.Fatalf("CreateTopic forwarded over SASL_SSL: %v", err)
+	}
+	for i := range 10 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "scram-ssl", Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce (the follower fetches over SASL_SSL): %v", err)
+		}
+	}
+	for id := range c.servers {
+		waitFor(t, "both replicas to hold the 10 records", 10*time.Second, func() bool {
+			p := c.servers[id].partition("scram-ssl", 0)
+			return p != nil && p.Log().LogEndOffset() == 10
+		})
 	}
 }
