@@ -263,7 +263,8 @@ func dialWith(ctx context.Context, network_, addr string, t *network.TLS) (net.C
 
 // ControlPlaneDialer returns how the controller reaches brokers: the
 // control-plane listener's name, protocol id, the inter-broker
-// listener's name and protocol id, and a dialer (TLS on an SSL listener).
+// listener's name and protocol id, and a dialer (TLS on an SSL or
+// SASL_SSL listener, then SASL on a SASL_* one).
 // cmd/strata hands them to the ZooKeeper controller.
 func (s *Server) ControlPlaneDialer() (controlPlane, interBroker string, interBrokerProtocol int16, dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	cp, _ := s.cfg.ControlPlane()
