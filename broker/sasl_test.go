@@ -378,6 +378,26 @@ func TestSASLKcatAndEmbeddedScram(t *testing.T) {
 	if err != nil || res["erin"].Err != nil {
 		t.Fatalf("AlterUserScramCredentials = %v %v", err, res["erin"].Err)
 	}
+	// Kafka's answers for what does not exist.
+	dreq := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	for _, u := range []string{"erin", "nobody"} {
+		du := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+		du.Name = u
+		dreq.Users = append(dreq.Users, du)
+	}
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil || len(dresp.Results) != 2 || dresp.Results[0].ErrorCode != 0 || len(dresp.Results[0].CredentialInfos) != 1 ||
+		dresp.Results[0].CredentialInfos[0].Mechanism != 1 || dresp.Results[1].ErrorCode != kerr.ResourceNotFound.Code {
+		t.Fatalf("DescribeUserScramCredentials erin, nobody = %v %+v", err, dresp)
+	}
+	areq := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	del := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+	del.Name, del.Mechanism = "erin", 2
+	areq.Deletions = append(areq.Deletions, del)
+	aresp, err := areq.RequestWith(ctx, cl)
+	if err != nil || len(aresp.Results) != 1 || aresp.Results[0].ErrorCode != kerr.ResourceNotFound.Code {
+		t.Fatalf("deleting erin's SCRAM-SHA-512, which does not exist = %v %+v", err, aresp)
+	}
 	cl.Close()
 	st, err := os.Stat(filepath.Join(dir, controller.MetadataFile))
 	if err != nil || st.Mode().Perm() != 0o600 {
@@ -557,5 +577,24 @@ func TestSASLScramBetweenBrokersOverSSL(t *testing.T) {
 			p := c.servers[id].partition("scram-ssl", 0)
 			return p != nil && p.Log().LogEndOffset() == 10
 		})
+	}
+}
+
+// TestSASLOnPlaintextListener: on a listener without SASL, SaslHandshake
+// and SaslAuthenticate are answered ILLEGAL_SASL_STATE, as Kafka answers
+// them, and the connection serves on.
+func TestSASLOnPlaintextListener(t *testing.T) {
+	ts := startTestServer(t, nil)
+	rc := dialRaw(t, ts.addr())
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "PLAIN"
+	if r := rc.do(hs, 1).(*kmsg.SASLHandshakeResponse); r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("SaslHandshake on PLAINTEXT = %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := rc.do(kmsg.NewPtrSASLAuthenticateRequest(), 2).(*kmsg.SASLAuthenticateResponse); r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("SaslAuthenticate on PLAINTEXT = %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if m := rc.do(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse); len(m.Brokers) != 1 {
+		t.Fatalf("Metadata after: %d brokers", len(m.Brokers))
 	}
 }
