@@ -12,7 +12,8 @@ package broker
 // DescribeCluster answer with the endpoints of the listener the request
 // arrived on. The broker's own connections to other brokers (replica
 // fetchers, forwarded requests, ControlledShutdown) go to their
-// inter-broker listener's endpoint, over TLS when that listener is SSL,
+// inter-broker listener's endpoint, authenticated with SASL when it is
+// SASL_PLAINTEXT or SASL_SSL (sasl.go), over TLS when it is SSL or SASL_SSL,
 // with that listener's keystore as client certificate and its
 // truststore, and the host checked against the peer's certificate
 // unless ssl.endpoint.identification.algorithm is empty.
@@ -146,7 +147,7 @@ func advertisedEndpoint(adv string, ln net.Listener) (string, int32, error) {
 // serveListeners starts every listener's accept loop.
 func (s *Server) serveListeners() {
 	for _, b := range s.listeners {
-		s.network.ServeListener(b.ln, network.Listener{Name: b.cfg.Name, Protocol: protocolOf(b.cfg), TLS: b.tls})
+		s.network.ServeListener(b.ln, network.Listener{Name: b.cfg.Name, Protocol: protocolOf(b.cfg), TLS: b.tls, SASL: s.listenerSASL(b.cfg)})
 		// listen first: the line operators (and scripts) know from
 		// before there were several listeners.
 		s.log.Info("listening", "listen", b.ln.Addr().String(), "listener", b.cfg.Name, "protocol", protocolOf(b.cfg),
@@ -205,10 +206,11 @@ func (s *Server) brokerAddr(b controller.Broker) string {
 }
 
 // dialBroker connects to another broker's inter-broker listener at addr,
-// with TLS when the listener is SSL.
+// with TLS when the listener is SSL or SASL_SSL, and authenticated with
+// SASL (sasl.go) when it is SASL_*.
 func (s *Server) dialBroker(ctx context.Context, network_, addr string) (net.Conn, error) {
-	_, t := s.interBroker()
-	return dialWith(ctx, network_, addr, t)
+	name, t := s.interBroker()
+	return s.dialListener(ctx, network_, addr, name, t)
 }
 
 // dialControlPlane connects the controller to a broker's control-plane
@@ -217,10 +219,29 @@ func (s *Server) dialControlPlane(ctx context.Context, network_, addr string) (n
 	name, _ := s.cfg.ControlPlane()
 	for _, b := range s.listeners {
 		if b.cfg.Name == name {
-			return dialWith(ctx, network_, addr, b.tls)
+			return s.dialListener(ctx, network_, addr, name, b.tls)
 		}
 	}
 	return dialWith(ctx, network_, addr, nil)
+}
+
+// dialListener connects to a broker's listener of that name at addr: TLS
+// when t is set, then the SASL exchange when the listener is SASL_*.
+func (s *Server) dialListener(ctx context.Context, network_, addr, listener string, t *network.TLS) (net.Conn, error) {
+	mech, err := s.clientSASL(listener)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dialWith(ctx, network_, addr, t)
+	if err != nil || mech == nil {
+		return c, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if err := saslClientHandshake(ctx, c, host, mech); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("SASL to %s: %w", addr, err)
+	}
+	return c, nil
 }
 
 func dialWith(ctx context.Context, network_, addr string, t *network.TLS) (net.Conn, error) {
@@ -242,7 +263,8 @@ func dialWith(ctx context.Context, network_, addr string, t *network.TLS) (net.C
 
 // ControlPlaneDialer returns how the controller reaches brokers: the
 // control-plane listener's name, protocol id, the inter-broker
-// listener's name and protocol id, and a dialer (TLS on an SSL listener).
+// listener's name and protocol id, and a dialer (TLS on an SSL or
+// SASL_SSL listener, then SASL on a SASL_* one).
 // cmd/strata hands them to the ZooKeeper controller.
 func (s *Server) ControlPlaneDialer() (controlPlane, interBroker string, interBrokerProtocol int16, dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	cp, _ := s.cfg.ControlPlane()

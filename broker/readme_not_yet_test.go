@@ -11,11 +11,11 @@ import (
 // notYet are the Kafka APIs the README's "Not yet" list names, by key,
 // with Kafka's names for them.
 var notYet = map[int16]string{
-	17: "SaslHandshake", 24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn",
-	27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 34: "AlterReplicaLogDirs", 36: "SaslAuthenticate",
+	24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn",
+	27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 34: "AlterReplicaLogDirs",
 	38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
 	41: "DescribeDelegationToken", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
-	50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials", 55: "DescribeQuorum",
+	55: "DescribeQuorum",
 	57: "UpdateFeatures", 61: "DescribeProducers", 65: "DescribeTransactions",
 	66: "ListTransactions", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
 	74: "ListConfigResources", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat",

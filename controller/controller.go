@@ -98,6 +98,9 @@ type Metadata struct {
 	Version int64
 	// NextProducerID is the first producer id not yet handed out.
 	NextProducerID int64
+	// ScramUsers are the SCRAM credentials by user and mechanism
+	// (scram.go); kept out of JSON, so out of the bucket's snapshot.
+	ScramUsers map[string]map[string]ScramCredential `json:"-"`
 }
 
 // Broker returns the registered broker id, if it is registered.
@@ -167,6 +170,8 @@ type Controller interface {
 	// SetBrokerConfigs replaces the dynamic overrides of broker (""
 	// for the cluster-wide default).
 	SetBrokerConfigs(ctx context.Context, broker string, configs map[string]string) error
+	// SetUserScram replaces a user's SCRAM credentials (scram.go).
+	ScramStore
 	// AllocateProducerIDs reserves n producer ids, unique in the cluster
 	// forever, and returns the first.
 	AllocateProducerIDs(ctx context.Context, n int64) (int64, error)

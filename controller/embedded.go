@@ -37,6 +37,9 @@ type embeddedState struct {
 	Topics         []*Topic                     `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"broker_configs,omitempty"`
 	ACLs           []storedACLs                 `json:"acls,omitempty"`
+	// ScramUsers are the SCRAM credentials, by user and mechanism, in
+	// Kafka's string form (ScramCredential.String).
+	ScramUsers map[string]map[string]string `json:"scram_users,omitempty"`
 }
 
 // OpenEmbedded loads (or creates) the metadata in dataDir. self is this
@@ -68,6 +71,21 @@ func OpenEmbedded(dataDir string, self Broker) (*Embedded, error) {
 	}
 	if md.BrokerConfigs == nil {
 		md.BrokerConfigs = map[string]map[string]string{}
+	}
+	for user, creds := range st.ScramUsers {
+		for mech, s := range creds {
+			c, err := ParseScramCredential(s)
+			if err != nil {
+				return nil, fmt.Errorf("parse %s: user %s: %w", MetadataFile, user, err)
+			}
+			if md.ScramUsers == nil {
+				md.ScramUsers = map[string]map[string]ScramCredential{}
+			}
+			if md.ScramUsers[user] == nil {
+				md.ScramUsers[user] = map[string]ScramCredential{}
+			}
+			md.ScramUsers[user][mech] = c
+		}
 	}
 	for _, t := range st.Topics {
 		// A single node leads everything; the id may have changed.
@@ -151,6 +169,15 @@ func (e *Embedded) persistWith(md *Metadata, acls map[ACLResource][]ACLEntry) er
 	slices.SortFunc(st.ACLs, func(a, b storedACLs) int {
 		return cmp.Compare(a.ResourceType+"\x00"+a.PatternType+"\x00"+a.Name, b.ResourceType+"\x00"+b.PatternType+"\x00"+b.Name)
 	})
+	for user, creds := range md.ScramUsers {
+		if st.ScramUsers == nil {
+			st.ScramUsers = map[string]map[string]string{}
+		}
+		st.ScramUsers[user] = map[string]string{}
+		for mech, c := range creds {
+			st.ScramUsers[user][mech] = c.String()
+		}
+	}
 	for _, t := range md.Topics {
 		st.Topics = append(st.Topics, t)
 	}
@@ -165,7 +192,7 @@ func (e *Embedded) persistWith(md *Metadata, acls map[ACLResource][]ACLEntry) er
 // fsync of the directory.
 func WriteFileAtomic(path string, b []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // owner only: it holds SCRAM keys
 	if err != nil {
 		return err
 	}

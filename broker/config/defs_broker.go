@@ -250,7 +250,7 @@ var brokerTable = newTable(append([]*Def{
 		Doc: "The maximum transaction timeout a producer may ask for."},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: str("86400000"), Check: atLeast(1), Dynamic: ClusterWide,
 		Doc: "The time a producer id's state is kept after its last write."},
-}, sslDefs...))
+}, append(sslDefs, saslDefs...)...))
 
 // Replica selectors (replica.selector.class) Strata implements, by Kafka's
 // class names.
@@ -308,13 +308,13 @@ var ignoredKeys = map[string]bool{
 func refusedReason(key string) string {
 	switch {
 	case strings.HasPrefix(key, "listener.name.") && strings.Contains(key, ".sasl."):
-		return "SASL is not supported yet"
+		return "of the per-listener SASL settings, Strata takes sasl.enabled.mechanisms and <mechanism>.sasl.jaas.config for PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"
 	case strings.HasPrefix(key, "listener.name."):
-		return "of the per-listener settings, Strata takes listener.name.<listener>.ssl.* only"
+		return "of the per-listener settings, Strata takes listener.name.<listener>.ssl.*, sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config and connections.max.reauth.ms only"
 	case strings.HasPrefix(key, "ssl."):
 		return "not supported (Strata takes PEM keystores and truststores; see docs/security.md)"
 	case strings.HasPrefix(key, "sasl."):
-		return "SASL is not supported yet"
+		return "not supported (Strata serves SASL PLAIN and SCRAM; see docs/security.md)"
 	case strings.HasPrefix(key, "delegation.token."), key == "authorizer.class.name", key == "super.users":
 		return "authentication and authorization are not supported"
 	}

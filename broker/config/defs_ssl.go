@@ -100,10 +100,13 @@ func listenerDef(key string) (*Def, bool) {
 		return d.(*Def), true
 	}
 	l, rest, ok := ListenerKey(key)
-	if !ok || l == "" || !strings.HasPrefix(rest, "ssl.") {
+	if !ok || l == "" {
 		return nil, false
 	}
 	base, ok := brokerTable.byKey[rest]
+	if !strings.HasPrefix(rest, "ssl.") {
+		base, ok = saslListenerDef(rest)
+	}
 	if !ok {
 		return nil, false
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -34,9 +35,6 @@ func (b *Broker) loadListeners(g getter) error {
 		p, ok := pm[l.Name]
 		if !ok {
 			return fmt.Errorf("listeners: listener %s is not in listener.security.protocol.map (%s)", l.Name, g.str("listener.security.protocol.map"))
-		}
-		if p == SASLPlaintext || p == SASLSSL {
-			return fmt.Errorf("listeners: listener %s: %s is not supported yet (PLAINTEXT and SSL are)", l.Name, p)
 		}
 		l.Protocol = p
 		if l.Port != 0 {
@@ -101,6 +99,27 @@ func (b *Broker) loadListeners(g getter) error {
 		}
 		if err := r.SSL(l.Name).check(l.Name); err != nil {
 			return err
+		}
+	}
+	for _, l := range b.Listeners {
+		if l.Protocol != SASLPlaintext && l.Protocol != SASLSSL {
+			continue
+		}
+		c, err := r.SASL(l.Name)
+		if err != nil {
+			return err
+		}
+		if err := c.check(l.Name); err != nil {
+			return err
+		}
+		if l.Name != b.InterBrokerListener {
+			continue
+		}
+		if !slices.Contains(c.Mechanisms, c.InterBrokerMechanism) {
+			return fmt.Errorf("sasl.mechanism.inter.broker.protocol: %s is not enabled on the inter-broker listener %s (sasl.enabled.mechanisms=%s)", c.InterBrokerMechanism, l.Name, strings.Join(c.Mechanisms, ","))
+		}
+		if j := c.JAAS[c.InterBrokerMechanism]; j == nil || j.Options["username"] == "" {
+			return fmt.Errorf("listener %s: the broker's own connections to other brokers authenticate with %s as listener.name.%s.%s.sasl.jaas.config's username and password; set them", l.Name, c.InterBrokerMechanism, strings.ToLower(l.Name), strings.ToLower(c.InterBrokerMechanism))
 		}
 	}
 	return nil

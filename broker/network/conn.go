@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -47,6 +48,11 @@ type Conn struct {
 	// copyBufs lends the buffers local records are read into when a fetch
 	// response is copied rather than sent with sendfile; nil: sendfile.
 	copyBufs *copyPool
+
+	sasl saslState // on a SASL listener (sasl.go)
+	// saslPrincipal is principal once SASL set it, for other goroutines
+	// (Server.HasPrincipal).
+	saslPrincipal atomic.Pointer[Principal]
 
 	mem memReservation // queued.max.request.bytes held by the request being read or handled
 	// writeTimeout bounds each write of a response (connections.max.idle.ms;
@@ -266,7 +272,11 @@ func (cc *Conn) readFrame(maxSize int32) ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 8 || n > maxSize {
+	minSize := int32(8)
+	if cc.sasl.raw {
+		minSize = 0 // a raw SASL token has no request header (sasl.go)
+	}
+	if n < minSize || n > maxSize {
 		return nil, fmt.Errorf("invalid request size %d (socket.request.max.bytes=%d)", n, maxSize)
 	}
 	var deadline time.Time
@@ -306,9 +316,11 @@ func (cc *Conn) readFrame(maxSize int32) ([]byte, error) {
 
 func (cc *Conn) readLoop() error {
 	for {
-		body, err := cc.readFrame(cc.s.maxRequestBytes())
+		body, err := cc.readFrame(cc.saslMaxFrame(cc.s.maxRequestBytes()))
 		more := err == nil
-		if more {
+		if more && cc.sasl.raw {
+			more, err = cc.serveRawToken(body) // after SaslHandshake v0 (sasl.go)
+		} else if more {
 			more, err = cc.serveFrame(body)
 		}
 		cc.mem.release() // the request is handled (Kafka releases its buffer then too)
@@ -333,6 +345,11 @@ func (cc *Conn) serveFrame(body []byte) (more bool, err error) {
 	}
 	cc.s.lastRequest.Store(time.Now().UnixNano())
 	req := Request{Key: key, Version: version, Correlation: corr, Body: r.Src, frame: len(body)}
+	if cc.listener.SASL != nil {
+		if handled, more, err := cc.saslGate(&req); handled || !more {
+			return more, err
+		}
+	}
 	out, err := cc.s.handler.ServeRequest(cc, &req)
 	if err != nil {
 		return false, err // net.ErrClosed from Drain: broken, closed without a log line

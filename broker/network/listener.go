@@ -10,8 +10,8 @@ package network
 // principal. PLAINTEXT connections, and SSL connections whose client
 // gave no certificate, are User:ANONYMOUS; an SSL client's verified
 // certificate names its principal through ssl.principal.mapping.rules
-// (a name no rule maps is refused, as Kafka refuses it). SASL will set
-// the principal as it authenticates.
+// (a name no rule maps is refused, as Kafka refuses it). On a SASL
+// listener, the principal is the user SASL authenticated (sasl.go).
 
 import (
 	"context"
@@ -28,6 +28,9 @@ type Listener struct {
 	// TLS serves the TLS of SSL and SASL_SSL listeners; nil for the
 	// others.
 	TLS *TLS
+	// SASL authenticates the connections of SASL_PLAINTEXT and SASL_SSL
+	// listeners (sasl.go); nil for the others.
+	SASL *SASL
 }
 
 // Principal is who a connection authenticated as (Kafka's KafkaPrincipal).

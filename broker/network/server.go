@@ -60,6 +60,9 @@ type Server struct {
 
 	// lastRequest is when the last request arrived (unix nanoseconds).
 	lastRequest atomic.Int64
+
+	jwksMu sync.Mutex
+	jwks   map[string]*jwks // OAUTHBEARER's keys by endpoint (oauth.go)
 }
 
 // New makes a Server; Serve starts accepting.
@@ -218,4 +221,17 @@ func (s *Server) ConnsByListener() map[string]int {
 		out[cc.listener.Name]++
 	}
 	return out
+}
+
+// HasPrincipal reports whether a connection that authenticated with SASL
+// as principal (e.g. "User:alice") is served (tests).
+func (s *Server) HasPrincipal(principal string) bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for cc := range s.conns {
+		if p := cc.saslPrincipal.Load(); p != nil && p.String() == principal {
+			return true
+		}
+	}
+	return false
 }

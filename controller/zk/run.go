@@ -182,6 +182,7 @@ func (c *Controller) publishOffline() {
 	epochs[c.opts.Broker.ID] = c.ownEpoch.Load()
 	v := &view{md: emptyMetadata(), epochs: epochs}
 	v.md.ClusterID, v.md.BrokerConfigs, v.md.NextProducerID = cur.ClusterID, cur.BrokerConfigs, cur.NextProducerID
+	v.md.ScramUsers = cur.ScramUsers
 	v.pushedVersion, v.synced = c.pushed.fill(v.md, c.opts.Broker)
 	for name, t := range v.md.Topics {
 		if old := cur.Topics[name]; old != nil && old.ID == t.ID {
@@ -340,6 +341,10 @@ func (c *Controller) build(full bool) (*view, error) {
 			ent = ""
 		}
 		md.BrokerConfigs[ent] = cfg
+	}
+
+	if err := c.buildScramUsers(md); err != nil {
+		return nil, err
 	}
 
 	if e, err = c.get(producerIDPath); err != nil {

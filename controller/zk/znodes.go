@@ -23,6 +23,7 @@ const (
 	topicConfigsPath   = "/config/topics"
 	brokerConfigsPath  = "/config/brokers"
 	configChangesPath  = "/config/changes"
+	userConfigsPath    = "/config/users"
 	deleteTopicsPath   = "/admin/delete_topics"
 	producerIDPath     = "/latest_producer_id_block"
 )
@@ -33,7 +34,7 @@ const defaultBrokerEntity = "<default>"
 // persistentPaths exist in every cluster; any broker creates the missing ones.
 var persistentPaths = []string{
 	"/cluster", "/brokers", brokerIDsPath, topicsPath, "/config", topicConfigsPath,
-	brokerConfigsPath, configChangesPath, "/admin", deleteTopicsPath,
+	brokerConfigsPath, configChangesPath, userConfigsPath, "/admin", deleteTopicsPath,
 }
 
 func brokerPath(id int32) string     { return brokerIDsPath + "/" + strconv.Itoa(int(id)) }
