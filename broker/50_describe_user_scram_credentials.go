@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/acl"
 )
 
 func init() { register(50, 0, 0, handleDescribeUserScramCredentials) }
@@ -30,6 +32,10 @@ func scramMechanismName(id int8) string {
 func handleDescribeUserScramCredentials(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !s.authorizedCluster(cc, acl.OpDescribe) { // authz.go; Kafka: Describe on the cluster
+		resp.ErrorCode = errClusterAuth
+		return resp, nil
+	}
 	users := s.ctrl.Metadata().ScramUsers
 	var names []string
 	if req.Users == nil {

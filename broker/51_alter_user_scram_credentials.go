@@ -13,10 +13,12 @@ package broker
 import (
 	"errors"
 	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"strata/broker/acl"
 	"strata/broker/network"
 	"strata/controller"
 )
@@ -31,6 +33,21 @@ const (
 func handleAlterUserScramCredentials(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !s.authorizedCluster(cc, acl.OpAlter) { // authz.go; Kafka: Alter on the cluster, else every user refused
+		seen := map[string]bool{}
+		for _, d := range req.Deletions {
+			seen[d.Name] = true
+		}
+		for _, u := range req.Upsertions {
+			seen[u.Name] = true
+		}
+		for _, u := range slices.Sorted(maps.Keys(seen)) {
+			r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			r.User, r.ErrorCode = u, errClusterAuth
+			resp.Results = append(resp.Results, r)
+		}
+		return resp, nil
+	}
 	type key struct {
 		user string
 		mech int8

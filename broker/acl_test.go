@@ -372,3 +372,45 @@ func TestACLsAllowEveryoneIfNoACLFound(t *testing.T) {
 		t.Fatalf("CreateAcls without an authorizer: %+v, want SECURITY_DISABLED", res)
 	}
 }
+
+// TestACLsScramCredentials: with an authorizer, DescribeUserScramCredentials
+// needs Describe on the cluster and AlterUserScramCredentials Alter on
+// it (CLUSTER_AUTHORIZATION_FAILED otherwise, for every user named), as
+// Kafka's KafkaApis checks; a super user manages them.
+func TestACLsScramCredentials(t *testing.T) {
+	b := startACLBroker(t, nil)
+	ctx := testCtx(t)
+	alice := b.as(t, "alice")
+	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	up.Name, up.Mechanism, up.Iterations = "bob", 1, 4096
+	up.Salt, up.SaltedPassword = []byte("salt"), make([]byte, 32)
+	alter.Upsertions = append(alter.Upsertions, up)
+	resp, err := alice.Broker(0).Request(ctx, alter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if len(ar.Results) != 1 || ar.Results[0].User != "bob" {
+		t.Fatalf("AlterUserScramCredentials as alice: results %+v", ar.Results)
+	}
+	wantACLCode(t, "AlterUserScramCredentials as alice", ar.Results[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+	resp, err = alice.Broker(0).Request(ctx, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantACLCode(t, "DescribeUserScramCredentials as alice", resp.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	admin := b.as(t, "admin")
+	if resp, err = admin.Broker(0).Request(ctx, alter); err != nil {
+		t.Fatal(err)
+	}
+	wantACLCode(t, "AlterUserScramCredentials as the super user", resp.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode, &kerr.Error{Code: 0, Message: "no error"})
+	if resp, err = admin.Broker(0).Request(ctx, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()); err != nil {
+		t.Fatal(err)
+	}
+	dr := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if dr.ErrorCode != 0 || len(dr.Results) != 1 || dr.Results[0].User != "bob" {
+		t.Fatalf("DescribeUserScramCredentials as the super user: error %v, results %+v", kerr.ErrorForCode(dr.ErrorCode), dr.Results)
+	}
+}
