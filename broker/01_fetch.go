@@ -346,11 +346,11 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	case t.key.topic == "":
 		r.code = kerr.UnknownTopicID.Code
 		return r
+	case t.refuse != 0: // before the topic's existence and size, which it must not tell
+		r.code = t.refuse
+		return r
 	case topic == nil || t.key.part < 0 || int(t.key.part) >= len(topic.Partitions):
 		r.code = kerr.UnknownTopicOrPartition.Code
-		return r
-	case t.refuse != 0:
-		r.code = t.refuse
 		return r
 	}
 	p := s.partition(t.key.topic, t.key.part)

@@ -60,7 +60,7 @@ func handleConsumerGroupHeartbeat(s *Server, cc *clientConn, kreq kmsg.Request) 
 	hc := group.HeartbeatContext{
 		ClientID:    cc.clientID,
 		ClientHost:  clientHost(cc.conn),
-		Topics:      s.consumerTopics(),
+		Topics:      s.describableTopics(cc),
 		NewMemberID: newMemberID,
 	}
 	var out *kmsg.ConsumerGroupHeartbeatResponse
@@ -132,6 +132,36 @@ func (s *Server) consumerGroupConfig() group.ConsumerGroupConfig {
 // consumerTopics is the topic metadata consumer groups subscribe to.
 func (s *Server) consumerTopics() group.TopicLookup {
 	return metadataTopics{s.ctrl.Metadata()}
+}
+
+// describableTopics is consumerTopics as the member may see it: a regular
+// expression subscription matches only the topics its principal may
+// describe (Kafka 4's KIP-848 regex resolution), so that an assignment
+// never names, or gives the id of, a topic it may not know of.
+func (s *Server) describableTopics(cc *clientConn) group.TopicLookup {
+	all := metadataTopics{s.ctrl.Metadata()}
+	if s.authz == nil {
+		return all
+	}
+	return filteredTopics{all, func(name string) bool { return s.authorizedTopic(cc, acl.OpDescribe, name) }}
+}
+
+// filteredTopics lists, for regex subscriptions, only the topics keep
+// admits; lookups by name or id (explicit subscriptions, checked on
+// their own) are as metadataTopics answers them.
+type filteredTopics struct {
+	metadataTopics
+	keep func(name string) bool
+}
+
+func (f filteredTopics) Topics() []group.TopicInfo {
+	var out []group.TopicInfo
+	for _, t := range f.metadataTopics.Topics() {
+		if f.keep(t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // metadataTopics is a group.TopicLookup over a metadata snapshot.

@@ -228,6 +228,27 @@ func TestACLsDenials(t *testing.T) {
 		}
 		wantACLCode(t, "alice fetch secret", ft.Partitions[0].ErrorCode, want)
 	}
+	// A topic that does not exist, or a partition past the end of one
+	// the principal may not read, is answered as any refused topic:
+	// existence and size are not told before authorization (Fetch v12,
+	// which names topics, as User:ANONYMOUS on the PLAINTEXT listener).
+	fr12 := kmsg.NewPtrFetchRequest()
+	fr12.MaxWaitMillis, fr12.MaxBytes = 10, 1<<20
+	for _, tp := range []struct {
+		topic string
+		part  int32
+	}{{"no-such-topic", 0}, {"secret", 7}} {
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = tp.topic
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition = tp.part
+		ft.Partitions = append(ft.Partitions, fp)
+		fr12.Topics = append(fr12.Topics, ft)
+	}
+	plain, _ := b.ListenerAddr("PLAINTEXT")
+	for _, ft := range dialRaw(t, plain.String()).do(fr12, 12).(*kmsg.FetchResponse).Topics {
+		wantACLCode(t, "anonymous fetch "+ft.Topic, ft.Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	}
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = "secret"

@@ -304,12 +304,17 @@ func TestReplicationTruncatesDivergentTail(t *testing.T) {
 	}
 	c.rc(1).produceOK("d", 0, batch("y"))
 
-	// Broker 0 returns as a follower: "x" must go, "y" replace it.
+	// Broker 0 returns as a follower: "x" must go, "y" replace it. Its
+	// log end is 2 before it truncates as well as after, so the test
+	// waits for a record it can only have fetched from the new leader:
+	// "z", acknowledged by the whole ISR (acks=-1), at offset 2.
 	c.start(0)
 	c.waitISR("d", 0, 1, 2)
-	waitFor(t, "broker 0 caught up", 10*time.Second, func() bool { return c.leo(0, "d") == 2 })
+	resp = c.rc(1).do(produceReq("d", 0, -1, batch("z")), 9).(*kmsg.ProduceResponse)
+	wantCode(t, "acks=-1 produce after broker 0's return", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	waitFor(t, "broker 0 caught up", 10*time.Second, func() bool { return c.leo(0, "d") == 3 })
 	p := c.servers[0].partition("d", 0)
-	sl, err := p.Log().Read(0, 2, 1<<20, true)
+	sl, err := p.Log().Read(0, 3, 1<<20, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,8 +323,9 @@ func TestReplicationTruncatesDivergentTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	bs := splitBatches(t, buf)
-	if len(bs) != 2 || bs[0].PartitionLeaderEpoch != 0 || bs[1].FirstOffset != 1 || bs[1].PartitionLeaderEpoch != 1 {
-		t.Fatalf("broker 0 batches after rejoining: %+v; want offset 0 at epoch 0 and offset 1 at epoch 1", bs)
+	if len(bs) != 3 || bs[0].PartitionLeaderEpoch != 0 || bs[1].FirstOffset != 1 || bs[1].PartitionLeaderEpoch != 1 ||
+		bs[2].FirstOffset != 2 || bs[2].PartitionLeaderEpoch != 1 {
+		t.Fatalf("broker 0 batches after rejoining: %+v; want offset 0 at epoch 0, offsets 1 and 2 at epoch 1", bs)
 	}
 }
 

@@ -181,8 +181,11 @@ func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, t Resour
 	if a.Authorize(principal, host, op, t, Wildcard) {
 		return true
 	}
+	// Candidates: the resources an Allow names. A Deny of one (on it, a
+	// prefix of it or the wildcard) cancels it, as Authorize decides;
+	// it runs after the lock is let go, as it takes it itself.
+	var names []string
 	a.mu.RLock()
-	defer a.mu.RUnlock()
 	allowed := func(es []Entry) bool {
 		for _, e := range es {
 			if e.Permission == PermAllow && e.matches(principal, host) && implies(e.Operation, op) {
@@ -193,11 +196,17 @@ func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, t Resour
 	}
 	for k, es := range a.literal {
 		if k.t == t && allowed(es) {
-			return true
+			names = append(names, k.name)
 		}
 	}
 	for _, p := range a.prefixed[t] {
 		if allowed(p.entries) {
+			names = append(names, p.prefix)
+		}
+	}
+	a.mu.RUnlock()
+	for _, name := range names {
+		if a.Authorize(principal, host, op, t, name) {
 			return true
 		}
 	}

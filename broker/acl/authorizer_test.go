@@ -119,3 +119,26 @@ func TestEnabled(t *testing.T) {
 		t.Error("unknown class accepted")
 	}
 }
+
+// AuthorizeAny (may the principal do op on some resource of a type, as
+// Kafka's authorizeByResourceType): a Deny of the resource an Allow
+// names cancels it; an Allow elsewhere still counts.
+func TestAuthorizeAnyHonoursDeny(t *testing.T) {
+	a := newAuth(t, nil, false,
+		bind(ResourceTopic, PatternLiteral, "t", "User:alice", OpWrite, PermAllow),
+		bind(ResourceTopic, PatternLiteral, "t", "User:alice", OpWrite, PermDeny),
+		bind(ResourceTopic, PatternPrefixed, "p-", "User:bob", OpWrite, PermAllow),
+		bind(ResourceTopic, PatternLiteral, "*", "User:bob", OpWrite, PermDeny),
+		bind(ResourceTopic, PatternLiteral, "t", "User:carol", OpWrite, PermAllow),
+		bind(ResourceTopic, PatternLiteral, "u", "User:carol", OpWrite, PermAllow),
+		bind(ResourceTopic, PatternLiteral, "t", "User:carol", OpWrite, PermDeny),
+	)
+	for _, c := range []struct {
+		principal string
+		want      bool
+	}{{"User:alice", false}, {"User:bob", false}, {"User:carol", true}, {"User:dave", false}} {
+		if got := a.AuthorizeAny(c.principal, "h", OpWrite, ResourceTopic); got != c.want {
+			t.Errorf("AuthorizeAny(%s, Write, Topic) = %v, want %v", c.principal, got, c.want)
+		}
+	}
+}

@@ -271,7 +271,12 @@ func (cc *Conn) saslStep(msg []byte) (out []byte, done bool, err error) {
 	if st.authenticated && p != cc.principal {
 		return nil, false, errors.New("Re-authentication failed: the principal changed")
 	}
-	cfg, _ := cc.listener.SASL.Config()
+	cfg, err := cc.listener.SASL.Config()
+	if err != nil {
+		// Without the listener's config the session's lifetime is not
+		// known: refuse rather than grant one that never expires.
+		return nil, false, errors.New("Authentication failed: the listener's SASL configuration is unusable")
+	}
 	st.expiry = time.Time{}
 	if cfg.ReauthMs > 0 {
 		st.expiry = time.Now().Add(time.Duration(cfg.ReauthMs) * time.Millisecond)
