@@ -435,3 +435,60 @@ func TestACLsScramCredentials(t *testing.T) {
 		t.Fatalf("DescribeUserScramCredentials as the super user: error %v, results %+v", kerr.ErrorForCode(dr.ErrorCode), dr.Results)
 	}
 }
+
+// TestACLsRegexSubscriptionSeesOnlyDescribableTopics: a KIP-848 member
+// subscribed by regular expression is assigned only topics its principal
+// may describe (Kafka 4's regex resolution); a topic it may not know of
+// is neither named nor given by id.
+func TestACLsRegexSubscriptionSeesOnlyDescribableTopics(t *testing.T) {
+	sets := map[string]string{}
+	for k, v := range kip848Sets {
+		sets[k] = v
+	}
+	b := startACLBroker(t, sets)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(b.as(t, "admin"))
+	for _, topic := range []string{"orders", "secret"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustACLs(t, ctx, adm, kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpRead))
+	mustACLs(t, ctx, adm, kadm.NewACLs().Allow("User:alice").Groups("rx").Operations(kadm.OpRead))
+	alice := b.as(t, "alice")
+	md := b.ctrl.Metadata()
+	orders, secret := md.Topics["orders"].ID, md.Topics["secret"].ID
+	req := hb848("rx", "alice-member-1", 0)
+	req.RebalanceTimeoutMillis = 30000
+	req.SubscribedTopicRegex = kmsg.StringPtr(".*")
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	var assigned [][16]byte
+	waitFor(t, "an assignment", 15*time.Second, func() bool {
+		resp, err := alice.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+		if hr.ErrorCode != 0 {
+			msg := ""
+			if hr.ErrorMessage != nil {
+				msg = *hr.ErrorMessage
+			}
+			t.Fatalf("heartbeat: %v %s", kerr.ErrorForCode(hr.ErrorCode), msg)
+		}
+		if hr.MemberID != nil {
+			req.MemberID, req.MemberEpoch = *hr.MemberID, hr.MemberEpoch
+		}
+		if hr.Assignment == nil || len(hr.Assignment.Topics) == 0 {
+			return false
+		}
+		assigned = assigned[:0]
+		for _, at := range hr.Assignment.Topics {
+			assigned = append(assigned, at.TopicID)
+		}
+		return true
+	})
+	if !slices.Contains(assigned, orders) || slices.Contains(assigned, secret) {
+		t.Fatalf("assigned topic ids %x; want orders (%x) and not secret (%x)", assigned, orders, secret)
+	}
+}
