@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 )
 
 // S3Config configures an S3Store. Zero values take the defaults noted.
@@ -221,7 +222,12 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 		awsCfg.Region = "us-east-1"
 	}
 	cfg.Region = awsCfg.Region
+	// The default configuration logs to stderr; the SDK would write a
+	// DEBUG line for every GetObject from a store that sends no checksum
+	// (MinIO, ranged reads). The broker logs what matters itself.
+	awsCfg.Logger = logging.Nop{}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.DisableLogOutputChecksumValidationSkipped = true
 		o.Retryer = retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = cfg.MaxAttempts
 			o.MaxBackoff = cfg.MaxBackoff

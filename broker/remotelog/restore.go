@@ -37,6 +37,13 @@ func (rm *Manager) MarkRestore(p Partition) {
 	}
 	tt, ok := rm.Settings(p)
 	if !ok || !tt.remote {
+		if !ok {
+			// The broker sets a partition's settings before its role;
+			// say so if that ever fails to hold, as an empty leader of a
+			// tiered topic that does not restore serves an empty log.
+			rm.log.Warn("restore leader from remote storage: the partition's tier settings are not known; not restoring",
+				"topic", p.Topic(), "partition", p.Index())
+		}
 		p.Restoring().Store(false)
 		return
 	}
@@ -87,7 +94,12 @@ func (rm *Manager) restoreLeader(p Partition) {
 		return
 	}
 	if !ok || p.Log().LogEndOffset() > end {
-		p.Restoring().Store(false) // nothing uploaded: the log starts here
+		// Nothing uploaded, or the local log already past the bucket's
+		// end: the log goes on from here. Said once, as a leader that
+		// should have restored and did not serves an empty log.
+		rm.log.Info("restore leader from remote storage: nothing to take from the bucket", "topic", p.Topic(), "partition", p.Index(),
+			"remote_segments", ok, "remote_log_end", end, "log_end", p.Log().LogEndOffset())
+		p.Restoring().Store(false)
 		return
 	}
 	ctx, cancel := context.WithTimeout(rm.ctx, BuildAuxTimeout)
