@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -276,7 +278,61 @@ func runMoveSmall(t *testing.T, w Workload, timeout time.Duration) *Report {
 	rep, err := Run(ctx, Config{Workload: w, StrataBin: bin, PhaseTimeout: time.Minute, Progress: &progress, BrokerLog: &brokerLog})
 	t.Log(progress.String())
 	if err != nil {
-		t.Fatalf("%v\nthe brokers' log tail:\n%s", err, strings.Join(tailLines(brokerLog.String(), 200), "\n"))
+		all := brokerLog.String()
+		if dir := os.Getenv("STRATA_BENCH_LOG_DIR"); dir != "" {
+			f := filepath.Join(dir, fmt.Sprintf("%s-%d.log", t.Name(), time.Now().UnixNano()))
+			if werr := os.WriteFile(f, []byte(all), 0o644); werr == nil {
+				t.Logf("the brokers' whole log: %s", f)
+			}
+		}
+		t.Fatalf("%v\nthe brokers' log tail:\n%s\ngoroutines blocked a minute or more:\n%s", err,
+			strings.Join(tailLines(all, 200), "\n"), strings.Join(longBlocked(all, 400), "\n"))
 	}
 	return rep
+}
+
+// longBlocked picks, from a log holding goroutine dumps, the stanzas of
+// goroutines blocked for a minute or more (the runtime's header says
+// "[semacquire, 2 minutes]"), at most max lines.
+func longBlocked(log string, max int) []string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(log, "\n") {
+		body := line
+		if i := strings.Index(line, "] "); strings.HasPrefix(line, "[strata pid ") && i > 0 {
+			body = line[i+2:]
+		}
+		if strings.HasPrefix(body, "goroutine ") {
+			in = strings.Contains(body, " minutes]:") || strings.Contains(body, " minutes, locked to thread]:")
+		} else if body == "" {
+			in = false
+		}
+		if in {
+			out = append(out, line)
+			if len(out) >= max {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func TestLongBlocked(t *testing.T) {
+	log := strings.Join([]string{
+		"[strata pid 7] level=INFO msg=ready",
+		"[strata pid 7] goroutine 1 [chan receive, 3 minutes]:",
+		"[strata pid 7] main.main()",
+		"[strata pid 7] ",
+		"[strata pid 7] goroutine 9 [running]:",
+		"[strata pid 7] main.spin()",
+		"[strata pid 7] ",
+		"[strata pid 7] goroutine 12 [sync.Mutex.Lock, 1 minutes]:",
+		"[strata pid 7] strata/broker.(*Server).x()",
+	}, "\n")
+	got := strings.Join(longBlocked(log, 100), "|")
+	want := "[strata pid 7] goroutine 1 [chan receive, 3 minutes]:|[strata pid 7] main.main()|" +
+		"[strata pid 7] goroutine 12 [sync.Mutex.Lock, 1 minutes]:|[strata pid 7] strata/broker.(*Server).x()"
+	if got != want {
+		t.Fatalf("longBlocked:\n got %s\nwant %s", got, want)
+	}
 }

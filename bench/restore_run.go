@@ -548,6 +548,9 @@ func (x *restoreRun) restart(ctx context.Context, kept bool) (RestoreRestart, er
 			x.progress("restore (%s): %d of %d partitions answer ListOffsets, %d of %d sampled return offset 0", name, len(got), len(x.all), len(fetched), len(x.sample))
 		}
 		if !sleepCtx(wctx, restorePoll) {
+			for _, b := range x.brokers {
+				b.st.dumpGoroutines()
+			}
 			return out, fmt.Errorf("restore (%s): not every partition serves within %v: %d of %d answer ListOffsets, %d of %d sampled return offset 0 (errors seen %v)",
 				name, restoreWait, len(got), len(x.all), len(fetched), len(x.sample), out.ErrorsSeen)
 		}

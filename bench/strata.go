@@ -219,6 +219,27 @@ func (s *strataTarget) stop() error {
 	}
 }
 
+// dumpGoroutines asks a running broker for its goroutine dump (SIGQUIT:
+// Go's runtime writes every goroutine's stack to stderr, which goes to
+// Config.BrokerLog, and exits) and waits up to 10 s for it to exit. A
+// run that finds a broker not serving calls it before stopping the
+// brokers, so the log says where the broker was stuck.
+func (s *strataTarget) dumpGoroutines() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
 func (s *strataTarget) exitErr() error {
 	var ee *exec.ExitError
 	if errors.As(s.waitErr, &ee) {
