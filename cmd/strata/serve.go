@@ -46,7 +46,7 @@ func runServe(args []string) int {
 		s3         = addS3Flags(fs)
 		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics and /healthz on (absent: none)")
 		pprofOn    = fs.Bool("pprof", false, "also serve Go's profiler, /debug/pprof/, on the --metrics address")
-		configFile = fs.String("config", "", "server.properties file (Kafka keys)")
+		configFile = fs.String("config", "", "server.properties file (Kafka keys); STRATA_ environment variables override it (STRATA_LOG_RETENTION_MS sets log.retention.ms), flags override both")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		sets       stringList
 	)
