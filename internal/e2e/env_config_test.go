@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -112,5 +113,46 @@ func TestServeEnvironmentUnknownSetting(t *testing.T) {
 		case strings.Contains(reason, "\n") || !strings.Contains(reason, mention):
 			t.Errorf("%s: reason %q, want one line naming %s", env, reason, mention)
 		}
+	}
+}
+
+// TestServeEnvironmentNodeID: without --broker-id, STRATA_NODE_ID (KRaft's
+// name, which apache/kafka users set) names the broker; --broker-id's
+// default no longer shadows it.
+func TestServeEnvironmentNodeID(t *testing.T) {
+	bin := testenv.BuildStrata(t)
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "STRATA_NODE_ID=7")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") {
+				line <- sc.Text()
+				return
+			}
+		}
+		close(line)
+	}()
+	select {
+	case l, ok := <-line:
+		if !ok {
+			t.Fatalf("exited before ready:\n%s", stderr.String())
+		}
+		if !strings.HasPrefix(l, "ready broker_id=7 ") {
+			t.Errorf("ready line %q, want broker_id=7 from STRATA_NODE_ID", l)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no ready line within 30s:\n%s", stderr.String())
 	}
 }
