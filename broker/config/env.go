@@ -94,9 +94,10 @@ func FromEnv(environ []string, flags []string) (map[string]string, error) {
 	for _, f := range flags {
 		isFlag[f] = true
 	}
-	sort.Strings(environ)
+	sorted := append([]string(nil), environ...)
+	sort.Strings(sorted)
 	out := map[string]string{}
-	for _, kv := range environ {
+	for _, kv := range sorted {
 		name, value, _ := strings.Cut(kv, "=")
 		key, ok := EnvKey(name)
 		if !ok {

@@ -149,7 +149,7 @@ func TestImageArchive(t *testing.T) {
 	if c.User != "65532:65532" {
 		t.Errorf("user %q, want numeric 65532:65532 (so that runAsNonRoot can check it)", c.User)
 	}
-	if !slices.Equal(c.Entrypoint[:2], []string{"/usr/local/bin/strata", "serve"}) {
+	if len(c.Entrypoint) < 2 || !slices.Equal(c.Entrypoint[:2], []string{"/usr/local/bin/strata", "serve"}) {
 		t.Errorf("entrypoint %q, want strata serve …", c.Entrypoint)
 	}
 	wantPorts := map[string]struct{}{"9092/tcp": {}, "9644/tcp": {}}
