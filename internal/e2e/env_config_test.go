@@ -20,7 +20,7 @@ import (
 // TestServeEnvironment starts `strata serve` with settings from a
 // properties file, STRATA_ environment variables and --set, and reads the
 // effective values back with DescribeConfigs and a topic's partitions:
-// the environment beats the file, --set beats the environment.
+// the environment beats the file, a flag and --set beat the environment.
 func TestServeEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "server.properties")
@@ -31,6 +31,7 @@ func TestServeEnvironment(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.BrokerOptions{
 		Args: []string{"--config", file},
 		Env: []string{
+			"STRATA_BROKER_ID=5",               // beaten by --broker-id 0 (testenv passes it)
 			"STRATA_NUM_PARTITIONS=3",          // beats the file
 			"STRATA_LOG_RETENTION_MS=2000",     // beaten by --set
 			"STRATA_LOG_ROLL_HOURS=2",          // not in the file
@@ -48,6 +49,7 @@ func TestServeEnvironment(t *testing.T) {
 		t.Fatalf("describe broker configs: %v", err)
 	}
 	want := map[string]string{
+		"broker.id":         "0",
 		"num.partitions":    "3",
 		"log.retention.ms":  "3000",
 		"log.roll.hours":    "2",
