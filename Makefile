@@ -6,12 +6,27 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build run test test-deps vet fuzz bench bench-tier bench-move bench-throughput clean cluster cluster-down chaos compat
+.PHONY: all build image run test test-deps vet fuzz bench bench-tier bench-move bench-throughput clean cluster cluster-down chaos compat
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/strata
+
+# The container image as a tar for `docker load -i bin/strata-image.tar`
+# (or podman load), built without a container engine: a static binary
+# (CGO_ENABLED=0) for IMAGE_ARCH and a minimal root file system
+# (internal/image). deploy/docker/Dockerfile builds the same image with
+# Docker. SOURCE_DATE_EPOCH (default: the last commit's time) dates every
+# file, so the same source gives the same image digest.
+IMAGE      ?= strata:latest
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_TAR  ?= bin/strata-image.tar
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o bin/strata-linux-$(IMAGE_ARCH) ./cmd/strata
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+	  $(GO) run ./internal/image/mkimage --binary bin/strata-linux-$(IMAGE_ARCH) --arch $(IMAGE_ARCH) \
+	  --tag $(IMAGE) --out $(IMAGE_TAR) --version "$$(git describe --always --dirty 2>/dev/null)"
 
 # `make run` serves /metrics and /healthz on 127.0.0.1:9644, a port no
 # Kafka, ZooKeeper, MinIO or Prometheus default uses. ARGS are appended to

@@ -7,7 +7,9 @@
 //     documentation and, for broker configs, whether it may be changed
 //     dynamically (AlterConfigs on a BROKER resource);
 //   - parsing of server.properties files and --set key=value items
-//     (properties.go) and the typed Broker struct built from them (broker.go);
+//     (properties.go), of STRATA_ environment variables in the apache/kafka
+//     image's convention (env.go), and the typed Broker struct built from
+//     them (broker.go);
 //   - resolution (resolve.go, topic.go): the effective value of a broker
 //     config given the static config and the dynamic overrides kept by the
 //     controller, and of a topic config given the topic's overrides, with

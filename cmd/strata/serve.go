@@ -31,7 +31,9 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // runServe parses `strata serve` flags into the broker configuration (Kafka
 // server.properties keys) and runs the broker until SIGTERM or SIGINT.
-// Precedence: --config file, then the dedicated flags, then --set items.
+// Precedence, each later layer winning: the --config file, the STRATA_
+// environment variables (config.FromEnv), the dedicated flags given, the
+// --set items; then the dedicated flags' defaults fill what none set.
 func runServe(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var (
@@ -44,7 +46,7 @@ func runServe(args []string) int {
 		s3         = addS3Flags(fs)
 		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics and /healthz on (absent: none)")
 		pprofOn    = fs.Bool("pprof", false, "also serve Go's profiler, /debug/pprof/, on the --metrics address")
-		configFile = fs.String("config", "", "server.properties file (Kafka keys)")
+		configFile = fs.String("config", "", "server.properties file (Kafka keys); STRATA_ environment variables override it (STRATA_LOG_RETENTION_MS sets log.retention.ms), flags override both")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		sets       stringList
 	)
@@ -72,15 +74,23 @@ func runServe(args []string) int {
 		}
 		props = p
 	}
+	var flagNames []string
+	fs.VisitAll(func(f *flag.Flag) { flagNames = append(flagNames, f.Name) })
+	env, err := config.FromEnv(os.Environ(), flagNames)
+	if err != nil {
+		return fail("%v", err)
+	}
+	config.MergeEnv(props, env)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["broker-id"] || props["broker.id"] == "" {
+	if set["broker-id"] {
+		delete(props, "node.id")
 		props["broker.id"] = strconv.Itoa(*brokerID)
 	}
-	if set["listen"] || props["listeners"] == "" {
-		if _, _, err := net.SplitHostPort(*listen); err != nil {
-			return fail("--listen %q: want HOST:PORT", *listen)
-		}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		return fail("--listen %q: want HOST:PORT", *listen)
+	}
+	if set["listen"] {
 		props["listeners"] = config.ListenerFor(*listen)
 	}
 	if *advertise != "" {
@@ -89,7 +99,7 @@ func runServe(args []string) int {
 		}
 		props["advertised.listeners"] = config.ListenerFor(*advertise)
 	}
-	if set["data-dir"] || (props["log.dirs"] == "" && props["log.dir"] == "") {
+	if set["data-dir"] {
 		delete(props, "log.dir")
 		props["log.dirs"] = *dataDir
 	}
@@ -106,6 +116,16 @@ func runServe(args []string) int {
 	}
 	if err := config.ApplySets(props, sets); err != nil {
 		return fail("--set: %v", err)
+	}
+	// The defaults of the dedicated flags, where no layer set the config.
+	if props["broker.id"] == "" && props["node.id"] == "" {
+		props["broker.id"] = strconv.Itoa(*brokerID)
+	}
+	if props["listeners"] == "" {
+		props["listeners"] = config.ListenerFor(*listen)
+	}
+	if props["log.dirs"] == "" && props["log.dir"] == "" {
+		props["log.dirs"] = *dataDir
 	}
 	cfg, err := config.Load(props)
 	if err != nil {

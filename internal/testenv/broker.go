@@ -23,6 +23,9 @@ type BrokerOptions struct {
 	Sets    []string // --set items, "key=value"
 	Metrics string   // --metrics HOST:PORT; empty: none
 	Args    []string // further flags, appended after the others
+	// Env is added to the test's environment (KEY=VALUE items; a later
+	// one wins), e.g. STRATA_ variables that set broker configs.
+	Env []string
 	// NoFile, when > 0, starts the broker with RLIMIT_NOFILE set to it
 	// (soft and hard), as `ulimit -n NoFile` does.
 	NoFile int
@@ -187,6 +190,9 @@ func (b *Broker) start() {
 	if b.opts.NoFile > 0 {
 		// The shell sets the limit and becomes strata (same pid).
 		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.opts.NoFile), b.bin}, args...)...)
+	}
+	if len(b.opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), b.opts.Env...)
 	}
 	cmd.Stdout = pw
 	cmd.Stderr = errf
