@@ -31,7 +31,7 @@ cluster-down:
 	./deploy/local/cluster.sh down
 
 test-deps:
-	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper minio kafka compat-confluent-kafka
+	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper promtool minio kafka compat-confluent-kafka
 
 vet:
 	$(GO) vet ./...

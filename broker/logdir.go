@@ -64,8 +64,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"strata/internal/obs"
 
 	"strata/broker/plog"
 )
@@ -103,6 +105,14 @@ func (s *Server) HealthHandler() http.Handler {
 	})
 }
 
+var (
+	mOfflineLogDirs = obs.Gauge("kafka_log_logmanager_offlinelogdirectorycount",
+		"Log directories offline after an I/O error (Kafka's LogManager OfflineLogDirectoryCount).")
+	mLogDirOffline = obs.Gauge("kafka_log_logmanager_logdirectoryoffline",
+		"1 when the log directory is offline after an I/O error, else 0 (Kafka's LogManager LogDirectoryOffline).",
+		"logdirectory")
+)
+
 // registerLogDirMetrics registers Kafka's LogManager gauges of the log
 // directory, once: OfflineLogDirectoryCount, and LogDirectoryOffline (1
 // when offline) with the directory as label.
@@ -110,15 +120,8 @@ func (s *Server) registerLogDirMetrics() {
 	s.ldir.metricsOnce.Do(func() {
 		offline := func() float64 { return float64(len(s.OfflineLogDirs())) }
 		s.Registry().MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "kafka_log_logmanager_offlinelogdirectorycount",
-				Help: "Log directories offline after an I/O error (Kafka's LogManager OfflineLogDirectoryCount).",
-			}, offline),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name:        "kafka_log_logmanager_logdirectoryoffline",
-				Help:        "1 when the log directory is offline after an I/O error, else 0 (Kafka's LogManager LogDirectoryOffline).",
-				ConstLabels: prometheus.Labels{"logdirectory": s.cfg.DataDir},
-			}, offline),
+			mOfflineLogDirs.NewGaugeFunc(offline, nil),
+			mLogDirOffline.NewGaugeFunc(offline, prometheus.Labels{"logdirectory": s.cfg.DataDir}),
 		)
 	})
 }
