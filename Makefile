@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build image run test test-deps vet fuzz bench bench-tier bench-move bench-throughput clean cluster cluster-down chaos compat
+.PHONY: all build image run test test-deps vet metrics-doc fuzz bench bench-tier bench-move bench-throughput clean cluster cluster-down chaos compat
 
 all: build
 
@@ -46,10 +46,15 @@ cluster-down:
 	./deploy/local/cluster.sh down
 
 test-deps:
-	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper minio kafka compat-confluent-kafka
+	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper promtool minio kafka compat-confluent-kafka
 
 vet:
 	$(GO) vet ./...
+
+# docs/metrics.md, from the metrics the code declares (internal/obs); a
+# test fails when the file is out of date.
+metrics-doc:
+	$(GO) run ./internal/obs/metricsdoc -w docs/metrics.md
 
 test: test-deps vet
 	$(GO) test -count=1 -timeout $(TESTTIME) ./...

@@ -269,6 +269,9 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 		rp.ErrorCode = r.code
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.lso, r.start
 		rp.PreferredReadReplica = r.preferred
+		if fetchFailed(r.code) {
+			s.metrics.fetchErrors.Inc()
+		}
 		switch {
 		case r.preferred >= 0:
 			s.metrics.preferredReadReplica.Inc()

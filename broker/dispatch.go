@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -109,7 +110,9 @@ func (s *Server) handle(cc *clientConn, fn handler, kreq kmsg.Request) (out netw
 			err = fmt.Errorf("internal error handling %s", kmsg.NameForKey(kreq.Key()))
 		}
 	}()
-	s.metrics.requests.WithLabelValues(kmsg.NameForKey(kreq.Key())).Inc()
+	name := kmsg.NameForKey(kreq.Key())
+	s.metrics.requests.WithLabelValues(name).Inc()
+	defer s.timeRequest(name, time.Now(), &out)
 	if kreq.Key() == 1 {
 		return s.handleFetchSpliced(cc, kreq.(*kmsg.FetchRequest))
 	}
@@ -118,6 +121,18 @@ func (s *Server) handle(cc *clientConn, fn handler, kreq kmsg.Request) (out netw
 		return network.Response{Msg: d.Response, Wait: d.wait}, err
 	}
 	return network.Response{Msg: resp}, err
+}
+
+// timeRequest observes a request's time (TotalTimeMs) once its response
+// is ready: now, or when a delayed response's Wait returns.
+func (s *Server) timeRequest(name string, start time.Time, out *network.Response) {
+	h := s.metrics.requestTime.WithLabelValues(name)
+	observe := func() { h.Observe(float64(time.Since(start).Microseconds()) / 1000) }
+	if wait := out.Wait; wait != nil {
+		out.Wait = func() { wait(); observe() }
+		return
+	}
+	observe()
 }
 
 // connLimits are the connection limits in force (network.Options.Limits):

@@ -61,6 +61,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,6 +69,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/plog"
+	"strata/internal/obs"
 )
 
 // logDirState is the state of the broker's log directory.
@@ -103,6 +105,30 @@ func (s *Server) HealthHandler() http.Handler {
 	})
 }
 
+var (
+	mOfflineLogDirs = obs.Gauge("kafka_log_logmanager_offlinelogdirectorycount",
+		"Log directories offline after an I/O error (Kafka's LogManager OfflineLogDirectoryCount).")
+	mLogDirOffline = obs.Gauge("kafka_log_logmanager_logdirectoryoffline",
+		"1 when the log directory is offline after an I/O error, else 0 (Kafka's LogManager LogDirectoryOffline).",
+		"logdirectory")
+	mLogDirFree = obs.Gauge("strata_log_dir_free_bytes",
+		"Bytes available to the broker on the file system of the log directory (0 when it cannot be read).",
+		"logdirectory")
+	mLogDirTotal = obs.Gauge("strata_log_dir_size_bytes",
+		"Size in bytes of the file system of the log directory (0 when it cannot be read).",
+		"logdirectory")
+)
+
+// diskSpace returns the bytes available to unprivileged users and the
+// size of the file system holding dir; zeros when it cannot be read.
+func diskSpace(dir string) (free, total int64) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0
+	}
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize)
+}
+
 // registerLogDirMetrics registers Kafka's LogManager gauges of the log
 // directory, once: OfflineLogDirectoryCount, and LogDirectoryOffline (1
 // when offline) with the directory as label.
@@ -110,15 +136,12 @@ func (s *Server) registerLogDirMetrics() {
 	s.ldir.metricsOnce.Do(func() {
 		offline := func() float64 { return float64(len(s.OfflineLogDirs())) }
 		s.Registry().MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "kafka_log_logmanager_offlinelogdirectorycount",
-				Help: "Log directories offline after an I/O error (Kafka's LogManager OfflineLogDirectoryCount).",
-			}, offline),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name:        "kafka_log_logmanager_logdirectoryoffline",
-				Help:        "1 when the log directory is offline after an I/O error, else 0 (Kafka's LogManager LogDirectoryOffline).",
-				ConstLabels: prometheus.Labels{"logdirectory": s.cfg.DataDir},
-			}, offline),
+			mOfflineLogDirs.NewGaugeFunc(offline, nil),
+			mLogDirOffline.NewGaugeFunc(offline, prometheus.Labels{"logdirectory": s.cfg.DataDir}),
+			mLogDirFree.NewGaugeFunc(func() float64 { f, _ := diskSpace(s.cfg.DataDir); return float64(f) },
+				prometheus.Labels{"logdirectory": s.cfg.DataDir}),
+			mLogDirTotal.NewGaugeFunc(func() float64 { _, t := diskSpace(s.cfg.DataDir); return float64(t) },
+				prometheus.Labels{"logdirectory": s.cfg.DataDir}),
 		)
 	})
 }

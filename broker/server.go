@@ -71,6 +71,8 @@ type Server struct {
 	// they serve.
 	listeners []boundListener
 	started   bool
+	// logsLoaded is set once Start has opened the partitions (/readyz).
+	logsLoaded atomic.Bool
 	// tlsByListener are the SSL listeners' TLS, loaded in New so that a
 	// bad keystore stops the broker before anything starts.
 	tlsByListener map[string]*network.TLS
@@ -216,6 +218,7 @@ func (s *Server) Start() error {
 		}
 		s.ctrl = e
 	}
+	s.registerStateMetrics()                    // metrics.go, once the controller exists
 	if err := s.startAuthorizer(); err != nil { // authz.go
 		return err
 	}
@@ -247,6 +250,7 @@ func (s *Server) Start() error {
 	// One line for all partitions; each partition's log says its own at
 	// debug.
 	s.log.Info("opened partitions", "partitions", len(s.allPartitions()), "took", time.Since(opening).Round(time.Millisecond))
+	s.logsLoaded.Store(true) // ready.go
 	return nil
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the outside programs tests and the local cluster need, when they
 # are missing: kcat, python3-confluent-kafka and zookeeper (Debian
-# packages; zookeeper runs on the machine's Java), minio (built from
+# packages; zookeeper runs on the machine's Java), promtool (Debian's
+# prometheus package, for the alert rules' tests), minio (built from
 # source with `go install`, about two minutes the first time) and kafka
 # (Apache Kafka's jars from Maven Central with mvn, about 45 MB, for the
 # benchmark's kafka targets), and for the client matrix (compat/):
@@ -195,6 +196,8 @@ for dep in "$@"; do
     python3-confluent-kafka) /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || apt_install python3-confluent-kafka ;;
     # internal/testenv runs QuorumPeerMain from this jar with the java on PATH.
     zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1 || apt_install zookeeper ;;
+    # promtool checks and unit-tests deploy/prometheus/alerts.yml.
+    promtool) command -v promtool >/dev/null 2>&1 || apt_install prometheus ;;
     minio) minio_install ;;
     kafka) kafka_install ;;
     compat-java) compat_java_install ;;

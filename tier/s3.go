@@ -155,7 +155,8 @@ type S3Store struct {
 	tm     *transfermanager.Client
 	creds  aws.CredentialsProvider
 
-	lifecycle s3Lifecycle // lifecycle.go
+	lifecycle s3Lifecycle    // lifecycle.go
+	requests  *requestCounts // s3_requests.go
 }
 
 // NewS3Store returns a store for the bucket. It sends no request.
@@ -226,8 +227,10 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 	// DEBUG line for every GetObject from a store that sends no checksum
 	// (MinIO, ranged reads). The broker logs what matters itself.
 	awsCfg.Logger = logging.Nop{}
+	requests := &requestCounts{}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		o.DisableLogOutputChecksumValidationSkipped = true
+		o.APIOptions = append(o.APIOptions, requests.countRequests)
 		o.Retryer = retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = cfg.MaxAttempts
 			o.MaxBackoff = cfg.MaxBackoff
@@ -247,7 +250,7 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 		o.Concurrency = cfg.Concurrency
 		o.FailTimeout = cfg.Timeout
 	})
-	return &S3Store{cfg: cfg, client: client, tm: tm, creds: creds}, nil
+	return &S3Store{cfg: cfg, client: client, tm: tm, creds: creds, requests: requests}, nil
 }
 
 // CheckCredentials resolves the credentials through the default chain

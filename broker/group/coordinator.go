@@ -321,3 +321,28 @@ func (c *Coordinator) PartitionOffsets(partition int32) (map[string]map[TopicPar
 	}
 	return out, true
 }
+
+// NumGroups counts the groups of the loaded partitions this coordinator
+// owns: classic and KIP-848 groups, and groups known only by their
+// committed offsets (Kafka's GroupMetadataManager NumGroups).
+func (c *Coordinator) NumGroups() int {
+	n := 0
+	for _, s := range c.allShards() {
+		s.mu.Lock()
+		if s.loaded && !s.gone {
+			for g := range s.groups {
+				if s.modern[g] == nil {
+					n++
+				}
+			}
+			n += len(s.modern)
+			for g := range s.offsets {
+				if s.groups[g] == nil && s.modern[g] == nil && len(s.offsets[g]) > 0 {
+					n++
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}

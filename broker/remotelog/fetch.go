@@ -76,38 +76,20 @@ func (rm *Manager) newTierRead(store tier.ObjectStore, reg prometheus.Registerer
 		},
 	})
 	tr := &tierRead{
-		reader: r,
-		fetchBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotefetchbytes_total", Help: "Record bytes read from remote storage for consumer fetches.",
-		}),
-		fetchReqs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotefetchrequests_total", Help: "Partition reads of consumer fetches served from remote storage.",
-		}),
-		fetchErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotefetcherrors_total", Help: "Partition reads from remote storage that failed (KAFKA_STORAGE_ERROR).",
-		}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "kafka_log_remote_remotelogmanager_remotelogreaderfetchrateandtimems",
-			Help:    "Time a partition's read from remote storage took, in milliseconds.",
-			Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000},
-		}),
+		reader:     r,
+		fetchBytes: mRemotefetchbytesTotal.NewCounter(),
+		fetchReqs:  mRemotefetchrequestsTotal.NewCounter(),
+		fetchErrs:  mRemotefetcherrorsTotal.NewCounter(),
+		latency:    mRemotelogreaderfetchrateandtimems.NewHistogram(),
 	}
 	stat := func(f func(tier.ReaderStats) int64) func() float64 {
 		return func() float64 { return float64(f(r.Stats())) }
 	}
 	reg.MustRegister(tr.fetchBytes, tr.fetchReqs, tr.fetchErrs, tr.latency,
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "strata_remote_log_reader_cache_hits_total", Help: "Lookups of remote .log chunks and index objects found in the reader's cache.",
-		}, stat(func(st tier.ReaderStats) int64 { return st.Hits })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "strata_remote_log_reader_cache_misses_total", Help: "Lookups of remote .log chunks and index objects that waited for a GET (their own or a read-ahead's).",
-		}, stat(func(st tier.ReaderStats) int64 { return st.Misses })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "strata_remote_log_reader_cache_size_bytes", Help: "Bytes of remote .log chunks in the reader's cache (bound: remote.log.reader.cache.size.bytes).",
-		}, stat(func(st tier.ReaderStats) int64 { return st.CacheBytes })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "strata_remote_log_reader_index_cache_size_bytes", Help: "Bytes of parsed remote index objects in the reader's cache (bound: remote.log.index.file.cache.total.size.bytes).",
-		}, stat(func(st tier.ReaderStats) int64 { return st.IndexBytes })),
+		mReaderCacheHitsTotal.NewCounterFunc(stat(func(st tier.ReaderStats) int64 { return st.Hits })),
+		mReaderCacheMissesTotal.NewCounterFunc(stat(func(st tier.ReaderStats) int64 { return st.Misses })),
+		mReaderCacheSizeBytes.NewGaugeFunc(stat(func(st tier.ReaderStats) int64 { return st.CacheBytes }), nil),
+		mReaderIndexCacheSizeBytes.NewGaugeFunc(stat(func(st tier.ReaderStats) int64 { return st.IndexBytes }), nil),
 	)
 	return tr
 }

@@ -76,14 +76,8 @@ type tierFollow struct {
 func (tf *tierFollow) init(reg prometheus.Registerer) {
 	tf.refreshed = map[Partition]int32{}
 	tf.sinceFull = map[Partition]int{}
-	tf.buildRequests = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kafka_server_brokertopicmetrics_buildremotelogauxstaterequests_total",
-		Help: "Followers' rebuilds of a partition's log state (epochs, producers) from remote storage.",
-	})
-	tf.buildFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kafka_server_brokertopicmetrics_failedbuildremotelogauxstaterequests_total",
-		Help: "Followers' rebuilds of a partition's log state from remote storage that failed (retried).",
-	})
+	tf.buildRequests = mBuildremotelogauxstaterequestsTotal.NewCounter()
+	tf.buildFailures = mFailedbuildremotelogauxstaterequestsTotal.NewCounter()
 	reg.MustRegister(tf.buildRequests, tf.buildFailures)
 }
 

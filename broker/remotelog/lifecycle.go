@@ -71,21 +71,13 @@ type tierHousekeeping struct {
 // newTierHousekeeping reads the configs; Open calls it.
 func (rm *Manager) newTierHousekeeping() *tierHousekeeping {
 	h := &tierHousekeeping{
-		lifecycleOn: rm.cfg.RemoteLogStorageLifecycleRulesEnable,
-		margin:      rm.cfg.RemoteLogStorageLifecycleMarginMs,
-		resync:      time.Hour,
-		orphanObjects: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "strata_remote_log_orphan_objects_deleted_total", Help: "Orphaned objects deleted from remote storage by reconciliation.",
-		}),
-		reconcileErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "strata_remote_log_reconciliation_errors_total", Help: "Reconciliation calls (a partition, or the deleted topics) that failed.",
-		}),
-		unrecognized: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "strata_remote_log_unrecognized_objects", Help: "Objects outside the remote storage key layout found by the last reconciliation, left alone.",
-		}),
-		lifecycleErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "strata_remote_log_lifecycle_sync_errors_total", Help: "Failed syncs of the bucket lifecycle rules (retried at the next pass).",
-		}),
+		lifecycleOn:     rm.cfg.RemoteLogStorageLifecycleRulesEnable,
+		margin:          rm.cfg.RemoteLogStorageLifecycleMarginMs,
+		resync:          time.Hour,
+		orphanObjects:   mOrphanObjectsDeletedTotal.NewCounter(),
+		reconcileErrors: mReconciliationErrorsTotal.NewCounter(),
+		unrecognized:    mUnrecognizedObjects.NewGauge(),
+		lifecycleErrors: mLifecycleSyncErrorsTotal.NewCounter(),
 	}
 	h.store, _ = rm.store.(tier.LifecycleStore)
 	if ms := rm.cfg.RemoteLogReconciliationIntervalMs; ms > 0 {

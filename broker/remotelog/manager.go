@@ -146,6 +146,7 @@ type Manager struct {
 	// Kafka's BrokerTopicMetrics of the copy task.
 	copyBytes, copyRequests, copyErrors prometheus.Counter
 	copyLagBytes, copyLagSegments       prometheus.Gauge
+	copyLagSeconds                      prometheus.Gauge
 
 	read      *tierRead         // the remote reader and its metrics (fetch.go)
 	retention *tierRetention    // remote retention and deletions (retention.go)
@@ -199,41 +200,35 @@ func Open(o Options) (*Manager, error) {
 		interval = 30 * time.Second
 	}
 	rm := &Manager{
-		b:         o.Broker,
-		cfg:       cfg,
-		log:       log,
-		reg:       o.Registry,
-		ctx:       o.Context,
-		wg:        o.WG,
-		store:     o.Store,
-		idx:       idx,
-		interval:  interval,
-		wake:      make(chan struct{}, 1),
-		settings:  map[Partition]Tiering{},
-		fresh:     map[Partition]bool{},
-		warmSlots: make(chan struct{}, warmConcurrency),
-		copyBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotecopybytes_total", Help: "Bytes of segment objects copied to remote storage.",
-		}),
-		copyRequests: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotecopyrequests_total", Help: "Segments copied to remote storage.",
-		}),
-		copyErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotecopyerrors_total", Help: "Copy passes of a partition that failed (retried at the next pass).",
-		}),
-		copyLagBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kafka_server_brokertopicmetrics_remotecopylagbytes", Help: "Bytes of sealed segments below the high watermark not yet copied, after the last pass.",
-		}),
-		copyLagSegments: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kafka_server_brokertopicmetrics_remotecopylagsegments", Help: "Sealed segments below the high watermark not yet copied, after the last pass.",
-		}),
+		b:               o.Broker,
+		cfg:             cfg,
+		log:             log,
+		reg:             o.Registry,
+		ctx:             o.Context,
+		wg:              o.WG,
+		store:           o.Store,
+		idx:             idx,
+		interval:        interval,
+		wake:            make(chan struct{}, 1),
+		settings:        map[Partition]Tiering{},
+		fresh:           map[Partition]bool{},
+		warmSlots:       make(chan struct{}, warmConcurrency),
+		copyBytes:       mRemotecopybytesTotal.NewCounter(),
+		copyRequests:    mRemotecopyrequestsTotal.NewCounter(),
+		copyErrors:      mRemotecopyerrorsTotal.NewCounter(),
+		copyLagBytes:    mRemotecopylagbytes.NewGauge(),
+		copyLagSegments: mRemotecopylagsegments.NewGauge(),
+		copyLagSeconds:  mCopyLagSeconds.NewGauge(),
 	}
 	rm.uploader = &tier.Uploader{Store: o.Store, Index: idx, BrokerID: cfg.ID, Logger: log,
 		Throttle:    tier.NewThrottle(cfg.RemoteLogManagerCopyMaxBytesPerSecond),
 		PeerAlive:   rm.brokerAlive,
 		SettleGrace: rm.tierGrace(interval)}
 	rm.follow.init(rm.reg)
-	rm.reg.MustRegister(rm.copyBytes, rm.copyRequests, rm.copyErrors, rm.copyLagBytes, rm.copyLagSegments)
+	rm.reg.MustRegister(rm.copyBytes, rm.copyRequests, rm.copyErrors, rm.copyLagBytes, rm.copyLagSegments, rm.copyLagSeconds)
+	if rc, ok := o.Store.(requestCounter); ok {
+		rm.reg.MustRegister(bucketCollector{rc}) // metrics.go
+	}
 	rm.read = rm.newTierRead(o.Store, rm.reg)
 	rm.retention = newTierRetention(rm.reg)
 	rm.house = rm.newTierHousekeeping()
@@ -411,9 +406,15 @@ func (rm *Manager) tierPass() {
 	defer rm.tierHousekeeping()
 	var lagMu sync.Mutex
 	var lagBytes, lagSegments int64
+	oldestMs := int64(-1) // max timestamp of the oldest segment waiting
 	defer func() {
 		rm.copyLagBytes.Set(float64(lagBytes))
 		rm.copyLagSegments.Set(float64(lagSegments))
+		age := 0.0
+		if oldestMs >= 0 {
+			age = max(float64(time.Now().UnixMilli()-oldestMs)/1000, 0)
+		}
+		rm.copyLagSeconds.Set(age)
 	}()
 	rm.deleteRemoteTopics()
 	defer rm.setRemoteLogSize()
@@ -426,10 +427,13 @@ func (rm *Manager) tierPass() {
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				b, n := rm.tierPassPartition(p)
+				b, n, ts := rm.tierPassPartition(p)
 				lagMu.Lock()
 				lagBytes += b
 				lagSegments += n
+				if ts >= 0 && (oldestMs < 0 || ts < oldestMs) {
+					oldestMs = ts
+				}
 				lagMu.Unlock()
 			}
 		}()
@@ -455,10 +459,12 @@ func (rm *Manager) markFresh(p Partition) {
 }
 
 // tierPassPartition is one partition's share of a tier pass: refresh,
-// remote retention and copy. It returns the partition's upload lag.
-func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments int64) {
+// remote retention and copy. It returns the partition's upload lag, and
+// the max timestamp of its oldest segment waiting (-1: none).
+func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments, oldestMs int64) {
+	oldestMs = -1
 	if p.Restoring().Load() {
-		return 0, 0 // its restore goroutine has it (restore.go)
+		return 0, 0, -1 // its restore goroutine has it (restore.go)
 	}
 	p.IndexMu().Lock()
 	defer p.IndexMu().Unlock()
@@ -468,7 +474,7 @@ func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments int64) 
 		rm.b.RollForUpload(p) // the broker's drain.go: leaders and caught-up followers alike
 	}
 	if _, ok := rm.tiered(p); !ok || !mayCopy {
-		return 0, 0
+		return 0, 0, -1
 	}
 	hw := p.HW()
 	lead, ctx, stop := rm.copyLeadership(p)
@@ -495,6 +501,9 @@ func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments int64) 
 			if seg.Sealed && seg.NextOffset <= hw && seg.NextOffset-1 > end {
 				lagBytes += seg.Size
 				lagSegments++
+				if oldestMs < 0 && seg.MaxTimestamp >= 0 {
+					oldestMs = seg.MaxTimestamp
+				}
 			}
 		}
 	}
@@ -502,7 +511,7 @@ func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments int64) 
 		rm.log.Info("copied segments to remote storage", "topic", p.Topic(), "partition", p.Index(),
 			"segments", st.Copied, "bytes", st.Bytes, "finished", st.Finished, "cleaned_up", st.Abandoned)
 	}
-	return lagBytes, lagSegments
+	return lagBytes, lagSegments, oldestMs
 }
 
 // leadershipPoll is how often a copy pass checks that its broker still leads

@@ -39,17 +39,11 @@ type tierRetention struct {
 
 func newTierRetention(reg prometheus.Registerer) *tierRetention {
 	r := &tierRetention{
-		deleteRequests: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotedeleterequests_total", Help: "Remote segment deletions started (retention, DeleteRecords, remote storage turned off).",
-		}),
-		deleteErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_remotedeleteerrors_total", Help: "Remote segment deletions that failed (retried at the next pass).",
-		}),
-		logSize: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kafka_server_brokertopicmetrics_remotelogsizebytes", Help: "Bytes of the remote log segments of the partitions this broker leads, after the last pass.",
-		}),
-		disabledDone: map[Partition]bool{},
-		deleting:     map[[16]byte]string{},
+		deleteRequests: mRemotedeleterequestsTotal.NewCounter(),
+		deleteErrors:   mRemotedeleteerrorsTotal.NewCounter(),
+		logSize:        mRemotelogsizebytes.NewGauge(),
+		disabledDone:   map[Partition]bool{},
+		deleting:       map[[16]byte]string{},
 	}
 	reg.MustRegister(r.deleteRequests, r.deleteErrors, r.logSize)
 	return r

@@ -232,6 +232,7 @@ func (m *Manager) AlterISR(p *Partition, isr []int32) {
 		if slices.Equal(r.pending, isr) {
 			r.pending = nil
 		}
+		before := len(r.isr)
 		if err == nil && r.leader && r.leaderEpoch == np.LeaderEpoch && np.PartitionEpoch >= r.partitionEpoch {
 			r.partitionEpoch, r.isr = np.PartitionEpoch, slices.Clone(np.ISR)
 		}
@@ -239,7 +240,15 @@ func (m *Manager) AlterISR(p *Partition, isr []int32) {
 		if err != nil {
 			m.log.Warn("alter partition", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
 		} else {
-			m.log.Info("isr changed", "topic", p.topic, "partition", p.index, "isr", np.ISR, "partition_epoch", np.PartitionEpoch)
+			// Kafka's IsrShrinksPerSec and IsrExpandsPerSec; the
+			// controller logs the cluster's changes at info.
+			switch {
+			case len(np.ISR) < before:
+				m.ISRShrinks.Add(1)
+			case len(np.ISR) > before:
+				m.ISRExpands.Add(1)
+			}
+			m.log.Debug("isr changed", "topic", p.topic, "partition", p.index, "isr", np.ISR, "partition_epoch", np.PartitionEpoch)
 		}
 		p.AdvanceHW(p.log.LogEndOffset())
 		p.Wake()

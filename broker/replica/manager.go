@@ -97,6 +97,10 @@ type Manager struct {
 	fmu        sync.Mutex         // guards fetchers
 	fetchers   map[int32]*fetcher // replica fetchers by leader id (fetcher.go)
 	replPaused atomic.Bool        // tests: replication paused
+	// ISRShrinks and ISRExpands count the ISR changes this broker made
+	// as leader (Kafka's ReplicaManager IsrShrinksPerSec and
+	// IsrExpandsPerSec).
+	ISRShrinks, ISRExpands atomic.Int64
 	// awaiting counts the acks=-1 produces waiting in AwaitReplication.
 	awaiting atomic.Int64
 

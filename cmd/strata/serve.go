@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -44,10 +43,11 @@ func runServe(args []string) int {
 		zk         = fs.String("zookeeper", "", "ZooKeeper HOST:PORT[,…][/chroot] (absent: embedded single-node controller)")
 		tier       = fs.String("tier", "", "tier URL: file:///abs/dir or s3://bucket/prefix")
 		s3         = addS3Flags(fs)
-		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics and /healthz on (absent: none)")
+		metrics    = fs.String("metrics", "", "HOST:PORT to serve /metrics, /healthz and /readyz on (absent: none)")
 		pprofOn    = fs.Bool("pprof", false, "also serve Go's profiler, /debug/pprof/, on the --metrics address")
 		configFile = fs.String("config", "", "server.properties file (Kafka keys); STRATA_ environment variables override it (STRATA_LOG_RETENTION_MS sets log.retention.ms), flags override both")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		logFormat  = fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object a line)")
 		sets       stringList
 	)
 	fs.Var(&sets, "set", "key=value broker config (repeatable; Kafka keys)")
@@ -60,11 +60,10 @@ func runServe(args []string) int {
 	if *pprofOn && *metrics == "" {
 		return fail("--pprof needs --metrics HOST:PORT to serve on")
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fail("--log-level: %v", err)
+	logger, err := newLogger(*logLevel, *logFormat)
+	if err != nil {
+		return fail("%v", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	props := map[string]string{}
 	if *configFile != "" {
@@ -224,14 +223,17 @@ func runServe(args []string) int {
 	return 0
 }
 
-// serveMetrics serves /metrics and /healthz (200 "ok", or 503 while a log
-// directory is offline) on ln, and Go's profiler under
+// serveMetrics serves /metrics, /healthz (200 "ok", or 503 while a log
+// directory is offline) and /readyz (200 "ready", or 503 and the reason
+// until the broker is registered, knows the cluster and has loaded its
+// logs) on ln, and Go's profiler under
 // /debug/pprof/ when pprofOn (--pprof): profiles show the broker's
 // internals and cost CPU, so they are served only when asked for.
 func serveMetrics(ln net.Listener, srv *broker.Server, pprofOn bool) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(srv.Registry(), promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", srv.HealthHandler()) // 503 naming offline log directories
+	mux.Handle("/readyz", srv.ReadyHandler())   // 503 with the reason until registered, with metadata and logs loaded
 	if pprofOn {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

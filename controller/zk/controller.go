@@ -151,6 +151,13 @@ type Controller struct {
 	aclStore controller.ACLSet
 	aclOnce  sync.Once
 
+	metrics ctrlMetrics // metrics.go
+	// lastRegistered are the brokers of the last view (run goroutine);
+	// reassignSteps and reassignDone count reassignment steps and
+	// completions since the last summary line (elect.go).
+	lastRegistered              map[int32]bool
+	reassignSteps, reassignDone atomic.Int64
+
 	kick    chan struct{}  // session state changed; buffered 1
 	invalid chan firing    // fired watches
 	done    chan struct{}  // closed by Close
@@ -230,6 +237,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		shuttingDown: map[int32]int64{},
 		pushed:       pushed{topics: map[string]*pushedTopic{}, ctrlID: -1},
 		transport:    opts.Transport,
+		metrics:      newCtrlMetrics(),
 	}
 	if c.transport == nil {
 		c.transport = newNetTransport(opts.Broker.ID, opts.controlPlane(), opts.Dial)
@@ -321,6 +329,16 @@ func (c *Controller) onEvent(ev zk.Event) {
 	select {
 	case c.kick <- struct{}{}:
 	default:
+	}
+}
+
+// Ready tells, without waiting, whether WaitReady would return at once.
+func (c *Controller) Ready() bool {
+	select {
+	case <-c.ready:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -107,7 +108,17 @@ func opPath(op any) string {
 // reconcile is the active controller's work after every change: finish
 // interrupted deletions, give partitions without state their first state,
 // and elect leaders where a leader or ISR member is gone.
-func (c *Controller) reconcile(v *view) error {
+//
+// It logs what it did in one info line with counts (reconcileSummary):
+// the partitions' detail is at debug.
+func (c *Controller) reconcile(v *view, sum *reconcileSummary) (err error) {
+	defer func() {
+		sum.reassignments += int(c.reassignSteps.Swap(0))
+		sum.reassignFinished += int(c.reassignDone.Swap(0))
+		if !sum.empty() {
+			c.log.Info(sum.message(), sum.attrs()...)
+		}
+	}()
 	for _, name := range v.deleting {
 		if err := c.deleteTopicZNodes(name); err != nil {
 			return err
@@ -144,6 +155,7 @@ func (c *Controller) reconcile(v *view) error {
 				next = &s
 				ops = []any{&zk.SetDataRequest{Path: c.p(statePath(name, p.Index)), Data: encodeState(s), Version: si.version}}
 			}
+			began := time.Now()
 			_, err := c.fencedMulti(ops...)
 			switch {
 			case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
@@ -151,8 +163,25 @@ func (c *Controller) reconcile(v *view) error {
 			case err != nil:
 				return fmt.Errorf("update state of %s-%d: %w", name, p.Index, err)
 			case next != nil:
+				took := time.Since(began)
+				sum.writeTime += took
+				c.metrics.elections.Observe(float64(took.Microseconds()) / 1000)
+				switch {
+				case next.Leader < 0:
+					sum.offline++
+				case next.Leader != si.s.Leader:
+					sum.elected++
+					if !slices.Contains(si.s.ISR, next.Leader) {
+						sum.unclean++
+						c.metrics.unclean.Inc()
+					}
+				default:
+					sum.shrunk++
+				}
 				c.log.Debug("partition state changed", "topic", name, "partition", p.Index,
 					"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "old_leader", si.s.Leader)
+			default:
+				sum.created++
 			}
 		}
 	}

@@ -112,7 +112,12 @@ func (c *Controller) editPartitions(name string, parts []int32, edit partEdit) (
 		return nil, err
 	}
 	for _, np := range steps {
-		c.log.Info("partition reassignment step", "topic", name, "partition", np.Index, "replicas", np.Replicas,
+		// Counted in the controller's next summary line (elect.go).
+		c.reassignSteps.Add(1)
+		if len(np.AddingReplicas) == 0 && len(np.RemovingReplicas) == 0 {
+			c.reassignDone.Add(1)
+		}
+		c.log.Debug("partition reassignment step", "topic", name, "partition", np.Index, "replicas", np.Replicas,
 			"adding", np.AddingReplicas, "removing", np.RemovingReplicas, "leader", np.Leader,
 			"leader_epoch", np.LeaderEpoch, "isr", np.ISR)
 	}

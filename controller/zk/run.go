@@ -145,11 +145,19 @@ func (c *Controller) step() error {
 		c.active.Store(-1)
 	}
 	c.publish(v)
+	// Brokers that came or went since the last view, told by the active
+	// controller in its summary.
+	var sum reconcileSummary
+	registered := liveBrokers(v.md)
+	if c.lastRegistered != nil {
+		sum.gone, sum.back = brokerChanges(c.lastRegistered, registered)
+	}
+	c.lastRegistered = registered
 	if c.IsActive() {
 		c.wasActive = true
 		md := c.Metadata()
 		c.senders.update(md, v.epochs, c.epoch.Load(), v.zxid)
-		return c.reconcile(v)
+		return c.reconcile(v, &sum)
 	}
 	return nil
 }

@@ -10,8 +10,10 @@
 //   - tier orchestration (broker/remotelog) imports no handler and no
 //     network layer;
 //   - tier/ and index/ import nothing of the broker but the log;
-//   - no package but cmd/ imports bench/ or the ZooKeeper controller,
-//     and none imports the test harness (internal/testenv, internal/e2e).
+//   - no package but cmd/ imports bench/ or the ZooKeeper controller
+//     (save the generator of docs/metrics.md, internal/obs/metricsdoc,
+//     which imports the packages that declare metrics), and none
+//     imports the test harness (internal/testenv, internal/e2e).
 //
 // Rules apply to the transitive imports of non-test code, so a room
 // cannot reach a forbidden one through a third package.
