@@ -37,11 +37,16 @@ var rules = map[string][]string{
 	"internal/obs": {},
 	"internal/obs/metricsdoc": {"broker", "broker/acl", "broker/config", "broker/plog", "broker/group", "broker/network",
 		"broker/replica", "broker/remotelog", "controller", "controller/zk", "tier", "index", "internal/vfs", "internal/obs"},
-	"bench": {"tier", "index", "broker/plog", "internal/vfs"},
+	// The container image's builder (make image) and the deploy files'
+	// checks: outside the broker.
+	"internal/image":         {},
+	"internal/image/mkimage": {"internal/image"},
+	"bench":                  {"tier", "index", "broker/plog", "internal/vfs"},
 	"cmd/strata": {"bench", "broker", "broker/acl", "broker/config", "broker/plog", "broker/group", "broker/network",
 		"broker/replica", "broker/remotelog", "controller", "controller/zk", "tier", "index", "internal/vfs", "internal/obs"},
 	// Test-only packages: they may use anything but each other's tests.
 	"internal/testenv":  {},
+	"internal/deploy":   {},
 	"internal/e2e":      {},
 	"internal/archtest": {},
 	"compat":            {},
