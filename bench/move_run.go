@@ -214,6 +214,20 @@ func (r *moveRun) startBroker(ctx context.Context, id int32) (*moveBroker, error
 	if err != nil {
 		return nil, err
 	}
+	// A port found free may be taken by another process before the
+	// broker binds it (other tests run beside the bench): such a start is
+	// tried again on other ports.
+	for attempt := 1; ; attempt++ {
+		b, err := r.startBrokerOnce(ctx, bin, id)
+		if err != nil && attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			r.progress("broker %d: a port was taken before it bound it; trying other ports", id)
+			continue
+		}
+		return b, err
+	}
+}
+
+func (r *moveRun) startBrokerOnce(ctx context.Context, bin string, id int32) (*moveBroker, error) {
 	listen, err := freeLoopbackPort()
 	if err != nil {
 		return nil, err
