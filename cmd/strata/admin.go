@@ -23,9 +23,10 @@ const adminUsage = `usage: strata admin [--bootstrap HOST:PORT[,…]] [--json] <
 
 Administers a Strata (or Kafka) cluster, as Kafka's kafka-*.sh tools do.
 --bootstrap names the brokers to contact; without it, the environment
-variable BOOTSTRAP (which deploy/local/cluster.sh's cluster.env exports),
-else 127.0.0.1:9092. --json prints JSON on stdout instead of tables. Both
-may stand anywhere on the command line. Every command has --help.
+variable STRATA_BOOTSTRAP, else BOOTSTRAP (which the cluster.env of
+make cluster exports), else 127.0.0.1:9092. --json prints JSON on stdout
+instead of tables. Both may stand anywhere on the command line. Every
+command has --help.
 
 topics and partitions:
   topics [list]                        list topics

@@ -30,7 +30,7 @@ func (r cliResult) String() string {
 }
 
 // strataCLI runs the strata binary with args and env added to an
-// environment without BOOTSTRAP and METRICS.
+// environment without STRATA_BOOTSTRAP, BOOTSTRAP and METRICS.
 func strataCLI(t *testing.T, env []string, args ...string) cliResult {
 	t.Helper()
 	bin := testenv.BuildStrata(t)
@@ -38,7 +38,7 @@ func strataCLI(t *testing.T, env []string, args ...string) cliResult {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, bootstrapEnv+"=") && !strings.HasPrefix(kv, metricsEnv+"=") {
+		if !strings.HasPrefix(kv, bootstrapEnv+"=") && !strings.HasPrefix(kv, strataBootstrapEnv+"=") && !strings.HasPrefix(kv, metricsEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
@@ -102,7 +102,7 @@ func wantRun(t *testing.T, what string, r cliResult, code int, stdout, stderr []
 func TestAdminCommandLine(t *testing.T) {
 	nobody := "127.0.0.1:1" // nothing listens; a command that got this far would fail with 1
 	r := strataCLI(t, nil, "admin", "--help")
-	wantRun(t, "admin --help", r, 0, []string{"BOOTSTRAP", "127.0.0.1:9092", "groups reset", "tier", "cluster check", "Exit codes"}, nil)
+	wantRun(t, "admin --help", r, 0, []string{"STRATA_BOOTSTRAP, else BOOTSTRAP", "127.0.0.1:9092", "groups reset", "tier", "cluster check", "Exit codes"}, nil)
 	wantRun(t, "strata --help", strataCLI(t, nil, "--help"), 0, []string{"version"}, nil)
 	wantRun(t, "admin", strataCLI(t, nil, "admin"), 2, nil, []string{"usage: strata admin"})
 	wantRun(t, "admin frob", admin(t, nobody, "frob"), 2, nil, []string{`unknown command "frob"`})

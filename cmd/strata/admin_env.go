@@ -26,13 +26,14 @@ const (
 	exitProblems = 3 // the command ran and found problems (cluster check: under-replicated or offline partitions)
 )
 
-// The bootstrap comes from --bootstrap, else from the environment
-// variable that deploy/local/cluster.sh's cluster.env exports, else the
-// default of `make run`. The variable carries no STRATA_ prefix so that it
-// can never be read as a broker setting by `strata serve`.
+// The bootstrap comes from --bootstrap, else from $STRATA_BOOTSTRAP, else
+// from $BOOTSTRAP (what deploy/local/cluster.sh's cluster.env exports),
+// else the default of `make run`. No broker config is named bootstrap.*,
+// so strata serve leaves STRATA_BOOTSTRAP alone (broker/config/env.go).
 const (
-	bootstrapEnv     = "BOOTSTRAP"
-	defaultBootstrap = "127.0.0.1:9092"
+	strataBootstrapEnv = "STRATA_BOOTSTRAP"
+	bootstrapEnv       = "BOOTSTRAP"
+	defaultBootstrap   = "127.0.0.1:9092"
 	metricsEnv       = "METRICS" // cluster.env: each broker's /metrics URL
 )
 
@@ -52,15 +53,17 @@ func newAdminEnv() *adminEnv {
 // globalFlags registers the flags every command accepts, wherever they
 // stand on the command line.
 func (e *adminEnv) globalFlags(fs *flag.FlagSet) {
-	fs.StringVar(&e.bootstrap, "bootstrap", e.bootstrap, "brokers to contact, HOST:PORT[,HOST:PORT…] (default: $"+bootstrapEnv+", else "+defaultBootstrap+")")
+	fs.StringVar(&e.bootstrap, "bootstrap", e.bootstrap, "brokers to contact, HOST:PORT[,HOST:PORT…] (default: $"+strataBootstrapEnv+", else $"+bootstrapEnv+", else "+defaultBootstrap+")")
 	fs.BoolVar(&e.json, "json", e.json, "print JSON on stdout instead of tables")
 }
 
 // bootstrapServers is the bootstrap the run uses and where it came from.
 func (e *adminEnv) bootstrapServers() (addrs []string, from string) {
 	v, from := e.bootstrap, "--bootstrap"
-	if v == "" {
-		v, from = strings.TrimSpace(os.Getenv(bootstrapEnv)), "$"+bootstrapEnv
+	for _, env := range []string{strataBootstrapEnv, bootstrapEnv} {
+		if v == "" {
+			v, from = strings.TrimSpace(os.Getenv(env)), "$"+env
+		}
 	}
 	if v == "" {
 		v, from = defaultBootstrap, "the default"

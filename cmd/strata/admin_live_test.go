@@ -40,6 +40,8 @@ func TestAdminAgainstBroker(t *testing.T) {
 	wantRun(t, "topics with --bootstrap over $BOOTSTRAP", r, 0, []string{"tiered\n"}, nil)
 	r = strataCLI(t, []string{"BOOTSTRAP=127.0.0.1:1"}, "admin", "topics")
 	wantRun(t, "topics with a wrong $BOOTSTRAP", r, 1, nil, []string{"127.0.0.1:1"})
+	r = strataCLI(t, []string{"BOOTSTRAP=127.0.0.1:1", "STRATA_BOOTSTRAP=" + addr}, "admin", "topics")
+	wantRun(t, "topics with $STRATA_BOOTSTRAP over $BOOTSTRAP", r, 0, []string{"tiered\n"}, nil)
 
 	// create names the config the broker refuses, as alter does.
 	wantRun(t, "create with an unknown config", admin(t, addr, "create", "bad", "-c", "no.such.config=1"), 1, nil, []string{"create bad: ", "no.such.config"})
