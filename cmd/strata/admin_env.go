@@ -34,7 +34,7 @@ const (
 	strataBootstrapEnv = "STRATA_BOOTSTRAP"
 	bootstrapEnv       = "BOOTSTRAP"
 	defaultBootstrap   = "127.0.0.1:9092"
-	metricsEnv       = "METRICS" // cluster.env: each broker's /metrics URL
+	metricsEnv         = "METRICS" // cluster.env: each broker's /metrics URL
 )
 
 // adminEnv is the state of one strata admin run.
