@@ -10,8 +10,16 @@ TESTTIME ?= 20m
 
 all: build
 
+# `strata version` prints VERSION and COMMIT, stamped here: the nearest
+# tag (git describe; the commit when there is none) and the commit, with
+# "-dirty" for a tree with local changes. Without git, the go command's
+# build information.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/strata
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/strata
 
 # The container image as a tar for `docker load -i bin/strata-image.tar`
 # (or podman load), built without a container engine: a static binary

@@ -8,14 +8,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const reassignUsage = `usage: strata admin [--bootstrap HOST:PORT] reassign status
-       strata admin [--bootstrap HOST:PORT] reassign cancel [--preserve-throttles] [TOPIC[:PARTITION]...]
+const reassignUsage = `usage: strata admin reassign status
+       strata admin reassign cancel [--preserve-throttles] [TOPIC[:PARTITION]...]
 
 status lists every partition reassignment in progress: its replicas
 (original and target), the replicas being added and removed, and how far
@@ -42,66 +40,43 @@ unless --preserve-throttles.
 `
 
 // runReassign runs strata admin reassign.
-func runReassign(cl *kgo.Client, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, reassignUsage)
-		return 2
-	}
-	switch args[0] {
-	case "status":
-		fs := flag.NewFlagSet("reassign status", flag.ContinueOnError)
-		fs.Usage = func() { fmt.Fprint(fs.Output(), reassignUsage) }
-		if _, code, ok := parseArgs(fs, args[1:], 0, 0); !ok {
-			return code
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return reassignStatus(ctx, cl, os.Stdout)
-	case "cancel":
-		fs := flag.NewFlagSet("reassign cancel", flag.ContinueOnError)
-		preserve := fs.Bool("preserve-throttles", false, "leave the replication throttles in place")
-		fs.Usage = func() { fmt.Fprint(fs.Output(), reassignUsage) }
-		names, code, ok := parseArgs(fs, args[1:], 0, -1)
-		if !ok {
-			return code
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return reassignCancel(ctx, cl, os.Stdout, names, *preserve)
-	case "-h", "--help", "-help", "help":
-		fmt.Print(reassignUsage)
-		return 0
-	}
-	return fail("reassign: unknown command %q (status, cancel)", args[0])
-}
-
-// parseArgs parses flags and positional arguments in any order, and
-// checks that there are at least minPos and at most maxPos (-1: any)
-// positional ones. When ok is false the command exits with code.
-func parseArgs(fs *flag.FlagSet, args []string, minPos, maxPos int) (pos []string, code int, ok bool) {
-	fs.SetOutput(io.Discard)
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(os.Stdout)
-				fs.Usage()
-				return nil, 0, false
+func runReassign(e *adminEnv, args []string) int {
+	return subcommand(e, "reassign", reassignUsage, args, map[string]func(*adminEnv, []string) int{
+		"status": func(e *adminEnv, args []string) int {
+			fs := e.newFlagSet("reassign status", reassignUsage)
+			if _, code, ok := parseArgs(fs, args, 0, 0); !ok {
+				return code
 			}
-			return nil, fail("%s: %v", fs.Name(), err), false
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	if len(pos) < minPos || maxPos >= 0 && len(pos) > maxPos {
-		fs.SetOutput(os.Stderr)
-		fs.Usage()
-		return nil, 2, false
-	}
-	return pos, 0, true
+			if code, ok := e.noJSON("reassign status"); !ok {
+				return code
+			}
+			cl, err := e.client()
+			if err != nil {
+				return fail("%v", err)
+			}
+			ctx, cancel := adminCtx()
+			defer cancel()
+			return reassignStatus(ctx, cl, e.stdout)
+		},
+		"cancel": func(e *adminEnv, args []string) int {
+			fs := e.newFlagSet("reassign cancel", reassignUsage)
+			preserve := fs.Bool("preserve-throttles", false, "leave the replication throttles in place")
+			names, code, ok := parseArgs(fs, args, 0, -1)
+			if !ok {
+				return code
+			}
+			if code, ok := e.noJSON("reassign cancel"); !ok {
+				return code
+			}
+			cl, err := e.client()
+			if err != nil {
+				return fail("%v", err)
+			}
+			ctx, cancel := adminCtx()
+			defer cancel()
+			return reassignCancel(ctx, cl, e.stdout, names, *preserve)
+		},
+	}, nil)
 }
 
 // listReassignments lists every reassignment in progress: a

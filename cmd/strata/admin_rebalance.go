@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-const rebalanceUsage = `usage: strata admin [--bootstrap HOST:PORT] cluster rebalance [--execute] [--throttle BYTES_PER_SEC] [--topics A,B] [--timeout D]
+const rebalanceUsage = `usage: strata admin cluster rebalance [--execute] [--throttle BYTES_PER_SEC] [--topics A,B] [--timeout D]
 
 Computes a plan that spreads the replicas, and the preferred leaders
 (first replicas), of every topic (or of --topics) evenly over the live
@@ -33,11 +33,14 @@ replication factor, never two replicas on one broker, existing replicas
 stay where they can, and when every broker has a broker.rack no move
 lowers the racks a partition spans. Replicas on brokers that are not
 live move too. It prints the plan (partition: current -> target) and
-the totals; without --execute nothing moves (a dry run).
+the totals, with the bytes to copy: the adding replicas copy their
+leader's local log (for a tiered topic only the tail not yet in the
+bucket, which stays where it is). Without --execute nothing moves (a dry
+run).
 
---execute submits the plan with AlterPartitionReassignments and shows the
-partitions and bytes left on stderr every second until it is done, then
-elects the preferred leaders. --throttle sets Kafka's replication
+--execute submits the plan with AlterPartitionReassignments and shows one
+progress line on stderr (partitions and bytes left, copy rate, time
+left) until it is done, then elects the preferred leaders. --throttle sets Kafka's replication
 throttles while it moves, as kafka-reassign-partitions does: the
 dynamic broker configs leader.replication.throttled.rate and
 follower.replication.throttled.rate on the brokers involved, the topic
@@ -46,7 +49,7 @@ and follower.replication.throttled.replicas (the adding ones); they are
 cleared when the move completes.
 `
 
-const decommissionUsage = `usage: strata admin [--bootstrap HOST:PORT] broker decommission ID [--execute] [--throttle BYTES_PER_SEC] [--timeout D]
+const decommissionUsage = `usage: strata admin broker decommission ID [--execute] [--throttle BYTES_PER_SEC] [--timeout D]
 
 Computes a plan that moves every replica off broker ID onto the other
 live brokers, each to the one holding the fewest replicas (racks kept
@@ -55,17 +58,24 @@ It refuses when the other brokers cannot hold a partition's replication
 factor. Without --execute it prints the plan only. With --execute it
 carries it out (see cluster rebalance), waits until broker ID has
 deleted its partition directories, and reports that it may be stopped.
+A broker id that is neither live nor holds a replica is an error.
 `
 
 // clusterRebalance runs strata admin cluster rebalance.
-func clusterRebalance(cl *kgo.Client, args []string) int {
-	fs := flag.NewFlagSet("cluster rebalance", flag.ContinueOnError)
+func clusterRebalance(e *adminEnv, args []string) int {
+	fs := e.newFlagSet("cluster rebalance", rebalanceUsage)
 	var opt execOptions
 	opt.flags(fs)
 	topics := fs.String("topics", "", "comma-separated topics to rebalance (default: every topic)")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), rebalanceUsage) }
 	if _, code, ok := parseArgs(fs, args, 0, 0); !ok {
 		return code
+	}
+	if code, ok := e.noJSON("cluster rebalance"); !ok {
+		return code
+	}
+	cl, err := e.client()
+	if err != nil {
+		return fail("%v", err)
 	}
 	var only []string
 	for t := range strings.SplitSeq(*topics, ",") {
@@ -77,18 +87,24 @@ func clusterRebalance(cl *kgo.Client, args []string) int {
 }
 
 // brokerDecommission runs strata admin broker decommission.
-func brokerDecommission(cl *kgo.Client, args []string) int {
-	fs := flag.NewFlagSet("broker decommission", flag.ContinueOnError)
+func brokerDecommission(e *adminEnv, args []string) int {
+	fs := e.newFlagSet("broker decommission", decommissionUsage)
 	var opt execOptions
 	opt.flags(fs)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), decommissionUsage) }
 	pos, code, ok := parseArgs(fs, args, 1, 1)
 	if !ok {
 		return code
 	}
 	id, err := strconv.ParseInt(pos[0], 10, 32)
 	if err != nil || id < 0 {
-		return fail("broker decommission: %q is not a broker id", pos[0])
+		return usageErr("broker decommission: %q is not a broker id", pos[0])
+	}
+	if code, ok := e.noJSON("broker decommission"); !ok {
+		return code
+	}
+	cl, err := e.client()
+	if err != nil {
+		return fail("%v", err)
 	}
 	return planAndRun(cl, "broker decommission", nil, planOptions{Remove: []int32{int32(id)}}, opt, int32(id))
 }
@@ -140,7 +156,16 @@ func planAndRun(cl *kgo.Client, what string, topics []string, popt planOptions, 
 		for _, p := range parts {
 			holds = holds || slices.Contains(p.Replicas, decommission)
 		}
-		if !holds {
+		live := slices.ContainsFunc(brokers, func(b planBroker) bool { return b.ID == decommission })
+		switch {
+		case !holds && !live:
+			var ids []int32
+			for _, b := range brokers {
+				ids = append(ids, b.ID)
+			}
+			slices.Sort(ids)
+			return fail("broker decommission: broker %d is not in the cluster: it is not live (live brokers: %s) and holds no replicas", decommission, idList(ids))
+		case !holds:
 			fmt.Printf("broker %d holds no replicas; it may be stopped\n", decommission)
 			return 0
 		}
@@ -154,6 +179,13 @@ func planAndRun(cl *kgo.Client, what string, topics []string, popt planOptions, 
 		live = append(live, b.ID)
 	}
 	writePlan(os.Stdout, p, live)
+	if n := p.Copies(); n > 0 {
+		if b, err := planBytes(mctx, adm, p); err != nil {
+			fmt.Printf("to copy: unknown (%v)\n", err)
+		} else {
+			fmt.Printf("to copy: about %s (%d replicas, each the local log of its leader; tiered history stays in the bucket)\n", humanBytes(b), n)
+		}
+	}
 	if len(p.Moves) == 0 {
 		if decommission < 0 {
 			fmt.Println("balanced already: nothing to move")
@@ -283,6 +315,9 @@ func executePlan(ctx context.Context, cl *kgo.Client, what string, p plan, opt e
 		}
 	}
 	began := time.Now()
+	prog := newProgress(os.Stderr)
+	defer prog.done()
+	mp := &moveProgress{began: began, partitions: len(target), firstBytes: -1}
 	deadline := time.NewTimer(opt.timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)
@@ -293,9 +328,9 @@ func executePlan(ctx context.Context, cl *kgo.Client, what string, p plan, opt e
 	for len(target) > 0 {
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		left, bytesLeft, err := progress(lctx, cl, target)
-		bad := ""
+		var bad []string
 		if err == nil && left == 0 {
-			if bad = checkTargets(lctx, adm, target); bad == "" {
+			if bad = checkTargets(lctx, adm, target); len(bad) == 0 {
 				cancel()
 				break
 			}
@@ -304,30 +339,31 @@ func executePlan(ctx context.Context, cl *kgo.Client, what string, p plan, opt e
 			} else if time.Since(settled) > 30*time.Second {
 				cancel()
 				th.clearLogged(adm)
-				return fail("%s: after the moves: %s", what, bad)
+				prog.done()
+				return fail("%s: after the moves: %s", what, firstFew(bad, 3))
 			}
 		}
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			fmt.Fprintf(os.Stderr, "  %v (retrying)\n", err)
+			prog.update(fmt.Sprintf("  %v (retrying)", err), "error")
 		case err == nil && left > 0:
-			b := ""
-			if bytesLeft >= 0 {
-				b = ", about " + humanBytes(bytesLeft) + " left to copy"
-			}
-			fmt.Fprintf(os.Stderr, "  %d of %d partitions moving%s (%v)\n", left, len(target), b, time.Since(began).Round(time.Second))
+			text, key := mp.line(left, bytesLeft, time.Now())
+			prog.update("  "+text, key)
 		case err == nil:
-			fmt.Fprintf(os.Stderr, "  moved; waiting for the metadata to show it: %s (%v)\n", bad, time.Since(began).Round(time.Second))
+			prog.update(fmt.Sprintf("  moved; waiting for the metadata to show the new replicas of %d partitions (%v)", len(bad), time.Since(began).Round(time.Second)), "waiting")
 		}
 		select {
 		case <-ctx.Done():
+			prog.done()
 			return fail("%s: interrupted; the moves go on (strata admin reassign status); the replication throttles stay until strata admin reassign cancel", what)
 		case <-deadline.C:
+			prog.done()
 			return fail("%s: not done within %v: %d partitions still moving (strata admin reassign status); the replication throttles stay until strata admin reassign cancel", what, opt.timeout, left)
 		case <-tick.C:
 		}
 	}
+	prog.done()
 	if len(th.brokers) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := th.clear(cctx, adm)
@@ -409,8 +445,8 @@ func electPreferred(ctx context.Context, adm *kadm.Client, target map[partKey][]
 }
 
 // checkTargets compares the replicas in metadata with target, and
-// describes the partitions that differ ("" when none do).
-func checkTargets(ctx context.Context, adm *kadm.Client, target map[partKey][]int32) string {
+// describes the partitions that differ (none when all match).
+func checkTargets(ctx context.Context, adm *kadm.Client, target map[partKey][]int32) []string {
 	var topics []string
 	for k := range target {
 		if !slices.Contains(topics, k.topic) {
@@ -419,7 +455,7 @@ func checkTargets(ctx context.Context, adm *kadm.Client, target map[partKey][]in
 	}
 	md, err := adm.Metadata(ctx, topics...)
 	if err != nil {
-		return fmt.Sprintf("metadata: %v", err)
+		return []string{fmt.Sprintf("metadata: %v", err)}
 	}
 	var bad []string
 	for k, want := range target {
@@ -429,7 +465,42 @@ func checkTargets(ctx context.Context, adm *kadm.Client, target map[partKey][]in
 		}
 	}
 	slices.Sort(bad)
-	return strings.Join(bad, "; ")
+	return bad
+}
+
+// firstFew joins the first n items and says how many more there are.
+func firstFew(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
+}
+
+// planBytes estimates the bytes p copies: for each adding replica, the
+// local log of its partition's leader.
+func planBytes(ctx context.Context, adm *kadm.Client, p plan) (int64, error) {
+	var topics []string
+	for _, m := range p.Moves {
+		if len(m.Adding()) > 0 && !slices.Contains(topics, m.Topic) {
+			topics = append(topics, m.Topic)
+		}
+	}
+	if len(topics) == 0 {
+		return 0, nil
+	}
+	td, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return 0, err
+	}
+	sz, err := logSizes(ctx, adm, td)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, m := range p.Moves {
+		total += int64(len(m.Adding())) * sz.local[partKey{m.Topic, m.Partition}]
+	}
+	return total, nil
 }
 
 // awaitEmpty waits until broker id lists no partition in its data

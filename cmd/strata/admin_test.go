@@ -45,14 +45,15 @@ func TestDescribeShowsOffsetErrors(t *testing.T) {
 		err: &kadm.ShardErrors{Name: "ListOffsets", Errs: []kadm.ShardError{shard(9, kerr.KafkaStorageError), shard(2, kerr.UnknownTopicOrPartition)}},
 	}
 	var b strings.Builder
-	if bad := writeDescribe(&b, td, starts, ends); bad != 3 {
+	sz := sizes{local: map[partKey]int64{{"t", 0}: 2048, {"t", 1}: 10}, remote: map[partKey]int64{{"t", 0}: 3 << 20}}
+	if bad := writeDescribe(&b, td, starts, ends, sz); bad != 3 {
 		t.Errorf("%d rows with errors, want 3 (gone, t/1, t/2)", bad)
 	}
-	want := "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND\tERROR\n" +
-		"gone\t\t\t\t\t\t\t\tUNKNOWN_TOPIC_OR_PARTITION\n" +
-		"t\t0\t1\t3\t[1 2]\t[1 2]\t5\t42\t\n" +
-		"t\t1\t2\t4\t[2 1]\t[2]\t7\t-\tEND: NOT_LEADER_OR_FOLLOWER\n" +
-		"t\t2\t1\t5\t[1 2]\t[1 2]\t0\t-\tEND: UNKNOWN_TOPIC_OR_PARTITION\n"
+	want := "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND\tLOCAL\tREMOTE\tERROR\n" +
+		"gone\t\t\t\t\t\t\t\t\t\tUNKNOWN_TOPIC_OR_PARTITION\n" +
+		"t\t0\t1\t3\t[1 2]\t[1 2]\t5\t42\t2.0 kB\t3.0 MB\t\n" +
+		"t\t1\t2\t4\t[2 1]\t[2]\t7\t-\t10 B\t-\tEND: NOT_LEADER_OR_FOLLOWER\n" +
+		"t\t2\t1\t5\t[1 2]\t[1 2]\t0\t-\t-\t-\tEND: UNKNOWN_TOPIC_OR_PARTITION\n"
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
 	}
@@ -60,8 +61,8 @@ func TestDescribeShowsOffsetErrors(t *testing.T) {
 	// A request that failed before any shard: its error, not a number.
 	b.Reset()
 	failed := offsets{err: errors.New("context deadline exceeded")}
-	if bad := writeDescribe(&b, kadm.TopicDetails{"t": {Topic: "t", Partitions: kadm.PartitionDetails{0: td["t"].Partitions[0]}}}, failed, failed); bad != 1 ||
-		!strings.Contains(b.String(), "\t-\t-\tSTART: context deadline exceeded, END: context deadline exceeded\n") {
+	if bad := writeDescribe(&b, kadm.TopicDetails{"t": {Topic: "t", Partitions: kadm.PartitionDetails{0: td["t"].Partitions[0]}}}, failed, failed, sizes{}); bad != 1 ||
+		!strings.Contains(b.String(), "\t-\t-\t-\t-\tSTART: context deadline exceeded, END: context deadline exceeded\n") {
 		t.Errorf("%d rows with errors, table:\n%s", bad, b.String())
 	}
 }
@@ -111,13 +112,14 @@ func TestDescribeAgainstBroker(t *testing.T) {
 		return resp, nil, true
 	})
 	var b strings.Builder
-	if code := describe(ctx, kadm.NewClient(cl), &b, []string{"t"}); code != 1 {
+	e := &adminEnv{stdout: &b}
+	if code := describe(ctx, kadm.NewClient(cl), e, []string{"t"}); code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
 	lines := strings.Split(b.String(), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "TOPIC") ||
-		!strings.Contains(lines[1], " 0 ") || strings.Join(strings.Fields(lines[1])[6:], " ") != "0 2" ||
-		strings.Join(strings.Fields(lines[2])[6:], " ") != "0 - END: NOT_LEADER_OR_FOLLOWER" {
+		!strings.Contains(lines[1], " 0 ") || strings.Join(strings.Fields(lines[1])[6:8], " ") != "0 2" ||
+		strings.Join(strings.Fields(lines[2])[6:8], " ") != "0 -" || !strings.HasSuffix(lines[2], "END: NOT_LEADER_OR_FOLLOWER") {
 		t.Errorf("describe:\n%s", b.String())
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"flag"
+
 	"fmt"
 	"os"
 	"slices"
@@ -27,8 +27,8 @@ import (
 	tierpkg "strata/tier"
 )
 
-const drainUsage = `usage: strata admin [--bootstrap HOST:PORT] cluster drain [--timeout D]
-       strata admin [--bootstrap HOST:PORT] cluster resume
+const drainUsage = `usage: strata admin cluster drain [--timeout D]
+       strata admin cluster resume
 
 drain refuses writes on every broker and has each one roll and upload
 the active segment of every tiered partition it leads; once every tiered
@@ -42,12 +42,18 @@ started after the drain).
 `
 
 // clusterDrain runs strata admin cluster drain.
-func clusterDrain(cl *kgo.Client, args []string) int {
-	fs := flag.NewFlagSet("cluster drain", flag.ContinueOnError)
+func clusterDrain(e *adminEnv, args []string) int {
+	fs := e.newFlagSet("cluster drain", drainUsage)
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for the uploads")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, drainUsage) }
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if _, code, ok := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	if code, ok := e.noJSON("cluster drain"); !ok {
+		return code
+	}
+	cl, err := e.client()
+	if err != nil {
+		return fail("%v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -65,19 +71,23 @@ func clusterDrain(cl *kgo.Client, args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "draining: writes refused; uploading the active segments of %d tiered topics\n", len(tiered))
 	began := time.Now()
+	prog := newProgress(os.Stderr)
 	for {
 		left, total, err := drainLeft(ctx, cl, tiered)
 		switch {
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "  %v (retrying)\n", err)
+			prog.update(fmt.Sprintf("  %v (retrying)", err), "error")
 		case left == 0:
+			prog.done()
 			fmt.Printf("drained: all %d partitions of tiered topics are in the bucket (%v)\n", total, time.Since(began).Round(time.Millisecond))
 			return drainSnapshots(ctx, adm, *timeout)
 		default:
-			fmt.Fprintf(os.Stderr, "  %d of %d partitions still uploading\n", left, total)
+			k := fmt.Sprintf("  %d of %d partitions still uploading", left, total)
+			prog.update(fmt.Sprintf("%s (%v)", k, time.Since(began).Round(time.Second)), k)
 		}
 		select {
 		case <-ctx.Done():
+			prog.done()
 			return fail("cluster drain: not drained within %v: %d partitions still uploading", *timeout, left)
 		case <-time.After(time.Second):
 		}
@@ -154,7 +164,18 @@ func drainSnapshots(ctx context.Context, adm *kadm.Client, timeout time.Duration
 }
 
 // clusterResume runs strata admin cluster resume.
-func clusterResume(cl *kgo.Client) int {
+func clusterResume(e *adminEnv, args []string) int {
+	fs := e.newFlagSet("cluster resume", drainUsage)
+	if _, code, ok := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	if code, ok := e.noJSON("cluster resume"); !ok {
+		return code
+	}
+	cl, err := e.client()
+	if err != nil {
+		return fail("%v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := alterDefaultBrokerConfig(ctx, kadm.NewClient(cl), kadm.AlterConfig{Name: broker.DrainConfig, Op: kadm.DeleteConfig}); err != nil {
@@ -270,8 +291,8 @@ func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, tota
 	return left, total, nil
 }
 
-const restoreUsage = `usage: strata admin [--bootstrap HOST:PORT] restore --zookeeper CONNECT [--config FILE] --tier URL [--s3-endpoint URL] [--s3-region R] [--s3-ca-bundle FILE] [--s3-sse MODE [--s3-sse-kms-key-id ID]]
-       strata admin [--bootstrap HOST:PORT] restore --discard [--force] --tier URL [--s3-endpoint URL] [--s3-region R] [--s3-ca-bundle FILE] [--s3-sse MODE [--s3-sse-kms-key-id ID]]
+const restoreUsage = `usage: strata admin restore --zookeeper CONNECT [--config FILE] --tier URL [--s3-endpoint URL] [--s3-region R] [--s3-ca-bundle FILE] [--s3-sse MODE [--s3-sse-kms-key-id ID]]
+       strata admin restore --discard [--force] --tier URL [--s3-endpoint URL] [--s3-region R] [--s3-ca-bundle FILE] [--s3-sse MODE [--s3-sse-kms-key-id ID]]
 
 Brings a cluster back from its bucket alone: the topics (with their ids,
 partitions and configs), dynamic broker configs and producer id block
@@ -299,8 +320,8 @@ brokers' own, when their ZooKeeper is secured).
 `
 
 // runRestore runs strata admin restore.
-func runRestore(bootstrap string, args []string) int {
-	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+func runRestore(e *adminEnv, args []string) int {
+	fs := e.newFlagSet("restore", restoreUsage)
 	zkConnect := fs.String("zookeeper", "", "ZooKeeper connect string, HOST:PORT[/chroot]")
 	configFile := fs.String("config", "", "server.properties with the brokers' zookeeper.set.acl, zookeeper.digest.user and zookeeper.digest.password")
 	tierURL := fs.String("tier", "", "the tier the cluster used, s3://bucket/prefix or file:///dir")
@@ -308,14 +329,24 @@ func runRestore(bootstrap string, args []string) int {
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for every partition to serve")
 	discard := fs.Bool("discard", false, "throw the bucket's snapshot away and give the bucket to the cluster at --bootstrap")
 	force := fs.Bool("force", false, "with --discard: discard a snapshot written less than 3 minutes ago")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, restoreUsage) }
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if _, code, ok := parseArgs(fs, args, 0, 0); !ok {
+		return code
 	}
-	if *tierURL == "" || (*zkConnect == "") == !*discard || *force && !*discard {
-		fs.Usage()
-		return 2
+	switch {
+	case *tierURL == "":
+		return usageErr("restore: need --tier (see --help)")
+	case *zkConnect == "" && !*discard:
+		return usageErr("restore: need --zookeeper, or --discard (see --help)")
+	case *zkConnect != "" && *discard:
+		return usageErr("restore: --zookeeper and --discard exclude each other")
+	case *force && !*discard:
+		return usageErr("restore: --force goes with --discard only")
 	}
+	if code, ok := e.noJSON("restore"); !ok {
+		return code
+	}
+	addrs, _ := e.bootstrapServers()
+	bootstrap := strings.Join(addrs, ",")
 	tc := s3.config(*tierURL)
 	if err := tc.Validate(); err != nil {
 		return fail("restore: %v", err)
