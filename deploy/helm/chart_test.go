@@ -757,42 +757,17 @@ func checkRackScript(t *testing.T, m *manifests) {
 		t.Fatal("no rack.sh in the ConfigMap")
 	}
 	for _, tc := range []struct {
-		name, labels, required string
-		wantRack               string
-		wantFail               bool
+		name, labels string
+		required     bool
+		wantRack     string
+		wantFail     bool
 	}{
-		{"zone", `"kubernetes.io/hostname":"ip-10-0-1-7","topology.kubernetes.io/region":"eu-west-1","topology.kubernetes.io/zone":"eu-west-1b"`, "false", "eu-west-1b", false},
-		{"no zone", `"kubernetes.io/hostname":"ip-10-0-1-7"`, "false", "", false},
-		{"no zone, required", `"kubernetes.io/hostname":"ip-10-0-1-7"`, "true", "", true},
+		{"zone", `"kubernetes.io/hostname":"ip-10-0-1-7","topology.kubernetes.io/region":"eu-west-1","topology.kubernetes.io/zone":"eu-west-1b"`, false, "eu-west-1b", false},
+		{"no zone", `"kubernetes.io/hostname":"ip-10-0-1-7"`, false, "", false},
+		{"no zone, required", `"kubernetes.io/hostname":"ip-10-0-1-7"`, true, "", true},
 	} {
 		t.Run("rack "+tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			node := `{"kind":"Node","apiVersion":"v1","metadata":{"name":"ip-10-0-1-7","labels":{` + tc.labels +
-				`},"annotations":{"note":"x"},"managedFields":[{"fieldsV1":{"f:metadata":{"f:labels":{"f:topology.kubernetes.io/zone":{}}}}}]}}`
-			bin := filepath.Join(dir, "bin")
-			etc := filepath.Join(dir, "etc")
-			out := filepath.Join(dir, "out")
-			for _, d := range []string{bin, etc, out} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := os.WriteFile(filepath.Join(bin, "curl"), []byte("#!/bin/sh\ncat \"$NODE_FILE\"\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "node.json"), []byte(node), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			base := cm.Data["server.properties"]
-			if err := os.WriteFile(filepath.Join(etc, "server.properties"), []byte(base), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s := strings.NewReplacer("/etc/strata/", etc+"/", "/var/run/strata/", out+"/", "/var/run/secrets/strata-rack", dir).Replace(script)
-			cmd := exec.Command("sh", "-c", s)
-			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "NODE_FILE=" + filepath.Join(dir, "node.json"),
-				"NODE_NAME=ip-10-0-1-7", "RACK_LABEL=topology.kubernetes.io/zone", "RACK_REQUIRED=" + tc.required}
-			os.WriteFile(filepath.Join(dir, "token"), []byte("t"), 0o644)
-			log, err := cmd.CombinedOutput()
+			path, log, err := runRackScript(t, cm, tc.labels, tc.required)
 			if tc.wantFail {
 				if err == nil {
 					t.Errorf("the script succeeded on a node without the label:\n%s", log)
@@ -802,7 +777,7 @@ func checkRackScript(t *testing.T, m *manifests) {
 			if err != nil {
 				t.Fatalf("rack script: %v\n%s", err, log)
 			}
-			got, err := os.ReadFile(filepath.Join(out, "server.properties"))
+			got, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -813,7 +788,7 @@ func checkRackScript(t *testing.T, m *manifests) {
 			if props["broker.rack"] != tc.wantRack {
 				t.Errorf("broker.rack %q, want %q\n%s", props["broker.rack"], tc.wantRack, got)
 			}
-			if !strings.HasPrefix(string(got), base) {
+			if base := cm.Data["server.properties"]; !strings.HasPrefix(string(got), base) {
 				t.Errorf("the written file does not start with the ConfigMap's:\n%s", got)
 			}
 		})
