@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"strata/internal/testenv"
@@ -27,9 +29,11 @@ import (
 // what cannot work outside a cluster is swapped: the addresses (loopback
 // and free ports for 0.0.0.0 and the pod DNS names), the ZooKeeper and
 // bucket addresses, and the data directory. Both register under their
-// pod index with their node's zone as rack, serve /healthz on the
-// metrics port, and stop cleanly on SIGTERM well within the pod's grace
-// period.
+// pod index with their node's zone as rack and serve /healthz on the
+// metrics port. Then the scaling procedure of docs/kubernetes.md runs
+// with the command lines of the chart's Jobs: decommission broker 1, stop
+// it (SIGTERM, done well within the pod's grace period), start pod 1 anew
+// and rebalance; no record is lost.
 func TestBrokersRunChartConfig(t *testing.T) {
 	m := render(t, "testdata/default.yaml")
 	sts, c := brokers(t, m)
@@ -49,9 +53,11 @@ func TestBrokersRunChartConfig(t *testing.T) {
 	}
 
 	zones := []string{"eu-west-1a", "eu-west-1b"}
-	var started []*testenv.Broker
-	for i, zone := range zones {
-		props, log, err := runRackScript(t, cm, fmt.Sprintf(`"kubernetes.io/hostname":"node-a","topology.kubernetes.io/zone":%q`, zone), true)
+	// startPod starts the broker of pod index i, as a new pod with a new
+	// volume: the rack init script, then strata serve.
+	startPod := func(i int) *testenv.Broker {
+		labels := fmt.Sprintf(`"kubernetes.io/hostname":"node-%d","topology.kubernetes.io/zone":%q`, i, zones[i])
+		props, log, err := runRackScript(t, cm, labels, true)
 		if err != nil {
 			t.Fatalf("rack script: %v\n%s", err, log)
 		}
@@ -73,9 +79,9 @@ func TestBrokersRunChartConfig(t *testing.T) {
 			}
 			args = append(args, strings.ReplaceAll(a, "$(POD_INDEX)", strconv.Itoa(i)))
 		}
-		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: 99, Args: args})
-		started = append(started, b)
+		return testenv.StartBroker(t, testenv.BrokerOptions{ID: 99, Args: args})
 	}
+	started := []*testenv.Broker{startPod(0), startPod(1)}
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(started[0].Addr()))
 	if err != nil {
@@ -122,11 +128,139 @@ func TestBrokersRunChartConfig(t *testing.T) {
 		}
 	}
 
+	// Scaling in, as docs/kubernetes.md has it: the chart's decommission
+	// Job for broker 1 (replicas going from 2 to 1), its command line run
+	// as is but for the bootstrap address, then the pod's SIGTERM.
+	const topic = "orders"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	on, one := "true", "1"
+	// Replication factor 1, so that one broker can hold every partition.
+	r, err := adm.CreateTopic(ctx, 4, 1, map[string]*string{"remote.storage.enable": &on, "min.insync.replicas": &one}, topic)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	const records = 200
+	produce(t, cl, topic, 0, records)
+	runJob(t, "replicas: 1\nscaling: {job: decommission, brokerId: 1}\n", started[0].Addr(), "may be stopped")
+	if held := replicasOn(t, adm, topic); held[1] != 0 || held[0] != 4 {
+		t.Errorf("after the decommission Job, replicas per broker %v, want all 4 on broker 0", held)
+	}
 	began := time.Now()
 	started[1].Stop() // SIGTERM, as the kubelet sends: a controlled shutdown
 	if d := time.Since(began); d > grace/2 {
 		t.Errorf("broker 1 took %v to stop on SIGTERM; the pod's grace period is %v", d, grace)
 	}
+
+	// Scaling out: pod 1 comes back with a new volume, and the chart's
+	// rebalance Job gives it its share.
+	started[1] = startPod(1)
+	produce(t, cl, topic, records, records)
+	runJob(t, "replicas: 2\nscaling: {job: rebalance}\n", started[0].Addr(), "")
+	if held := replicasOn(t, adm, topic); held[0] != 2 || held[1] != 2 {
+		t.Errorf("after the rebalance Job, replicas per broker %v, want 2 on each", held)
+	}
+	if n := consumeAll(t, started[1].Addr(), topic, 2*records); n != 2*records {
+		t.Errorf("consumed %d records after scaling in and out, want %d", n, 2*records)
+	}
+}
+
+// runJob renders the chart's scaling Job with testdata/default.yaml plus
+// extra values, and runs its command line with the real strata binary
+// against bootstrap; it must succeed and, if want is set, say want.
+func runJob(t *testing.T, extra, bootstrap, want string) {
+	t.Helper()
+	m := render(t, valuesWith(t, "testdata/default.yaml", extra))
+	var job *batchv1.Job
+	for _, o := range m.objs {
+		if j, ok := o.(*batchv1.Job); ok {
+			job = j
+		}
+	}
+	if job == nil {
+		t.Fatalf("no Job rendered with %q", extra)
+	}
+	cmd := slices.Clone(job.Spec.Template.Spec.Containers[0].Command)
+	for i, a := range cmd {
+		if strings.HasPrefix(a, "--bootstrap=") {
+			cmd[i] = "--bootstrap=" + bootstrap
+		}
+	}
+	res := exec.Command(testenv.BuildStrata(t), cmd[1:]...)
+	out, err := res.CombinedOutput()
+	if err != nil {
+		t.Fatalf("strata %q: %v\n%s", cmd[1:], err, out)
+	}
+	if !strings.Contains(string(out), want) {
+		t.Errorf("strata %q said\n%s\nwant %q", cmd[1:], out, want)
+	}
+}
+
+// valuesWith writes a values file of base followed by extra.
+func valuesWith(t *testing.T, base, extra string) string {
+	t.Helper()
+	b, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, append(b, extra...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// replicasOn counts the replicas of topic's partitions on each broker.
+func replicasOn(t *testing.T, adm *kadm.Client, topic string) map[int32]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	held := map[int32]int{}
+	for _, p := range md.Topics[topic].Partitions {
+		for _, r := range p.Replicas {
+			held[r]++
+		}
+	}
+	return held
+}
+
+func produce(t *testing.T, cl *kgo.Client, topic string, from, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// consumeAll reads topic from the start through a client bootstrapped
+// at addr until it has seen want distinct records or 30 s have passed,
+// and returns how many it saw.
+func consumeAll(t *testing.T, addr, topic string, want int) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[string]bool{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(seen) < want && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	return len(seen)
 }
 
 // runRackScript runs the chart's rack init script as the init container
