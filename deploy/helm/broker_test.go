@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,8 +30,8 @@ import (
 // what cannot work outside a cluster is swapped: the addresses (loopback
 // and free ports for 0.0.0.0 and the pod DNS names), the ZooKeeper and
 // bucket addresses, and the data directory. Both register under their
-// pod index with their node's zone as rack and serve /healthz on the
-// metrics port. Then the scaling procedure of docs/kubernetes.md runs
+// pod index with their node's zone as rack and answer the probes'
+// /healthz and /readyz on the metrics port. Then the scaling procedure of docs/kubernetes.md runs
 // with the command lines of the chart's Jobs: decommission broker 1, stop
 // it (SIGTERM, done well within the pod's grace period), start pod 1 anew
 // and rebalance; no record is lost.
@@ -118,13 +119,9 @@ func TestBrokersRunChartConfig(t *testing.T) {
 		if addr == "" {
 			t.Fatalf("broker %d logged no metrics address", i)
 		}
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err != nil {
-			t.Fatalf("broker %d /healthz: %v", i, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("broker %d /healthz: %s", i, resp.Status)
+		// The paths of the pod's probes, on the metrics port.
+		for _, path := range []string{c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path, c.StartupProbe.HTTPGet.Path} {
+			waitOK(t, fmt.Sprintf("broker %d", i), "http://"+addr+path)
 		}
 	}
 
@@ -165,6 +162,27 @@ func TestBrokersRunChartConfig(t *testing.T) {
 	}
 	if n := consumeAll(t, started[1].Addr(), topic, 2*records); n != 2*records {
 		t.Errorf("consumed %d records after scaling in and out, want %d", n, 2*records)
+	}
+}
+
+// waitOK waits up to 30 seconds for url to answer 200.
+func waitOK(t *testing.T, what, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s: %v", what, url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
