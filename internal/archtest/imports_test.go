@@ -47,6 +47,7 @@ var rules = map[string][]string{
 	// Test-only packages: they may use anything but each other's tests.
 	"internal/testenv":  {},
 	"internal/deploy":   {},
+	"deploy/helm":       {}, // the Helm chart's render tests
 	"internal/e2e":      {},
 	"internal/archtest": {},
 	"compat":            {},
