@@ -31,7 +31,7 @@ IMAGE      ?= strata:latest
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 IMAGE_TAR  ?= bin/strata-image.tar
 image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o bin/strata-linux-$(IMAGE_ARCH) ./cmd/strata
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/strata-linux-$(IMAGE_ARCH) ./cmd/strata
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
 	  $(GO) run ./internal/image/mkimage --binary bin/strata-linux-$(IMAGE_ARCH) --arch $(IMAGE_ARCH) \
 	  --tag $(IMAGE) --out $(IMAGE_TAR) --version "$$(git describe --always --dirty 2>/dev/null)"
