@@ -48,6 +48,7 @@
 # cluster.env (rewritten by each up that starts something and each start N
 # that adds a broker; `source` it):
 #   BOOTSTRAP          (exported) the brokers' Kafka addresses, HOST:PORT,...
+#   STRATA_BOOTSTRAP   (exported) the same, the variable `strata admin` reads first
 #   ZOOKEEPER          (exported) the brokers' ZooKeeper connect string, with chroot /strata
 #   METRICS            (exported) each broker's Prometheus endpoint, URL,... in
 #                      broker id order; /healthz answers on the same HOST:PORT
@@ -279,6 +280,7 @@ write_env() {
     echo "# for this state dir and reused by every up / start; source this file for the"
     echo "# exported addresses."
     (IFS=,; echo "export BOOTSTRAP=${boot[*]}")
+    (IFS=,; echo "export STRATA_BOOTSTRAP=${boot[*]}")
     echo "export ZOOKEEPER=127.0.0.1:$ZK_PORT/strata"
     (IFS=,; echo "export METRICS=${metrics[*]}")
     if [ "$CLUSTER_TIER" = 1 ]; then

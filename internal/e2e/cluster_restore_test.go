@@ -17,7 +17,7 @@ import (
 // use another chroot: a ZooKeeper that never saw the cluster, hence
 // another cluster id) and every disk. The new brokers run past their
 // first snapshot check and past the reconciliation's grace period before
-// the restore, as a person following the README does: they say at WARN
+// the restore, as a person following docs/scaling.md does: they say at WARN
 // that the bucket holds another cluster's snapshot, write nothing over
 // it and delete none of its objects. strata admin restore then brings
 // the topics back from the snapshot, with their ids and the old cluster

@@ -21,7 +21,7 @@ import (
 	"strata/tier"
 )
 
-// Scale to zero and back, as README's "Scale to zero and back" has a
+// Scale to zero and back, as docs/scaling.md's "Scale to zero and back" has a
 // person do it, with the pauses a person takes: three `strata serve`
 // processes on a real ZooKeeper share a MinIO bucket; the reconciliation
 // runs every second with a grace of two seconds (10 task intervals), so
@@ -273,7 +273,7 @@ func (c *scaleCluster) verify(ctx context.Context, w *scaleWorkload) {
 	}
 }
 
-// TestScaleToZeroZooKeeperKept is the README's scale to zero and back
+// TestScaleToZeroZooKeeperKept is docs/scaling.md's scale to zero and back
 // with ZooKeeper kept and every disk wiped: the brokers start on empty
 // disks and run for more than a snapshot period (their snapshot writer
 // rewrites the group offsets in the bucket) before anyone looks. Every

@@ -213,6 +213,9 @@ func checkClusterAddBroker(t *testing.T, dir string, seeds []string,
 	if want := strings.Join(append(slices.Clone(seeds), addr), ","); env["BOOTSTRAP"] != want {
 		t.Errorf("BOOTSTRAP after start 4 = %s, want %s", env["BOOTSTRAP"], want)
 	}
+	if env["STRATA_BOOTSTRAP"] != env["BOOTSTRAP"] {
+		t.Errorf("STRATA_BOOTSTRAP after start 4 = %s, want BOOTSTRAP's %s", env["STRATA_BOOTSTRAP"], env["BOOTSTRAP"])
+	}
 	pids := readClusterPIDs(t, dir)
 	pid := pids["broker-4.pid"]
 	if !processAlive(pid) {
@@ -442,9 +445,9 @@ func checkClusterSourceFiles(t *testing.T, dir, bootstrap string) {
 			t.Errorf("after sourcing %s, the child's %s = %q, want %q", creds, k, got[k], v)
 		}
 	}
-	if got["BOOTSTRAP"] != bootstrap || got["ZOOKEEPER"] == "" || got["METRICS"] == "" || got["S3_ENDPOINT"] == "" {
-		t.Errorf("after sourcing cluster.env, the child's BOOTSTRAP=%q (want %q), ZOOKEEPER=%q, METRICS=%q, S3_ENDPOINT=%q",
-			got["BOOTSTRAP"], bootstrap, got["ZOOKEEPER"], got["METRICS"], got["S3_ENDPOINT"])
+	if got["BOOTSTRAP"] != bootstrap || got["STRATA_BOOTSTRAP"] != bootstrap || got["ZOOKEEPER"] == "" || got["METRICS"] == "" || got["S3_ENDPOINT"] == "" {
+		t.Errorf("after sourcing cluster.env, the child's BOOTSTRAP=%q and STRATA_BOOTSTRAP=%q (want %q), ZOOKEEPER=%q, METRICS=%q, S3_ENDPOINT=%q",
+			got["BOOTSTRAP"], got["STRATA_BOOTSTRAP"], bootstrap, got["ZOOKEEPER"], got["METRICS"], got["S3_ENDPOINT"])
 	}
 }
 

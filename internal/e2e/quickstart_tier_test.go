@@ -15,15 +15,16 @@ import (
 	"strata/internal/testenv"
 )
 
-// TestQuickstartTierWithinAMinute mirrors the README's "Tiered storage in
-// a minute": keep the two in step (settings, topic configs, the amount
+// TestQuickstartTierWithinAMinute mirrors "Tiered storage in a minute" of
+// docs/tiered-storage.md: keep the two in step (TestQuickstartTierDocInStep
+// checks the doc still says what this test does) (settings, topic configs, the amount
 // produced and what is shown). A broker with a file tier that checks local
 // retention and uploads every 5 s, a topic with remote.storage.enable=true,
 // 1 MiB segments and local.retention.ms=10000, and kcat producing the
 // lines of `head -c 3000000 /dev/urandom | base64`. Within a minute of the
 // produce the sealed segments must be in the tier and gone from local
 // disk, leaving only the active segment, while ListOffsets earliest stays
-// 0 and a fresh consumer (kcat, as in the README, and franz-go) reads
+// 0 and a fresh consumer (kcat, as in the doc, and franz-go) reads
 // every record back from offset 0, from the tier.
 func TestQuickstartTierWithinAMinute(t *testing.T) {
 	kcat := testenv.RequireKcat(t)
@@ -54,7 +55,7 @@ func TestQuickstartTierWithinAMinute(t *testing.T) {
 	}
 	input := strings.Join(lines, "\n") + "\n"
 	if len(lines) != 52632 {
-		t.Fatalf("%d lines to produce, the README says 52632", len(lines))
+		t.Fatalf("%d lines to produce, docs/tiered-storage.md says 52632", len(lines))
 	}
 
 	// kcat -P -b ADDR -t tiered
@@ -68,7 +69,7 @@ func TestQuickstartTierWithinAMinute(t *testing.T) {
 	// (No ListOffsets yet: until the broker's first tier pass has built
 	// its remote index, earliest is REPLICA_NOT_AVAILABLE, as documented.)
 
-	// Wait, as the README's `sleep 30` does, until only the active segment
+	// Wait, as the doc's `sleep 30` does, until only the active segment
 	// is left locally: the local log start (ListOffsets -4) is its base,
 	// and the tier holds every offset below it.
 	var local []string
@@ -154,4 +155,44 @@ func lastBase(t *testing.T, names []string) int64 {
 		t.Fatalf("segment file %q: %v", names[len(names)-1], err)
 	}
 	return base
+}
+
+// TestQuickstartTierDocInStep checks that "Tiered storage in a minute" of
+// docs/tiered-storage.md, which the README links as its tiered quickstart,
+// still runs what TestQuickstartTierWithinAMinute tests: the same broker
+// settings, topic configs, amount produced, wait and outcome.
+func TestQuickstartTierDocInStep(t *testing.T) {
+	b, err := os.ReadFile("../../docs/tiered-storage.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n## Tiered storage in a minute\n")
+	if start < 0 {
+		t.Fatal(`docs/tiered-storage.md has no "## Tiered storage in a minute" section`)
+	}
+	section := doc[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	for _, want := range []string{
+		`make run ARGS="--set log.retention.check.interval.ms=5000 --set remote.log.manager.task.interval.ms=5000"`,
+		"bin/strata admin create tiered -p 1 -c remote.storage.enable=true -c segment.bytes=1048576 -c local.retention.ms=10000",
+		"head -c 3000000 /dev/urandom | base64 | kcat -P -b 127.0.0.1:9092 -t tiered",
+		"sleep 30",
+		"kcat -C -b 127.0.0.1:9092 -t tiered -o beginning -e -q | wc -l",
+		"52632",
+		"(../internal/e2e/quickstart_tier_test.go)",
+	} {
+		if !strings.Contains(section, want) {
+			t.Errorf("docs/tiered-storage.md's \"Tiered storage in a minute\" no longer says %q: keep it and TestQuickstartTierWithinAMinute in step", want)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "(docs/tiered-storage.md#tiered-storage-in-a-minute)") {
+		t.Error("README.md no longer links docs/tiered-storage.md#tiered-storage-in-a-minute")
+	}
 }
