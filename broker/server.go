@@ -62,11 +62,12 @@ type tp struct {
 
 // Server is one broker.
 type Server struct {
-	opts Options
-	cfg  *config.Broker
-	log  *slog.Logger
-	fs   vfs.FS
-	ctrl controller.Controller
+	leaderCheck leaderCheck // leader_check.go; housekeeping's alone
+	opts        Options
+	cfg         *config.Broker
+	log         *slog.Logger
+	fs          vfs.FS
+	ctrl        controller.Controller
 	// listeners are bound in Start (listeners.go); started is set once
 	// they serve.
 	listeners []boundListener
@@ -400,12 +401,16 @@ func (s *Server) housekeeping() {
 	defer s.wg.Done()
 	retention := time.NewTicker(s.retentionCheckInterval())
 	defer retention.Stop()
+	leaders := time.NewTicker(leaderCheckInterval)
+	defer leaders.Stop()
 	flush := time.NewTicker(s.flushCheckInterval())
 	defer flush.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-leaders.C:
+			s.checkLeaders() // leader_check.go
 		case <-flush.C:
 			for _, p := range s.allPartitions() {
 				if err := p.Log().MaybeFlush(); err != nil {

@@ -54,3 +54,11 @@ func (rm *Manager) TopicDeletionUnderWay(id [16]byte) bool {
 // DeleteRemoteTopics runs the deletion of the remote data of the topics
 // marked deleted, as a tier pass does first.
 func (rm *Manager) DeleteRemoteTopics() { rm.deleteRemoteTopics() }
+
+// ForgetRestore forgets that p's restore concluded, as if this broker
+// had become its leader without MarkRestore (CheckRestore's case).
+func (rm *Manager) ForgetRestore(p Partition) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	delete(rm.restored, p)
+}

@@ -137,6 +137,9 @@ type Manager struct {
 
 	mu       sync.Mutex
 	settings map[Partition]Tiering
+	// restored: the leader epoch at which a partition's restore last
+	// concluded (restore.go), for CheckRestore.
+	restored map[Partition]int32
 	// fresh: partitions whose index was refreshed from the bucket since
 	// this broker opened them (see the file comment).
 	fresh map[Partition]bool
@@ -212,6 +215,7 @@ func Open(o Options) (*Manager, error) {
 		wake:            make(chan struct{}, 1),
 		settings:        map[Partition]Tiering{},
 		fresh:           map[Partition]bool{},
+		restored:        map[Partition]int32{},
 		warmSlots:       make(chan struct{}, warmConcurrency),
 		copyBytes:       mRemotecopybytesTotal.NewCounter(),
 		copyRequests:    mRemotecopyrequestsTotal.NewCounter(),
@@ -332,6 +336,7 @@ func (rm *Manager) DropSettings(p Partition) {
 	delete(rm.follow.refreshed, p)
 	delete(rm.follow.sinceFull, p)
 	delete(rm.fresh, p)
+	delete(rm.restored, p)
 	rm.mu.Unlock()
 }
 

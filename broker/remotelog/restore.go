@@ -99,7 +99,7 @@ func (rm *Manager) restoreLeader(p Partition) {
 		// should have restored and did not serves an empty log.
 		rm.log.Info("restore leader from remote storage: nothing to take from the bucket", "topic", p.Topic(), "partition", p.Index(),
 			"remote_segments", ok, "remote_log_end", end, "log_end", p.Log().LogEndOffset())
-		p.Restoring().Store(false)
+		rm.concludeRestore(p)
 		return
 	}
 	ctx, cancel := context.WithTimeout(rm.ctx, BuildAuxTimeout)
@@ -119,8 +119,44 @@ func (rm *Manager) restoreLeader(p Partition) {
 		return
 	}
 	p.StoreHW(p.Log().LogEndOffset())
-	p.Restoring().Store(false)
+	rm.concludeRestore(p)
 	p.AdvanceHW(p.Log().LogEndOffset())
 	rm.log.Info("restored leader log end from remote storage", "topic", p.Topic(), "partition", p.Index(),
 		"log_end", p.Log().LogEndOffset(), "latest_epoch", p.Log().LatestEpoch(), "segment", m.SegmentID.String())
+}
+
+// concludeRestore ends p's restore and records the leader epoch it
+// concluded at (CheckRestore).
+func (rm *Manager) concludeRestore(p Partition) {
+	rm.mu.Lock()
+	rm.restored[p] = p.LeaderEpoch()
+	rm.mu.Unlock()
+	p.Restoring().Store(false)
+}
+
+// CheckRestore is a safety net under MarkRestore, called by the broker
+// every second for each partition it leads, with the partition set
+// locked (so no role change runs meanwhile): a leader of a tiered
+// partition whose log is still empty, that is not restoring and whose
+// restore has not concluded at its current leader epoch, would serve an
+// empty log over the bucket's history. It is marked restoring, and the
+// miss is said at WARN, as it means a role change went by without
+// MarkRestore.
+func (rm *Manager) CheckRestore(p Partition) {
+	if rm == nil || p.Restoring().Load() || p.Log().LogEndOffset() != 0 {
+		return
+	}
+	tt, ok := rm.Settings(p)
+	if !ok || !tt.remote {
+		return
+	}
+	rm.mu.Lock()
+	e, done := rm.restored[p]
+	rm.mu.Unlock()
+	if done && e == p.LeaderEpoch() {
+		return
+	}
+	rm.log.Warn("restore leader from remote storage: a leader with an empty log had not restored; restoring now",
+		"topic", p.Topic(), "partition", p.Index(), "leader_epoch", p.LeaderEpoch(), "restored_at_epoch", e, "restored_before", done)
+	rm.MarkRestore(p)
 }
