@@ -69,3 +69,30 @@ func TestCheckLeadersReappliesAMissedRole(t *testing.T) {
 		return leading
 	})
 }
+
+// TestReconcileNeverAppliesAnOlderView: a caller of reconcile reads the
+// metadata before it waits for the partition set's lock, so it may hold
+// a view older than one another reconcile has applied meanwhile. It must
+// not apply that older view over the newer one (a new leader was once
+// made a follower of no one again, right after it began restoring).
+func TestReconcileNeverAppliesAnOlderView(t *testing.T) {
+	ts := startTestServer(t, nil)
+	old := ts.ctrl.Metadata()
+	ctx := testCtx(t)
+	if _, err := ts.admin(t).CreateTopic(ctx, 1, 1, nil, "newer-view"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new topic's partition", 10*time.Second, func() bool { return ts.partition("newer-view", 0) != nil })
+	if ts.ctrl.Metadata().Version <= old.Version {
+		t.Fatalf("metadata version %d after the creation, not past %d", ts.ctrl.Metadata().Version, old.Version)
+	}
+	if err := ts.reconcile(old); err != nil {
+		t.Fatal(err)
+	}
+	if ts.partition("newer-view", 0) == nil {
+		t.Fatal("reconciling an older view closed a partition of the newer one")
+	}
+	if _, _, leading := ts.partition("newer-view", 0).LeaderTerm(); !leading {
+		t.Fatal("reconciling an older view took the leader role of a partition of the newer one")
+	}
+}

@@ -437,10 +437,18 @@ func (s *Server) housekeeping() {
 // idempotent and serialised by the lock of the partition set
 // (replica.Manager.Edit).
 func (s *Server) reconcile(md *controller.Metadata) error {
+	md = s.newestMetadata(md)
 	defer s.syncGroups(md) // after the partition set is unlocked
 	s.updateDraining(md)
 	ps := s.replicas.Edit()
 	defer ps.Done()
+	// Read again once the set is locked: callers read the metadata before
+	// they wait for the lock, and one that waited (Start's, or a
+	// LeaderAndIsr's applyNow, racing watchMetadata) must not apply an
+	// older view over a newer one. It once made a new leader a follower
+	// of no one again right after it began restoring from the bucket,
+	// and it served an empty log until the next change.
+	md = s.newestMetadata(md)
 	want := map[tp]struct{}{}
 	var errs []error
 	for name, t := range md.Topics {
@@ -500,6 +508,14 @@ func (s *Server) reconcile(md *controller.Metadata) error {
 		s.log.Debug("deleted partition", "topic", k.topic, "partition", k.part)
 	}
 	return errors.Join(errs...)
+}
+
+// newestMetadata is md, or the controller's metadata when that is newer.
+func (s *Server) newestMetadata(md *controller.Metadata) *controller.Metadata {
+	if cur := s.ctrl.Metadata(); cur != nil && (md == nil || cur.Version > md.Version) {
+		return cur
+	}
+	return md
 }
 
 func containsID(ids []int32, id int32) bool {
