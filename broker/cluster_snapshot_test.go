@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
+	"strata/broker/remotelog"
 	"strata/controller"
 	"strata/index"
 	"strata/tier"
@@ -110,5 +113,64 @@ func TestClusterSnapshotFromALaggingView(t *testing.T) {
 	}
 	if got, err := tier.ReadClusterSnapshot(t.Context(), store); err != nil || got.NextProducerID != 9000 {
 		t.Fatalf("next producer id %d, %v; want 9000", got.NextProducerID, err)
+	}
+}
+
+// laggingACLs is a controller whose published ACLs lag ZooKeeper's (the
+// watch has not yet read what a restore wrote) or whose reads fail.
+type laggingACLs struct {
+	controller.Controller
+	published, stored map[controller.ACLResource][]controller.ACLEntry
+	err               error
+}
+
+func (c *laggingACLs) ACLs() map[controller.ACLResource][]controller.ACLEntry { return c.published }
+func (c *laggingACLs) ACLChanges() <-chan struct{}                            { return nil }
+func (c *laggingACLs) UpdateACLs(context.Context, controller.ACLResource, func([]controller.ACLEntry) []controller.ACLEntry) error {
+	return errors.New("read-only")
+}
+func (c *laggingACLs) ReadACLs() (map[controller.ACLResource][]controller.ACLEntry, error) {
+	return c.stored, c.err
+}
+
+// The cluster snapshot holds the ACLs as ZooKeeper holds them when it is
+// written, sorted by resource pattern, not what the watch last published;
+// a failed read writes nothing (retried at the next check) rather than a
+// snapshot without ACLs.
+func TestClusterSnapshotKeepsACLs(t *testing.T) {
+	store := tier.NewMemStore()
+	alice := controller.ACLEntry{Principal: "User:alice", PermissionType: "Allow", Operation: "Read", Host: "*"}
+	ctrl := &laggingACLs{err: errors.New("zookeeper: connection lost"), stored: map[controller.ACLResource][]controller.ACLEntry{
+		{Type: "Topic", Pattern: "PREFIXED", Name: "app-"}: {alice},
+		{Type: "Group", Pattern: "LITERAL", Name: "g"}:     {alice},
+		{Type: "Topic", Pattern: "LITERAL", Name: "app-x"}: {alice, {Principal: "User:bob", PermissionType: "Deny", Operation: "Write", Host: "10.0.0.1"}},
+		{Type: "Topic", Pattern: "LITERAL", Name: "none"}:  {},
+	}}
+	s := &Server{ctx: t.Context(), log: slog.New(slog.DiscardHandler), tier: &tierState{store: store, warnings: bucketWarnings{&remotelog.BucketWarnings{}}}, groups: &groupsHost{}, ctrl: ctrl}
+	md := &controller.Metadata{ClusterID: "C", Version: 1, Topics: map[string]*controller.Topic{}, TopicIDs: map[[16]byte]string{}}
+	st := &snapshotState{clusterVersion: -1, carried: map[string]bool{}, seen: map[[16]byte]bool{}}
+	if s.writeClusterSnapshot(t.Context(), st, md, time.Now()) {
+		t.Fatal("written although the ACLs could not be read")
+	}
+	if _, err := tier.ReadClusterSnapshot(t.Context(), store); !errors.Is(err, tier.ErrNotFound) {
+		t.Fatalf("a snapshot was written: %v", err)
+	}
+	ctrl.err = nil
+	if !s.writeClusterSnapshot(t.Context(), st, md, time.Now()) {
+		t.Fatal("not written")
+	}
+	got, err := tier.ReadClusterSnapshot(t.Context(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range got.ACLs {
+		names = append(names, a.ResourceType+"/"+a.PatternType+"/"+a.Name)
+	}
+	if want := []string{"Group/LITERAL/g", "Topic/LITERAL/app-x", "Topic/PREFIXED/app-"}; !slices.Equal(names, want) {
+		t.Fatalf("ACLs of %v, want %v", names, want)
+	}
+	if e := got.ACLs[1].Entries; len(e) != 2 || e[1] != (tier.SnapshotACL{Principal: "User:bob", PermissionType: "Deny", Operation: "Write", Host: "10.0.0.1"}) {
+		t.Fatalf("entries %+v", e)
 	}
 }

@@ -33,6 +33,7 @@ package broker
 // the read-only DescribeConfigs entries of snapshotConfigs.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -268,9 +269,25 @@ func (s *Server) writeClusterSnapshot(ctx context.Context, st *snapshotState, md
 		return false // another cluster's: readOwner warned
 	}
 	view := s.clusterSnapshot(md)
+	if store, ok := s.ctrl.(controller.ACLStore); ok {
+		view.ACLs = snapshotACLs(store.ACLs())
+	}
 	sum := snapshotSum(view)
 	if md.Version == st.clusterVersion && sum == st.cluster.sum && !st.cluster.refreshDue(now) {
 		return true
+	}
+	if r, ok := s.ctrl.(aclReader); ok {
+		// What the ACL watch published may lag (a restore writes the ACLs
+		// and then the cluster id this write follows) or have failed to
+		// load: what is written is read now.
+		acls, err := r.ReadACLs()
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.tier.warnings.warn(s.log, "read the ACLs for the cluster metadata snapshot; retrying", "err", err)
+			}
+			return false
+		}
+		view.ACLs = snapshotACLs(acls)
 	}
 	snap, err := tier.UpdateClusterSnapshot(ctx, s.tier.store, md.ClusterID, func(cur *tier.ClusterSnapshot) (tier.ClusterSnapshot, error) {
 		out := view
@@ -411,6 +428,32 @@ func (s *Server) clusterSnapshot(md *controller.Metadata) tier.ClusterSnapshot {
 		snap.Topics = append(snap.Topics, st)
 	}
 	return snap
+}
+
+// aclReader is a controller that reads the ACLs from their store on
+// demand (the ZooKeeper controller).
+type aclReader interface {
+	ReadACLs() (map[controller.ACLResource][]controller.ACLEntry, error)
+}
+
+// snapshotACLs is acls as the cluster snapshot keeps them, sorted by
+// resource pattern.
+func snapshotACLs(acls map[controller.ACLResource][]controller.ACLEntry) []tier.SnapshotACLs {
+	var out []tier.SnapshotACLs
+	for r, entries := range acls {
+		if len(entries) == 0 {
+			continue
+		}
+		sa := tier.SnapshotACLs{ResourceType: r.Type, PatternType: r.Pattern, Name: r.Name}
+		for _, e := range entries {
+			sa.Entries = append(sa.Entries, tier.SnapshotACL(e))
+		}
+		out = append(out, sa)
+	}
+	slices.SortFunc(out, func(a, b tier.SnapshotACLs) int {
+		return cmp.Or(strings.Compare(a.ResourceType, b.ResourceType), strings.Compare(a.PatternType, b.PatternType), strings.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // ledOffsets returns the offsets partitions the coordinator was handed.

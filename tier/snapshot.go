@@ -63,6 +63,10 @@ type ClusterSnapshot struct {
 	// BrokerConfigs are the dynamic broker configs, by broker id ("" for
 	// the cluster-wide default).
 	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+	// ACLs are the authorizer's ACLs (Kafka's /kafka-acl and
+	// /kafka-acl-extended), by resource pattern, sorted. SCRAM
+	// credentials are not kept: the bucket holds no secret.
+	ACLs []SnapshotACLs `json:"acls,omitempty"`
 	// Discarded names the snapshot of another cluster that strata admin
 	// restore --discard replaced; later writes keep it, for the record.
 	Discarded *DiscardedSnapshot `json:"discarded,omitempty"`
@@ -84,6 +88,25 @@ type SnapshotTopic struct {
 	TopicID  string            `json:"topic_id"`
 	Replicas [][]int32         `json:"replicas"`
 	Configs  map[string]string `json:"configs,omitempty"`
+}
+
+// SnapshotACLs is one resource pattern's ACLs, with Kafka's names:
+// resource type "Topic", "Group", "Cluster", …; pattern type "LITERAL" or
+// "PREFIXED".
+type SnapshotACLs struct {
+	ResourceType string        `json:"resource_type"`
+	PatternType  string        `json:"pattern_type"`
+	Name         string        `json:"name"`
+	Entries      []SnapshotACL `json:"entries"`
+}
+
+// SnapshotACL is one ACL of a resource pattern, as Kafka's JSON in
+// /kafka-acl spells it.
+type SnapshotACL struct {
+	Principal      string `json:"principal"`
+	PermissionType string `json:"permissionType"`
+	Operation      string `json:"operation"`
+	Host           string `json:"host"`
 }
 
 // GroupOffsetsSnapshot is the committed offsets of the groups of one

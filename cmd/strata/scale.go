@@ -23,6 +23,7 @@ import (
 
 	"strata/broker"
 	"strata/broker/config"
+	"strata/controller"
 	"strata/controller/zk"
 	tierpkg "strata/tier"
 )
@@ -407,6 +408,15 @@ func runRestore(e *adminEnv, args []string) int {
 		copy(rt.ID[:], id)
 		req.Topics = append(req.Topics, rt)
 	}
+	if len(snap.ACLs) > 0 {
+		req.ACLs = map[controller.ACLResource][]controller.ACLEntry{}
+		for _, a := range snap.ACLs {
+			r := controller.ACLResource{Type: a.ResourceType, Pattern: a.PatternType, Name: a.Name}
+			for _, e := range a.Entries {
+				req.ACLs[r] = append(req.ACLs[r], controller.ACLEntry(e))
+			}
+		}
+	}
 	began := time.Now()
 	res, err := zk.Restore(ctx, *zkConnect, req)
 	if err != nil {
@@ -417,6 +427,9 @@ func runRestore(e *adminEnv, args []string) int {
 		fmt.Printf("; replicas moved to registered brokers: %s", strings.Join(res.Remapped, ", "))
 	}
 	fmt.Println(")")
+	if res.ACLs+res.ExistingACLs > 0 {
+		fmt.Printf("restored the ACLs of %d resource patterns (%d had ACLs already and kept them); SCRAM users are not in the bucket: create them again\n", res.ACLs, res.ExistingACLs)
+	}
 	if res.PreviousClusterID != "" {
 		fmt.Printf("the cluster takes the snapshot's cluster id %s (was %s): the bucket's metadata (generation %d) is its own again\n", snap.ClusterID, res.PreviousClusterID, snap.Generation)
 	}

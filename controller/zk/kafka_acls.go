@@ -162,11 +162,33 @@ func (c *Controller) ensureACLPaths() error {
 
 // loadACLs reads every resource's ACLs and publishes them.
 func (c *Controller) loadACLs() error {
+	all, err := c.readACLs()
+	if err != nil {
+		return err
+	}
+	cur, _ := c.aclStore.Get()
+	if !sameACLMaps(cur, all) {
+		c.aclStore.Set(all)
+	}
+	return nil
+}
+
+// ReadACLs reads every resource's ACLs from ZooKeeper now, not from what
+// the watch last published: after this controller has seen a change,
+// what it reads is at least as new (the bucket's metadata snapshot, right
+// after a restore wrote ACLs and then the cluster id).
+func (c *Controller) ReadACLs() (map[controller.ACLResource][]controller.ACLEntry, error) {
+	c.startACLs()
+	return c.readACLs()
+}
+
+// readACLs reads every resource's ACLs.
+func (c *Controller) readACLs() (map[controller.ACLResource][]controller.ACLEntry, error) {
 	all := map[controller.ACLResource][]controller.ACLEntry{}
 	for _, root := range []struct{ path, pattern string }{{kafkaACLPath, "LITERAL"}, {kafkaACLPrefixedPath, "PREFIXED"}} {
 		types, _, err := c.conn.Children(c.p(root.path))
 		if err != nil {
-			return fmt.Errorf("list %s: %w", root.path, err)
+			return nil, fmt.Errorf("list %s: %w", root.path, err)
 		}
 		for _, typ := range types {
 			names, _, err := c.conn.Children(c.p(root.path + "/" + typ))
@@ -174,7 +196,7 @@ func (c *Controller) loadACLs() error {
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("list %s/%s: %w", root.path, typ, err)
+				return nil, fmt.Errorf("list %s/%s: %w", root.path, typ, err)
 			}
 			for _, name := range names {
 				path := root.path + "/" + typ + "/" + name
@@ -183,7 +205,7 @@ func (c *Controller) loadACLs() error {
 					continue
 				}
 				if err != nil {
-					return fmt.Errorf("read %s: %w", path, err)
+					return nil, fmt.Errorf("read %s: %w", path, err)
 				}
 				var z aclZNode
 				if err := json.Unmarshal(data, &z); err != nil {
@@ -196,11 +218,7 @@ func (c *Controller) loadACLs() error {
 			}
 		}
 	}
-	cur, _ := c.aclStore.Get()
-	if !sameACLMaps(cur, all) {
-		c.aclStore.Set(all)
-	}
-	return nil
+	return all, nil
 }
 
 func sameACLMaps(a, b map[controller.ACLResource][]controller.ACLEntry) bool {

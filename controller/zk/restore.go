@@ -1,6 +1,7 @@
 package zk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +10,12 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"strata/controller"
 )
 
 // Restore writes a cluster's topics, dynamic broker configs and producer
@@ -37,6 +41,9 @@ type RestoreRequest struct {
 	Topics []RestoreTopic
 	// BrokerConfigs by broker id ("" for the cluster default).
 	BrokerConfigs map[string]map[string]string
+	// ACLs are the authorizer's ACLs by resource pattern: a resource
+	// pattern that has ACLs in ZooKeeper already keeps them.
+	ACLs map[controller.ACLResource][]controller.ACLEntry
 	// NextProducerID is the first producer id the cluster may hand out.
 	NextProducerID int64
 	// ClusterID is the cluster id the cluster takes (the snapshot's),
@@ -55,6 +62,9 @@ type RestoreResult struct {
 	// Remapped are the topics some of whose replicas named brokers that
 	// are not registered, moved to registered ones.
 	Remapped []string
+	// ACLs counts the resource patterns whose ACLs were written;
+	// ExistingACLs those that had ACLs already (left as they were).
+	ACLs, ExistingACLs int
 	// PreviousClusterID is the cluster id ZooKeeper held before, when
 	// Restore replaced it.
 	PreviousClusterID string
@@ -162,6 +172,9 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 			return res, fmt.Errorf("write configs of broker %q: %w", brokerEntity(b), err)
 		}
 	}
+	if err := c.restoreACLs(req.ACLs, &res); err != nil {
+		return res, err
+	}
 	if req.NextProducerID > 0 {
 		if err := c.raiseProducerIDBlock(c.p(producerIDPath), req.NextProducerID); err != nil {
 			return res, err
@@ -177,6 +190,47 @@ func Restore(ctx context.Context, connect string, req RestoreRequest) (RestoreRe
 		}
 	}
 	return res, nil
+}
+
+// restoreACLs writes the ACLs of each resource pattern that has none, with
+// its change notification, so that running brokers apply them.
+func (c *Controller) restoreACLs(acls map[controller.ACLResource][]controller.ACLEntry, res *RestoreResult) error {
+	if len(acls) == 0 {
+		return nil
+	}
+	if err := c.ensureACLPaths(); err != nil {
+		return err
+	}
+	keys := slices.SortedFunc(maps.Keys(acls), func(a, b controller.ACLResource) int {
+		return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.Pattern, b.Pattern), strings.Compare(a.Name, b.Name))
+	})
+	for _, r := range keys {
+		entries := acls[r]
+		if len(entries) == 0 {
+			continue
+		}
+		path, err := aclResourcePath(r)
+		if err != nil {
+			return fmt.Errorf("ACLs of %s %s %q: %w", r.Type, r.Pattern, r.Name, err)
+		}
+		if err := c.createIfMissing(c.p(path[:strings.LastIndexByte(path, '/')])); err != nil {
+			return err
+		}
+		full := c.p(path)
+		_, err = c.conn.Create(full, mustJSON(aclZNode{Version: 1, ACLs: entries}), 0, c.acl(full))
+		switch {
+		case errors.Is(err, zk.ErrNodeExists):
+			res.ExistingACLs++
+			continue // set in the new cluster already: it wins
+		case err != nil:
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if err := c.announceACLChange(r); err != nil {
+			return err
+		}
+		res.ACLs++
+	}
+	return nil
 }
 
 // setClusterID makes /cluster/id name id, in Kafka's form, and returns
