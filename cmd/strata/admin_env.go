@@ -40,6 +40,9 @@ const (
 // adminEnv is the state of one strata admin run.
 type adminEnv struct {
 	bootstrap string // --bootstrap; "" when not given
+	// commandConfig is --command-config: a client properties file for a
+	// secured listener; "" when not given.
+	commandConfig string
 	json      bool   // --json: machine-readable output on stdout
 	stdout    io.Writer
 	stderr    io.Writer
@@ -55,6 +58,29 @@ func newAdminEnv() *adminEnv {
 func (e *adminEnv) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.bootstrap, "bootstrap", e.bootstrap, "brokers to contact, HOST:PORT[,HOST:PORT…] (default: $"+strataBootstrapEnv+", else $"+bootstrapEnv+", else "+defaultBootstrap+")")
 	fs.BoolVar(&e.json, "json", e.json, "print JSON on stdout instead of tables")
+	fs.StringVar(&e.commandConfig, "command-config", e.commandConfig, "a client properties file for a secured listener (security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config), as Kafka's tools take (default: $"+commandConfigEnv+")")
+}
+
+// clientOpts are the options of every Kafka client of the run: the
+// bootstrap's brokers and the command config's security.
+func (e *adminEnv) clientOpts() ([]kgo.Opt, error) {
+	addrs, from := e.bootstrapServers()
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no bootstrap address in %s", from)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(addrs...)}
+	path := e.commandConfig
+	if path == "" {
+		path = strings.TrimSpace(os.Getenv(commandConfigEnv))
+	}
+	if path == "" {
+		return opts, nil
+	}
+	sec, err := securityOpts(path)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, sec...), nil
 }
 
 // bootstrapServers is the bootstrap the run uses and where it came from.
@@ -81,12 +107,13 @@ func (e *adminEnv) client() (*kgo.Client, error) {
 	if e.cl != nil {
 		return e.cl, nil
 	}
-	addrs, from := e.bootstrapServers()
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("no bootstrap address in %s", from)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	opts, err := e.clientOpts()
 	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		addrs, from := e.bootstrapServers()
 		return nil, fmt.Errorf("bootstrap %s (from %s): %w", strings.Join(addrs, ","), from, err)
 	}
 	e.cl = cl

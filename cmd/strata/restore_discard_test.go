@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	tierpkg "strata/tier"
 )
@@ -38,18 +39,18 @@ func TestDiscardRefusesARecentSnapshot(t *testing.T) {
 		return snap.ClusterID
 	}
 	written(time.Minute)
-	if rc := discardSnapshot(ctx, bootstrap, store, "mem://", discardMinAge); rc == 0 || owner() != "A" {
+	if rc := discardSnapshot(ctx, bootstrap, []kgo.Opt{kgo.SeedBrokers(bootstrap)}, store, "mem://", discardMinAge); rc == 0 || owner() != "A" {
 		t.Fatalf("discarded a snapshot written a minute ago: exit %d, owner %s", rc, owner())
 	}
 	written(10 * time.Minute)
-	if rc := discardSnapshot(ctx, bootstrap, store, "mem://", discardMinAge); rc != 0 || owner() != "B" {
+	if rc := discardSnapshot(ctx, bootstrap, []kgo.Opt{kgo.SeedBrokers(bootstrap)}, store, "mem://", discardMinAge); rc != 0 || owner() != "B" {
 		t.Fatalf("an old snapshot: exit %d, owner %s", rc, owner())
 	}
 	// --force: a recent one goes too.
 	if _, err := tierpkg.DiscardClusterSnapshot(ctx, store, "A", time.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if rc := discardSnapshot(ctx, bootstrap, store, "mem://", 0); rc != 0 || owner() != "B" {
+	if rc := discardSnapshot(ctx, bootstrap, []kgo.Opt{kgo.SeedBrokers(bootstrap)}, store, "mem://", 0); rc != 0 || owner() != "B" {
 		t.Fatalf("--force: exit %d, owner %s", rc, owner())
 	}
 }

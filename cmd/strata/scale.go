@@ -348,6 +348,10 @@ func runRestore(e *adminEnv, args []string) int {
 	}
 	addrs, _ := e.bootstrapServers()
 	bootstrap := strings.Join(addrs, ",")
+	clientOpts, err := e.clientOpts()
+	if err != nil {
+		return fail("restore: %v", err)
+	}
 	tc := s3.config(*tierURL)
 	if err := tc.Validate(); err != nil {
 		return fail("restore: %v", err)
@@ -375,7 +379,7 @@ func runRestore(e *adminEnv, args []string) int {
 		if *force {
 			minAge = 0
 		}
-		return discardSnapshot(ctx, bootstrap, store, *tierURL, minAge)
+		return discardSnapshot(ctx, bootstrap, clientOpts, store, *tierURL, minAge)
 	}
 	snap, err := tierpkg.ReadClusterSnapshot(ctx, store)
 	if errors.Is(err, tierpkg.ErrNotFound) {
@@ -436,7 +440,7 @@ func runRestore(e *adminEnv, args []string) int {
 
 	// Topics appear as the controller picks them up: ask for metadata
 	// again soon rather than after franz-go's default 5 s.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.MetadataMinAge(100*time.Millisecond))
+	cl, err := kgo.NewClient(append(clientOpts, kgo.MetadataMinAge(100*time.Millisecond))...)
 	if err != nil {
 		return fail("restore: %v", err)
 	}
@@ -542,8 +546,8 @@ const discardMinAge = 3 * time.Minute
 
 // discardSnapshot runs strata admin restore --discard, refusing a
 // snapshot written less than minAge ago.
-func discardSnapshot(ctx context.Context, bootstrap string, store tierpkg.ObjectStore, tierURL string, minAge time.Duration) int {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+func discardSnapshot(ctx context.Context, bootstrap string, clientOpts []kgo.Opt, store tierpkg.ObjectStore, tierURL string, minAge time.Duration) int {
+	cl, err := kgo.NewClient(clientOpts...)
 	if err != nil {
 		return fail("restore --discard: %v", err)
 	}
