@@ -15,19 +15,19 @@ import (
 
 // Kafka's error codes the coordinator answers with.
 var (
-	codeNone                   int16 = 0
-	codeUnknownServerError           = kerr.UnknownServerError.Code
-	codeLoadInProgress               = kerr.CoordinatorLoadInProgress.Code
-	codeNotAvailable                 = kerr.CoordinatorNotAvailable.Code
-	codeNotCoordinator               = kerr.NotCoordinator.Code
-	codeInvalidRequest               = kerr.InvalidRequest.Code
-	codeInvalidTimeout               = kerr.InvalidTransactionTimeout.Code
-	codeConcurrentTransactions       = kerr.ConcurrentTransactions.Code
-	codeProducerFenced               = kerr.ProducerFenced.Code
-	codeInvalidProducerIDMapping     = kerr.InvalidProducerIDMapping.Code
-	codeInvalidTxnState              = kerr.InvalidTxnState.Code
-	codeTransactionAbortable         = kerr.TransactionAbortable.Code
-	codeTransactionalIDNotFound      = kerr.TransactionalIDNotFound.Code
+	codeNone                     int16 = 0
+	codeUnknownServerError             = kerr.UnknownServerError.Code
+	codeLoadInProgress                 = kerr.CoordinatorLoadInProgress.Code
+	codeNotAvailable                   = kerr.CoordinatorNotAvailable.Code
+	codeNotCoordinator                 = kerr.NotCoordinator.Code
+	codeInvalidRequest                 = kerr.InvalidRequest.Code
+	codeInvalidTimeout                 = kerr.InvalidTransactionTimeout.Code
+	codeConcurrentTransactions         = kerr.ConcurrentTransactions.Code
+	codeProducerFenced                 = kerr.ProducerFenced.Code
+	codeInvalidProducerIDMapping       = kerr.InvalidProducerIDMapping.Code
+	codeInvalidTxnState                = kerr.InvalidTxnState.Code
+	codeTransactionAbortable           = kerr.TransactionAbortable.Code
+	codeTransactionalIDNotFound        = kerr.TransactionalIDNotFound.Code
 )
 
 // Config configures a Coordinator. Durations are Kafka's millisecond

@@ -24,9 +24,9 @@ func TestPartitionFor(t *testing.T) {
 		want int32
 	}{
 		{"", 50, 0},
-		{"hello", 50, 99162322 % 50},       // "hello".hashCode() = 99162322
-		{"polygenelubricants", 50, 0},      // hashCode() = Integer.MIN_VALUE, Utils.abs = 0
-		{"\U0001F600", 50, 1772899 % 50},   // two UTF-16 units: 0xD83D*31 + 0xDE00
+		{"hello", 50, 99162322 % 50},             // "hello".hashCode() = 99162322
+		{"polygenelubricants", 50, 0},            // hashCode() = Integer.MIN_VALUE, Utils.abs = 0
+		{"\U0001F600", 50, 1772899 % 50},         // two UTF-16 units: 0xD83D*31 + 0xDE00
 		{"Aa", 7, 2112 % 7}, {"BB", 7, 2112 % 7}, // Java's classic collision
 		{"tx-negative-hash-zz", 50, javaAbsHash("tx-negative-hash-zz") % 50},
 	} {

@@ -35,7 +35,9 @@ type EndResult struct {
 	Markers       *Markers
 }
 
-func endErr(code int16) EndResult { return EndResult{Err: code, ProducerID: noProducerID, ProducerEpoch: noEpoch} }
+func endErr(code int16) EndResult {
+	return EndResult{Err: code, ProducerID: noProducerID, ProducerEpoch: noEpoch}
+}
 
 // EndTxn serves EndTxn: it persists PrepareCommit or PrepareAbort and
 // returns the markers to write. clientTV is the client's transaction

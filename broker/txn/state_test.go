@@ -36,7 +36,7 @@ func TestTransitionTable(t *testing.T) {
 		{O, PA}: true, {PF, PA}: true, {E, PA}: true, {CC, PA}: true, {CA, PA}: true,
 		{PC, CC}: true,
 		{PA, CA}: true,
-		{E, D}: true, {CA, D}: true, {CC, D}: true,
+		{E, D}:   true, {CA, D}: true, {CC, D}: true,
 		{O, PF}: true,
 	}
 	for from := E; from <= PF; from++ {
@@ -134,8 +134,8 @@ func TestPrepareRefusesWhilePending(t *testing.T) {
 	if _, err := m.prepareAddPartitions(nil, 5, 0); err != nil {
 		t.Fatalf("after abandon: %v", err)
 	}
-	// The earlier transit is no longer the pending one's... it still has
-	// the same target state, and completes.
+	// A transit prepared earlier for the same target state completes
+	// (only the pending target is checked, and Kafka's rules).
 	if err := m.complete(tr); err != nil {
 		t.Fatal(err)
 	}
