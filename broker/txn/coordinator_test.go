@@ -132,8 +132,18 @@ func TestNotCoordinatorAndLoading(t *testing.T) {
 	// A partition whose replay fails stays loading rather than serving a
 	// partial state.
 	c2 := f.coordinator(2)
-	c2.Elect(0, 0, &memLog{replayErr: errors.New("disk")})
-	wantCode(t, "failed load", c2.InitProducerID("x", 100, -1, -1).Err, kerr.CoordinatorLoadInProgress.Code)
+	bad := &memLog{batches: [][]byte{encodeBatch([]Record{{Key: EncodeKey("x"), Value: EncodeValue(sampleValues()[0])}}, f.now)},
+		replayErr: errors.New("disk")}
+	s := newShard(c2, 0, 0, bad)
+	s.load()
+	if s.loaded || len(s.txns) != 0 {
+		t.Fatalf("failed replay loaded %d ids", len(s.txns))
+	}
+	bad.replayErr = nil
+	s.load()
+	if !s.loaded || len(s.txns) != 1 {
+		t.Fatalf("replay loaded %d ids", len(s.txns))
+	}
 }
 
 // A whole transaction with transaction version 0/1: no epoch bump, and
@@ -491,6 +501,11 @@ func TestConcurrentAndResignDuringWrite(t *testing.T) {
 	}
 	// The record is in the log: the next leader ends the transaction.
 	f.elect(f.c, f.log)
+	waitFor(t, "markers after re-election", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.markers) > 0
+	})
 	ms := f.takeMarkers()
 	if len(ms) != 1 || !ms[0].Commit || ms[0].CoordinatorEpoch != 5 {
 		t.Fatalf("markers after re-election: %+v", ms)

@@ -39,6 +39,13 @@ func TestLoadReplayEquivalence(t *testing.T) {
 						t.Fatalf("id %s:\nwritten %+v\n loaded %+v", want[i].TransactionalID, w, l)
 					}
 				}
+				// The markers are handed out right after the load is
+				// installed.
+				waitFor(t, "markers after load", func() bool {
+					g.mu.Lock()
+					defer g.mu.Unlock()
+					return len(g.markers) >= len(pending)
+				})
 				resent := g.takeMarkers()
 				byID := func(a, b Markers) int { return strings.Compare(a.TransactionalID, b.TransactionalID) }
 				slices.SortFunc(resent, byID)
@@ -117,6 +124,43 @@ func runRandomOps(t *testing.T, f *fixture, rng *rand.Rand, n int) {
 		default:
 			f.advance(int64(rng.IntN(20000)))
 			f.c.ExpireTransactionalIDs()
+		}
+	}
+}
+
+// The loader's rules: the last value of a key wins, a tombstone deletes,
+// keys of other versions are not ours, malformed records and states
+// never written are skipped (and counted).
+func TestApplyRecord(t *testing.T) {
+	val := func(pid int64, st State) []byte {
+		v := NewValue(1)
+		v.ProducerID, v.Status, v.StartMs = pid, st, -1
+		return EncodeValue(v)
+	}
+	loaded := map[string]txnState{}
+	for i, tc := range []struct {
+		r      Record
+		ok     bool
+		wantID string
+		pid    int64 // of wantID after; -1 absent
+	}{
+		{Record{EncodeKey("a"), val(1, Empty)}, true, "a", 1},
+		{Record{EncodeKey("a"), val(2, CompleteCommit)}, true, "a", 2},
+		{Record{[]byte{0, 1, 0, 0}, []byte("junk")}, true, "a", 2}, // another key version
+		{Record{EncodeKey("a"), []byte{0, 1, 2}}, false, "a", 2},
+		{Record{EncodeKey("a"), val(3, Dead)}, false, "a", 2},
+		{Record{EncodeKey("a"), val(3, PrepareEpochFence)}, false, "a", 2},
+		{Record{EncodeKey("a"), val(-5, Empty)}, false, "a", 2},
+		{Record{[]byte{0}, nil}, false, "a", 2},
+		{Record{EncodeKey("a"), nil}, true, "a", -1},
+		{Record{EncodeKey("a"), nil}, true, "a", -1}, // deleting what is gone
+	} {
+		if ok := applyRecord(loaded, tc.r); ok != tc.ok {
+			t.Fatalf("%d: applyRecord = %v", i, ok)
+		}
+		st, ok := loaded[tc.wantID]
+		if (tc.pid == -1) == ok || (ok && st.producerID != tc.pid) {
+			t.Fatalf("%d: %q loaded as %+v (%v)", i, tc.wantID, st, ok)
 		}
 	}
 }

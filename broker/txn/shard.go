@@ -9,7 +9,6 @@ package txn
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -40,14 +39,11 @@ func (s *shard) unload() {
 }
 
 // persist writes the prepared transition t of m and applies it once
-// durable (a Dead transition removes the id). Called with s.mu held; it
+// durable. Called with s.mu held; it
 // releases the lock while it waits and holds it again when it returns.
 // On failure the transition is dropped and the answer's code returned.
 func (s *shard) persist(m *meta, t txnState) int16 {
-	rec := Record{Key: EncodeKey(m.id)}
-	if t.state != Dead {
-		rec.Value = EncodeValue(t.value(s.c.cfg.TransactionVersion))
-	}
+	rec := Record{Key: EncodeKey(m.id), Value: EncodeValue(t.value(s.c.cfg.TransactionVersion))}
 	end, err := s.log.Append(encodeBatch([]Record{rec}, s.c.cfg.Now()))
 	if err != nil {
 		m.abandon()
@@ -65,10 +61,6 @@ func (s *shard) persist(m *meta, t txnState) int16 {
 		m.abandon()
 		s.c.log.Info("write to __transaction_state not durable", "partition", s.part, "transactional_id", m.id, "to", t.state, "err", err)
 		return writeErrCode(err)
-	}
-	if t.state == Dead {
-		delete(s.txns, m.id)
-		return codeNone
 	}
 	if err := m.complete(t); err != nil {
 		s.c.log.Error("transaction state transition", "partition", s.part, "err", err)
@@ -163,5 +155,3 @@ func (s *shard) markersOf(m *meta) Markers {
 		Partitions:         sortedPartitions(m.partitions),
 	}
 }
-
-func (s *shard) String() string { return fmt.Sprintf("__transaction_state-%d", s.part) }

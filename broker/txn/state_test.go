@@ -273,3 +273,21 @@ func TestCompleteChecks(t *testing.T) {
 		t.Fatal("completed with nothing pending")
 	}
 }
+
+func TestCodeForVersion(t *testing.T) {
+	fenced, epoch := kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code
+	for _, tc := range []struct {
+		api, version, code, want int16
+	}{
+		{22, 3, fenced, epoch}, {22, 4, fenced, fenced},
+		{24, 1, fenced, epoch}, {24, 2, fenced, fenced},
+		{25, 1, fenced, epoch}, {26, 1, fenced, epoch}, {26, 5, fenced, fenced},
+		{28, 2, fenced, epoch}, {28, 3, fenced, fenced},
+		{22, 0, kerr.ConcurrentTransactions.Code, kerr.ConcurrentTransactions.Code},
+		{0, 0, fenced, fenced}, // not a transactional API
+	} {
+		if got := CodeForVersion(tc.api, tc.version, tc.code); got != tc.want {
+			t.Errorf("CodeForVersion(%d, %d, %d) = %d, want %d", tc.api, tc.version, tc.code, got, tc.want)
+		}
+	}
+}
