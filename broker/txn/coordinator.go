@@ -55,8 +55,9 @@ type Config struct {
 	// SendMarkers is called, with no lock held, for each transaction whose
 	// markers are due: after EndTxn's PrepareCommit/PrepareAbort is
 	// durable, after an abort the coordinator started, and for every
-	// prepared transaction found when a partition is loaded. Whoever
-	// writes the markers calls CompleteTxn once all are written.
+	// prepared transaction found when a partition is loaded. It runs on
+	// the requester's goroutine and must not block (queue the markers).
+	// Whoever writes the markers calls CompleteTxn once all are written.
 	SendMarkers func(Markers)
 	// Now is the clock (tests); nil: time.Now.
 	Now    func() time.Time
