@@ -9,6 +9,8 @@
 //     tier orchestration, object store or index;
 //   - tier orchestration (broker/remotelog) imports no handler and no
 //     network layer;
+//   - the transaction coordinator (broker/txn), like the group
+//     coordinator, imports nothing of the broker but its configuration;
 //   - tier/ and index/ import nothing of the broker but the log;
 //   - no package but cmd/ imports bench/ or the ZooKeeper controller
 //     (save the generator of docs/metrics.md, internal/obs/metricsdoc,
