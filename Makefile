@@ -77,11 +77,12 @@ compat:
 	STRATA_COMPAT_WRITE=1 $(GO) test -count=1 -timeout 10m -run '^TestCompat$$' -v ./compat/
 
 # The long reliability campaigns of tiered storage (issues 15 and 22),
-# about ten minutes on two cores: 24 rounds of kill -9, SIGTERM, SIGSTOP
+# about thirteen minutes on two cores: 24 rounds of kill -9, SIGTERM, SIGSTOP
 # past the ZooKeeper session and cuts from ZooKeeper, with leadership
-# moves, under load while segments are mid-upload, and a one-minute
-# bucket outage
-# (internal/e2e/chaos_tier_test.go). `make test` runs short versions.
+# moves, under load while segments are mid-upload, 12 kill -9 rounds on
+# a cluster with SASL_SSL between brokers and ACLs on, and a one-minute
+# bucket outage (internal/e2e/chaos_tier_test.go,
+# chaos_secure_test.go). `make test` runs short versions.
 # STRATA_CHAOS_ROUNDS, STRATA_CHAOS_OUTAGE_SECONDS and STRATA_CHAOS_SEED
 # are passed through.
 CHAOSTIME ?= 60m

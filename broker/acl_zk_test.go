@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/acl"
+	"strata/controller"
+	"strata/internal/testenv"
 )
 
 // TestACLsZooKeeperCluster: two brokers on ZooKeeper with mTLS listeners
@@ -86,5 +89,59 @@ func TestACLsZooKeeperCluster(t *testing.T) {
 	}
 	if code := lresp.(*kmsg.LeaderAndISRResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("alice's LeaderAndIsr: %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+}
+
+// TestReplicaFetchRefusedIsLogged: two brokers whose controller requests
+// go over an SSL control-plane listener as User:broker (a super user) but
+// whose replica fetches go over a PLAINTEXT inter-broker listener as
+// User:ANONYMOUS, which has no ClusterAction. The follower gets its
+// LeaderAndIsr, its fetches are refused, and it says so at WARN (once,
+// not at every retry) instead of backing off in silence.
+func TestReplicaFetchRefusedIsLogged(t *testing.T) {
+	f := newTLSFiles(t)
+	c := &zkCluster{t: t, zk: testenv.StartZooKeeper(t), dirs: map[int32]string{}, servers: map[int32]*Server{}, logs: &syncBuffer{}, sets: map[string]string{
+		"listeners":                      "INTERNAL://127.0.0.1:0,CONTROL://127.0.0.1:0",
+		"listener.security.protocol.map": "INTERNAL:PLAINTEXT,CONTROL:SSL",
+		"inter.broker.listener.name":     "INTERNAL",
+		"control.plane.listener.name":    "CONTROL",
+		"ssl.keystore.location":          f.keystore,
+		"ssl.truststore.location":        f.truststore,
+		"ssl.client.auth":                "required",
+		"ssl.principal.mapping.rules":    "RULE:^CN=([^,]*).*$/$1/,DEFAULT",
+		"authorizer.class.name":          "kafka.security.authorizer.AclAuthorizer",
+		"super.users":                    "User:broker",
+	}}
+	t.Cleanup(func() {
+		for _, s := range c.servers {
+			s.Close()
+		}
+	})
+	for i := int32(1); i <= 2; i++ {
+		c.dirs[i] = t.TempDir()
+		c.start(i)
+	}
+	if _, err := c.ctl(c.active()).CreateTopic(context.Background(), controller.CreateTopicRequest{Name: "refused", Assignments: [][]int32{{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	const warning = "replica fetch refused by the leader's authorizer"
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the brokers' logs:\n%s", c.logs.String())
+		}
+	})
+	waitFor(t, "broker 2 to log that broker 1 refuses its fetches", 15*time.Second, func() bool {
+		return strings.Contains(c.logs.String(), warning)
+	})
+	time.Sleep(time.Second) // ten retries at least
+	logs := c.logs.String()
+	if n := strings.Count(logs, warning); n != 1 {
+		t.Errorf("%d warnings in a second of refused fetches, want 1:\n%s", n, logs)
+	}
+	for line := range strings.Lines(logs) {
+		if strings.Contains(line, warning) && (!strings.Contains(line, "broker=2") || !strings.Contains(line, "leader=1") ||
+			!strings.Contains(line, "topic=refused") || !strings.Contains(line, "TOPIC_AUTHORIZATION_FAILED")) {
+			t.Errorf("warning %q: want broker 2, leader 1, the topic and the error", line)
+		}
 	}
 }

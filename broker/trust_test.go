@@ -8,6 +8,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -34,6 +35,8 @@ type zkCluster struct {
 	sets    map[string]string
 	dirs    map[int32]string
 	servers map[int32]*Server
+	// logs, when set, receives the brokers' logs (at INFO and above).
+	logs *syncBuffer
 }
 
 func startZKCluster(t testing.TB, n int, sets map[string]string) *zkCluster {
@@ -73,7 +76,11 @@ func (c *zkCluster) start(id int32) {
 		return zkctl.New(context.Background(), zkctl.Options{Connect: c.zk.Addr(), Broker: self, SessionTimeout: 6 * time.Second,
 			InterBrokerListener: interBroker, InterBrokerProtocol: interBrokerProtocol, ControlPlaneListener: controlPlane, Dial: dial})
 	}
-	s, err = New(Options{Config: cfg, Listen: cfg.ListenAddr(), NewController: newCtl})
+	var logger *slog.Logger
+	if c.logs != nil {
+		logger = slog.New(slog.NewTextHandler(c.logs, nil)).With("broker", id)
+	}
+	s, err = New(Options{Config: cfg, Listen: cfg.ListenAddr(), NewController: newCtl, Logger: logger})
 	if err != nil {
 		c.t.Fatalf("new: %v", err)
 	}

@@ -32,6 +32,9 @@ const (
 	replicaFetchMaxBytes = 1 << 20  // replica.fetch.max.bytes default
 	replicaRespMaxBytes  = 10 << 20 // replica.fetch.response.max.bytes default
 	replicaFetchBackoff  = 100 * time.Millisecond
+	// refusalWarnEvery is how often a fetcher whose fetches the leader's
+	// authorizer refuses says so again.
+	refusalWarnEvery = 10 * time.Second
 )
 
 // followPart is one partition a fetcher replicates.
@@ -55,9 +58,12 @@ type fetcher struct {
 	m      *Manager
 	leader int32
 
-	mu    sync.Mutex // guards parts; held while applying a response
+	mu    sync.Mutex // guards parts and refusedWarned; held while applying a response
 	parts map[tp]*followPart
 	wake  chan struct{}
+	// refusedWarned is when a refusal of this broker's fetches by the
+	// leader's authorizer was last logged (refusalWarnEvery).
+	refusedWarned time.Time
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -379,11 +385,29 @@ func (f *fetcher) round(ctx context.Context, rc *Conn) (backoff bool, err error)
 				fp.fromTier = true // rebuild from the leader's local tail next round
 			default:
 				// Fenced or unknown epoch, not leader: wait for metadata.
+				f.warnIfRefused(k, "Fetch", rp.ErrorCode)
 				backoff = true
 			}
 		}
 	}
 	return backoff, nil
+}
+
+// warnIfRefused logs, at most every refusalWarnEvery, a refusal of this
+// broker's replica requests by the leader's authorizer: its principal on
+// the inter-broker listener lacks ClusterAction (is not in super.users),
+// so it cannot replicate until an operator acts, and must not back off
+// in silence (Kafka's fetcher logs an error). Called with f.mu held.
+func (f *fetcher) warnIfRefused(k tp, request string, code int16) {
+	if code != kerr.TopicAuthorizationFailed.Code && code != kerr.ClusterAuthorizationFailed.Code {
+		return
+	}
+	if time.Since(f.refusedWarned) < refusalWarnEvery {
+		return
+	}
+	f.refusedWarned = time.Now()
+	f.m.log.Warn("replica fetch refused by the leader's authorizer: this broker's principal needs ClusterAction on the cluster (super.users)",
+		"leader", f.leader, "request", request, "topic", k.topic, "partition", k.part, "err", kerr.ErrorForCode(code))
 }
 
 // apply appends fetched batches and moves the follower's high watermark.
@@ -481,6 +505,7 @@ func (f *fetcher) truncate(rc *Conn, parts map[tp]followPart, keys []tp) (bool, 
 				continue
 			}
 			if rp.ErrorCode != 0 {
+				f.warnIfRefused(k, "OffsetForLeaderEpoch", rp.ErrorCode)
 				backoff = true
 				continue
 			}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,12 +110,23 @@ type chaosCluster struct {
 	// zk is each broker's own link to ZooKeeper, which a campaign can
 	// cut while the broker still reaches the bucket and its peers.
 	zk map[int32]*netCut
+	// admin are the options of the harness's own clients (metadata,
+	// ElectLeaders, ListOffsets, the verifier's offsets), load those of
+	// the producers and of the verifying consumer: TLS and SASL in a
+	// secured cluster (chaosSecurity), none otherwise.
+	admin, load []kgo.Opt
 }
 
-func startChaosCluster(t *testing.T, ctx context.Context, m *testenv.MinIO, bucket string, ct chaosTier) *chaosCluster {
+// startChaosCluster starts the cluster, secured as sec says (nil: not
+// at all).
+func startChaosCluster(t *testing.T, ctx context.Context, m *testenv.MinIO, bucket string, ct chaosTier, sec *chaosSecurity) *chaosCluster {
 	t.Helper()
 	c := &chaosCluster{t: t, ctx: ctx, start: time.Now(), m: m, bucket: bucket, bs: map[int32]*testenv.Broker{}, zk: map[int32]*netCut{}}
 	zk := testenv.StartZooKeeper(t)
+	if sec != nil {
+		sec.prepare(t, zk.Addr(), "/chaos")
+		c.admin, c.load = sec.adminOpts(), sec.clientOpts()
+	}
 	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey())
 	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey())
 	sets := []string{
@@ -133,7 +145,11 @@ func startChaosCluster(t *testing.T, ctx context.Context, m *testenv.MinIO, buck
 		c.zk[int32(id)] = link
 		args := []string{"--zookeeper", link.Addr() + "/chaos", "--tier", "s3://" + bucket + "/" + chaosPrefix,
 			"--s3-endpoint", m.Endpoint(), "--s3-region", testenv.MinIORegion}
-		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: sets, Args: args, Metrics: "127.0.0.1:0", ReadyTimeout: 60 * time.Second})
+		bsets := sets
+		if sec != nil {
+			bsets = append(slices.Clone(sets), sec.brokerSets(t, int32(id))...)
+		}
+		b := testenv.StartBroker(t, testenv.BrokerOptions{ID: id, Sets: bsets, Args: args, Metrics: "127.0.0.1:0", ReadyTimeout: 60 * time.Second})
 		c.bs[int32(id)] = b
 		c.seeds = append(c.seeds, b.Addr())
 	}
@@ -150,7 +166,7 @@ func startChaosCluster(t *testing.T, ctx context.Context, m *testenv.MinIO, buck
 	}
 	c.scan = &bucketScan{mc: m.Client(t), bucket: bucket, prefix: chaosPrefix, finished: map[string]index.SegmentMetadata{}}
 	str := func(s string) *string { return &s }
-	adm := kadm.NewClient(newClient(t, c.seeds[0], kgo.SeedBrokers(c.seeds...)))
+	adm := kadm.NewClient(newClient(t, c.seeds[0], append([]kgo.Opt{kgo.SeedBrokers(c.seeds...)}, c.admin...)...))
 	r, err := adm.CreateTopic(ctx, chaosPartitions, 3, map[string]*string{
 		"remote.storage.enable": str("true"), "segment.bytes": str(strconv.Itoa(chaosSegBytes)),
 		"local.retention.bytes": str(strconv.Itoa(chaosLocalBytes)), "file.delete.delay.ms": str("0"),
@@ -173,7 +189,7 @@ func (c *chaosCluster) logf(format string, args ...any) {
 }
 
 func (c *chaosCluster) metadata() (kadm.Metadata, error) {
-	return clusterMetadata(c.ctx, c.seeds, chaosTopic)
+	return clusterMetadata(c.ctx, c.seeds, chaosTopic, c.admin...)
 }
 
 // leaders returns each partition's leader and preferred leader.
@@ -232,7 +248,7 @@ func (c *chaosCluster) waitFullISR(d time.Duration, when string, preferred bool)
 // returns how many partitions moved.
 func (c *chaosCluster) electPreferred() int {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds...)}, c.admin...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -280,9 +296,10 @@ func (c *chaosCluster) electPreferred() int {
 // ownOffsets asks broker id for ListOffsets timestamp ts of every
 // partition from its own log (Kafka's debugging replica id -2, which any
 // replica answers): -1 and a note for partitions it could not answer.
-func ownOffsets(ctx context.Context, b *testenv.Broker, id int32, ts int64) (map[int32]int64, string) {
+// opts are the client's (TLS, SASL).
+func ownOffsets(ctx context.Context, b *testenv.Broker, id int32, ts int64, opts ...kgo.Opt) (map[int32]int64, string) {
 	out := map[int32]int64{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr())}, opts...)...)
 	if err != nil {
 		return out, err.Error()
 	}
@@ -334,7 +351,7 @@ func (c *chaosCluster) leaderOffsets(ts int64) (map[int32]int64, error) {
 				return nil, fmt.Errorf("partition %d: leader %d", p, l)
 			}
 			var note string
-			got, note = ownOffsets(c.ctx, b, l, ts)
+			got, note = ownOffsets(c.ctx, b, l, ts, c.admin...)
 			if note != "" {
 				return nil, fmt.Errorf("broker %d: ListOffsets %d: %s", l, ts, note)
 			}
@@ -462,18 +479,21 @@ type chaosLoad struct {
 }
 
 // startChaosLoad starts producers, each producing perTick records every
-// 10 ms (about perTick × 60 KB/s each).
-func startChaosLoad(t *testing.T, seeds []string, producers, perTick int) *chaosLoad {
+// 10 ms (about perTick × 60 KB/s each); opts are their clients' further
+// options (TLS, SASL).
+func startChaosLoad(t *testing.T, seeds []string, producers, perTick int, opts ...kgo.Opt) *chaosLoad {
 	t.Helper()
 	l := &chaosLoad{acked: map[int32]map[int64]prodSeq{}, byRecord: map[prodSeq]int64{}, stop: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	for prod := range producers {
-		cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...),
+		cl := newClient(t, seeds[0], append([]kgo.Opt{
+			kgo.SeedBrokers(seeds...),
 			kgo.RequiredAcks(kgo.AllISRAcks()), // idempotent by default
 			kgo.ProducerBatchCompression(kgo.NoCompression()),
-			kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(5000),
-			kgo.MetadataMinAge(250*time.Millisecond), kgo.DefaultProduceTopic(chaosTopic))
+			kgo.ProducerLinger(5 * time.Millisecond), kgo.MaxBufferedRecords(5000),
+			kgo.MetadataMinAge(250 * time.Millisecond), kgo.DefaultProduceTopic(chaosTopic),
+		}, opts...)...)
 		l.clients = append(l.clients, cl)
 		l.wg.Add(1)
 		go func() {
@@ -821,7 +841,7 @@ func (c *chaosCluster) settle(load *chaosLoad, d time.Duration) bucketView {
 			fmt.Fprintf(&sb, "copy lag %v segments; ", lag)
 		}
 		for id := int32(1); id <= 3; id++ {
-			local, note := ownOffsets(c.ctx, c.bs[id], id, -4)
+			local, note := ownOffsets(c.ctx, c.bs[id], id, -4, c.admin...)
 			if note != "" {
 				ok = false
 				fmt.Fprintf(&sb, "broker %d: %s; ", id, note)
@@ -896,7 +916,7 @@ func (c *chaosCluster) verify(load *chaosLoad, view bucketView) chaosVerdict {
 	if err != nil {
 		t.Fatalf("leaders' local log starts: %v", err)
 	}
-	start, end := offsets(t, c.seeds[0], chaosTopic)
+	start, end := offsets(t, c.seeds[0], chaosTopic, c.admin...)
 	v.ends = end
 	for p := range int32(chaosPartitions) {
 		if start[p] != 0 {
@@ -919,9 +939,11 @@ func (c *chaosCluster) verify(load *chaosLoad, view bucketView) chaosVerdict {
 	for p := range int32(chaosPartitions) {
 		parts[p] = kgo.NewOffset().At(0)
 	}
-	cons := newClient(t, c.seeds[0], kgo.SeedBrokers(c.seeds...),
+	cons := newClient(t, c.seeds[0], append([]kgo.Opt{
+		kgo.SeedBrokers(c.seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{chaosTopic: parts}),
-		kgo.FetchMaxWait(200*time.Millisecond), kgo.FetchMaxBytes(16<<20))
+		kgo.FetchMaxWait(200 * time.Millisecond), kgo.FetchMaxBytes(16 << 20),
+	}, c.load...)...)
 	consumed := map[int32]map[int64]prodSeq{}
 	where := map[prodSeq]string{}
 	lastSeq := map[[2]int32]int32{}

@@ -125,116 +125,14 @@ func TestChaosTierKillsAndMoves(t *testing.T) {
 	// a leader is uploading about half the time, each segment for a
 	// second or two. A broker leading two partitions uploads four
 	// segments at once, 8 s each: half the grace is 15 s.
-	c := startChaosCluster(t, ctx, m, bucket, chaosTier{copyRate: 128 << 10, graceMs: 30000})
+	c := startChaosCluster(t, ctx, m, bucket, chaosTier{copyRate: 128 << 10, graceMs: 30000}, nil)
 	c.logf("cluster up; seed %d (STRATA_CHAOS_SEED to replay), %d rounds", seed, rounds)
 	load := startChaosLoad(t, c.seeds, 3, 1)
 	c.warmUp(90 * time.Second)
 	c.logf("warm: %d records acknowledged", load.acks())
 
-	var st chaosStats
-	for round := 0; round < rounds; round++ {
-		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
-		kind := round % 4 // kill -9, SIGTERM, SIGSTOP, cut from ZooKeeper
-		// The victim: mostly a leader that is uploading, else (or one
-		// round in five) any broker: a follower, the controller.
-		var up index.SegmentMetadata
-		hit := false
-		what := "at random"
-		if rng.IntN(5) > 0 {
-			up, hit = c.midUpload(rng, 5*time.Second, func(m *index.SegmentMetadata, leader, _ map[int32]int32) bool {
-				return leader[m.Partition.Partition] == m.BrokerID
-			})
-			what = "no upload under way"
-		}
-		victim := int32(1 + rng.IntN(3))
-		if hit {
-			victim = up.BrokerID
-			what = fmt.Sprintf("mid-upload of p%d [%d, %d]", up.Partition.Partition, up.StartOffset, up.EndOffset)
-		}
-		b := c.bs[victim]
-		mid := func(n *int) {
-			if hit {
-				*n++
-			}
-		}
-		switch kind {
-		case 1:
-			st.shutdowns++
-			mid(&st.shutdownsMid)
-			c.logf("round %d: controlled shutdown (SIGTERM) of broker %d, %s; %d acknowledged", round, victim, what, load.acks())
-			b.Stop()
-		case 2:
-			st.freezes++
-			mid(&st.freezesMid)
-			c.logf("round %d: SIGSTOP broker %d past its ZooKeeper session, %s; %d acknowledged", round, victim, what, load.acks())
-			if err := b.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-		case 3:
-			st.cuts++
-			mid(&st.cutsMid)
-			c.logf("round %d: cut broker %d from ZooKeeper (not from the bucket), %s; %d acknowledged", round, victim, what, load.acks())
-			c.zk[victim].Cut()
-		default:
-			st.kills++
-			mid(&st.killsMid)
-			c.logf("round %d: kill -9 broker %d, %s; %d acknowledged", round, victim, what, load.acks())
-			b.Kill9()
-		}
-		waitState(t, 60*time.Second, fmt.Sprintf("leadership to move off broker %d", victim), func() (string, bool) {
-			leader, _, err := c.leaders()
-			if err != nil {
-				return err.Error(), false
-			}
-			for _, l := range leader {
-				if l == victim || l <= 0 {
-					return fmt.Sprintf("leaders %v", leader), false
-				}
-			}
-			return "", true
-		})
-		time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond)
-		switch kind {
-		case 2:
-			// It wakes believing it leads, its uploads under way.
-			if err := b.Signal(syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
-		case 3:
-			c.zk[victim].Heal()
-		default:
-			b.Restart()
-		}
-		c.waitFullISR(90*time.Second, fmt.Sprintf("after broker %d restarted", victim), false)
-		c.logf("round %d: broker %d back in every ISR", round, victim)
-
-		// Leadership back to the preferred replicas, while the leader
-		// that loses a partition uploads it if we can catch that.
-		up, hit = c.midUpload(rng, 5*time.Second, func(m *index.SegmentMetadata, leader, preferred map[int32]int32) bool {
-			p := m.Partition.Partition
-			return leader[p] == m.BrokerID && leader[p] != preferred[p]
-		})
-		what = "no upload under way"
-		if hit {
-			st.electionsMid++
-			what = fmt.Sprintf("broker %d mid-upload of p%d [%d, %d]", up.BrokerID, up.Partition.Partition, up.StartOffset, up.EndOffset)
-		}
-		n := c.electPreferred()
-		st.elections++
-		st.moved += n
-		c.logf("round %d: ElectLeaders moved %d partitions (%s)", round, n, what)
-	}
-	load.waitAcks(t, 1000, 60*time.Second, "after the last fault")
-	view := c.settle(load, 90*time.Second)
-	v := c.verify(load, view)
-	logs := c.brokerLogCounts(chaosLogPatterns...)
-	c.logf("faults: %d kill -9 (%d mid-upload), %d controlled shutdowns (%d mid-upload), %d SIGSTOPs past the session (%d mid-upload), %d cuts from ZooKeeper (%d mid-upload), %d ElectLeaders (%d with the losing leader mid-upload) moving %d partitions",
-		st.kills, st.killsMid, st.shutdowns, st.shutdownsMid, st.freezes, st.freezesMid, st.cuts, st.cutsMid, st.elections, st.electionsMid, st.moved)
-	c.logf("records: %d acknowledged of %d produced, %d consumed (%d never acknowledged), %d acknowledged ones read below the leaders' local log starts; %d remote fetches, %.1f MB from the bucket",
-		v.acked, load.produced, v.records, v.unacked, v.fromBucket, v.remoteFetches, float64(v.remoteBytes)/1e6)
-	c.logf("bucket: %d finished segments (%d overlapping an earlier one), %d records read from their .log objects; end offsets %v",
-		v.segments, v.overlaps, v.bucketRecords, v.ends)
-	c.logf("broker logs: %v", logs)
+	st := c.faultRounds(load, rng, rounds, allChaosFaults)
+	c.conclude(load, st)
 }
 
 // TestChaosTierBucketOutage: the cluster of TestChaosTierKillsAndMoves
@@ -264,7 +162,7 @@ func TestChaosTierBucketOutage(t *testing.T) {
 	defer cancel()
 	// Two partitions' uploads on one broker, four segments at once at
 	// 256 KiB/s: 4 s each; half the grace is 10 s.
-	c := startChaosCluster(t, ctx, m, m.Bucket(), chaosTier{copyRate: 256 << 10, graceMs: 20000})
+	c := startChaosCluster(t, ctx, m, m.Bucket(), chaosTier{copyRate: 256 << 10, graceMs: 20000}, nil)
 	c.logf("cluster up; seed %d (STRATA_CHAOS_SEED to replay), bucket outage of %v", seed, outage)
 	load := startChaosLoad(t, c.seeds, 3, 1)
 	c.warmUp(90 * time.Second)
@@ -423,4 +321,140 @@ func TestChaosTierBucketOutage(t *testing.T) {
 	c.logf("bucket: %d finished segments (%d overlapping an earlier one), %d records read from their .log objects; end offsets %v",
 		v.segments, v.overlaps, v.bucketRecords, v.ends)
 	c.logf("broker logs: %v", logs)
+}
+
+// chaosFault is a kind of fault round.
+type chaosFault int
+
+const (
+	faultKill   chaosFault = iota // kill -9, then a restart
+	faultStop                     // SIGTERM (controlled shutdown), then a restart
+	faultFreeze                   // SIGSTOP past the ZooKeeper session, then SIGCONT
+	faultCut                      // the link to ZooKeeper cut (not to the bucket), then healed
+)
+
+// allChaosFaults are the rounds of TestChaosTierKillsAndMoves, in turn.
+var allChaosFaults = []chaosFault{faultKill, faultStop, faultFreeze, faultCut}
+
+// faultRounds runs rounds of faults under load, the kinds of faults in
+// turn: each strikes a broker (mostly one that is uploading a segment),
+// waits for leadership to move off it, brings it back and waits for it
+// in every ISR, and then moves leadership back to the preferred replicas
+// with ElectLeaders, timed while a leader that loses a partition uploads
+// it if the campaign can catch one.
+func (c *chaosCluster) faultRounds(load *chaosLoad, rng *rand.Rand, rounds int, faults []chaosFault) chaosStats {
+	c.t.Helper()
+	var st chaosStats
+	for round := 0; round < rounds; round++ {
+		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		kind := faults[round%len(faults)]
+		// The victim: mostly a leader that is uploading, else (or one
+		// round in five) any broker: a follower, the controller.
+		var up index.SegmentMetadata
+		hit := false
+		what := "at random"
+		if rng.IntN(5) > 0 {
+			up, hit = c.midUpload(rng, 5*time.Second, func(m *index.SegmentMetadata, leader, _ map[int32]int32) bool {
+				return leader[m.Partition.Partition] == m.BrokerID
+			})
+			what = "no upload under way"
+		}
+		victim := int32(1 + rng.IntN(3))
+		if hit {
+			victim = up.BrokerID
+			what = fmt.Sprintf("mid-upload of p%d [%d, %d]", up.Partition.Partition, up.StartOffset, up.EndOffset)
+		}
+		b := c.bs[victim]
+		mid := func(n *int) {
+			if hit {
+				*n++
+			}
+		}
+		switch kind {
+		case faultStop:
+			st.shutdowns++
+			mid(&st.shutdownsMid)
+			c.logf("round %d: controlled shutdown (SIGTERM) of broker %d, %s; %d acknowledged", round, victim, what, load.acks())
+			b.Stop()
+		case faultFreeze:
+			st.freezes++
+			mid(&st.freezesMid)
+			c.logf("round %d: SIGSTOP broker %d past its ZooKeeper session, %s; %d acknowledged", round, victim, what, load.acks())
+			if err := b.Signal(syscall.SIGSTOP); err != nil {
+				c.t.Fatal(err)
+			}
+		case faultCut:
+			st.cuts++
+			mid(&st.cutsMid)
+			c.logf("round %d: cut broker %d from ZooKeeper (not from the bucket), %s; %d acknowledged", round, victim, what, load.acks())
+			c.zk[victim].Cut()
+		default:
+			st.kills++
+			mid(&st.killsMid)
+			c.logf("round %d: kill -9 broker %d, %s; %d acknowledged", round, victim, what, load.acks())
+			b.Kill9()
+		}
+		waitState(c.t, 60*time.Second, fmt.Sprintf("leadership to move off broker %d", victim), func() (string, bool) {
+			leader, _, err := c.leaders()
+			if err != nil {
+				return err.Error(), false
+			}
+			for _, l := range leader {
+				if l == victim || l <= 0 {
+					return fmt.Sprintf("leaders %v", leader), false
+				}
+			}
+			return "", true
+		})
+		time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond)
+		switch kind {
+		case faultFreeze:
+			// It wakes believing it leads, its uploads under way.
+			if err := b.Signal(syscall.SIGCONT); err != nil {
+				c.t.Fatal(err)
+			}
+		case faultCut:
+			c.zk[victim].Heal()
+		default:
+			b.Restart()
+		}
+		c.waitFullISR(90*time.Second, fmt.Sprintf("after broker %d restarted", victim), false)
+		c.logf("round %d: broker %d back in every ISR", round, victim)
+
+		// Leadership back to the preferred replicas, while the leader
+		// that loses a partition uploads it if we can catch that.
+		up, hit = c.midUpload(rng, 5*time.Second, func(m *index.SegmentMetadata, leader, preferred map[int32]int32) bool {
+			p := m.Partition.Partition
+			return leader[p] == m.BrokerID && leader[p] != preferred[p]
+		})
+		what = "no upload under way"
+		if hit {
+			st.electionsMid++
+			what = fmt.Sprintf("broker %d mid-upload of p%d [%d, %d]", up.BrokerID, up.Partition.Partition, up.StartOffset, up.EndOffset)
+		}
+		n := c.electPreferred()
+		st.elections++
+		st.moved += n
+		c.logf("round %d: ElectLeaders moved %d partitions (%s)", round, n, what)
+	}
+	return st
+}
+
+// conclude waits for more acknowledgements after the last fault, lets the
+// tier settle, verifies every acknowledged record (verify) and logs what
+// the campaign did and found.
+func (c *chaosCluster) conclude(load *chaosLoad, st chaosStats) (chaosVerdict, map[string]int) {
+	c.t.Helper()
+	load.waitAcks(c.t, 1000, 60*time.Second, "after the last fault")
+	view := c.settle(load, 90*time.Second)
+	v := c.verify(load, view)
+	logs := c.brokerLogCounts(chaosLogPatterns...)
+	c.logf("faults: %d kill -9 (%d mid-upload), %d controlled shutdowns (%d mid-upload), %d SIGSTOPs past the session (%d mid-upload), %d cuts from ZooKeeper (%d mid-upload), %d ElectLeaders (%d with the losing leader mid-upload) moving %d partitions",
+		st.kills, st.killsMid, st.shutdowns, st.shutdownsMid, st.freezes, st.freezesMid, st.cuts, st.cutsMid, st.elections, st.electionsMid, st.moved)
+	c.logf("records: %d acknowledged of %d produced, %d consumed (%d never acknowledged), %d acknowledged ones read below the leaders' local log starts; %d remote fetches, %.1f MB from the bucket",
+		v.acked, load.produced, v.records, v.unacked, v.fromBucket, v.remoteFetches, float64(v.remoteBytes)/1e6)
+	c.logf("bucket: %d finished segments (%d overlapping an earlier one), %d records read from their .log objects; end offsets %v",
+		v.segments, v.overlaps, v.bucketRecords, v.ends)
+	c.logf("broker logs: %v", logs)
+	return v, logs
 }

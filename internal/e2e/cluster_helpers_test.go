@@ -36,9 +36,9 @@ func createReplicatedTopic(t *testing.T, ctx context.Context, seeds []string, to
 }
 
 // clusterMetadata asks for topic's metadata with a fresh client, so that
-// no cached view hides a change.
-func clusterMetadata(ctx context.Context, seeds []string, topic string) (kadm.Metadata, error) {
-	c, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+// no cached view hides a change (opts: the client's, e.g. TLS and SASL).
+func clusterMetadata(ctx context.Context, seeds []string, topic string, opts ...kgo.Opt) (kadm.Metadata, error) {
+	c, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		return kadm.Metadata{}, err
 	}

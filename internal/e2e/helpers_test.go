@@ -43,10 +43,11 @@ func createTopic(t testing.TB, addr, topic string, partitions int32, configs map
 	}
 }
 
-// offsets returns the start and end offsets of every partition of topic.
-func offsets(t testing.TB, addr, topic string) (start, end map[int32]int64) {
+// offsets returns the start and end offsets of every partition of topic
+// (opts: the client's, e.g. TLS and SASL).
+func offsets(t testing.TB, addr, topic string, opts ...kgo.Opt) (start, end map[int32]int64) {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(newClient(t, addr, opts...))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	so, err := adm.ListStartOffsets(ctx, topic)
