@@ -47,8 +47,11 @@ func (s *Server) startAuthorizer() error {
 }
 
 // principal is who the connection authenticated as (User:ANONYMOUS for
-// a connection made by hand in tests).
+// a connection made by hand in tests), or the client an Envelope names.
 func (cc *clientConn) principal() string {
+	if cc != nil && cc.env != nil {
+		return cc.env.principal
+	}
 	if cc == nil || cc.nc == nil {
 		return network.Anonymous.String()
 	}
@@ -57,6 +60,9 @@ func (cc *clientConn) principal() string {
 
 // aclHost is the client's address as ACLs name hosts (no leading "/").
 func (cc *clientConn) aclHost() string {
+	if cc != nil && cc.env != nil {
+		return cc.env.host
+	}
 	if cc == nil || cc.conn == nil {
 		return ""
 	}

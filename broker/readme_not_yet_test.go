@@ -29,7 +29,7 @@ var notYet = map[int16]string{
 // no client misses them, so the README does not list them.
 var internalOnly = map[int16]bool{
 	52: true, 53: true, 54: true, // Vote, BeginQuorumEpoch, EndQuorumEpoch
-	56: true, 58: true, 59: true, // AlterPartition, Envelope, FetchSnapshot
+	56: true, 59: true, // AlterPartition, FetchSnapshot (Envelope, 58, is served)
 	62: true, 63: true, 64: true, // BrokerRegistration, BrokerHeartbeat, UnregisterBroker
 	67: true, 70: true, 73: true, // AllocateProducerIds, ControllerRegistration, AssignReplicasToDirs
 	83: true, 84: true, 85: true, 86: true, 87: true, // share-group state
