@@ -6,7 +6,8 @@ package broker
 // topics are created when the request allows it (v4+ flag; always before
 // v4) and auto.create.topics.enable is on; the embedded controller creates
 // them at once, so they come back ready. Topic ids from v10, lookup by id
-// from v12.
+// from v12. The authorized operations (KIP-430: of the cluster for v8-10,
+// of each topic from v8) when asked, else -2147483648, as in Kafka.
 
 import (
 	"context"
@@ -125,6 +126,16 @@ func handleMetadata(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response
 	resp.Topics = append(resp.Topics, errTopics...)
 	if req.Version >= 8 && req.Version <= 10 {
 		resp.AuthorizedOperations = authorizedOpsUnset
+		if req.IncludeClusterAuthorizedOperations {
+			resp.AuthorizedOperations = s.clusterAuthorizedOperations(cc) // authz.go
+		}
+	}
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.Topic != nil {
+				t.AuthorizedOperations = s.authorizedOperations(cc, acl.ResourceTopic, *t.Topic)
+			}
+		}
 	}
 	return resp, nil
 }

@@ -30,6 +30,9 @@ func handleJoinGroup(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respons
 
 // clientHost is the client's address as Kafka reports it ("/1.2.3.4").
 func (cc *clientConn) clientHost() string {
+	if cc.env != nil {
+		return "/" + cc.env.host
+	}
 	host, _, err := net.SplitHostPort(cc.conn.RemoteAddr().String())
 	if err != nil {
 		host = cc.conn.RemoteAddr().String()

@@ -20,7 +20,7 @@ import (
 	"strata/controller"
 )
 
-func init() { register(19, 2, 7, forwarded(handleCreateTopics)) }
+func init() { registerForwarded(19, 2, 7, handleCreateTopics) }
 
 func handleCreateTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)

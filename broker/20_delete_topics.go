@@ -13,7 +13,7 @@ import (
 	"strata/broker/acl"
 )
 
-func init() { register(20, 1, 6, forwarded(handleDeleteTopics)) }
+func init() { registerForwarded(20, 1, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)

@@ -10,7 +10,7 @@ import (
 	"strata/broker/config"
 )
 
-func init() { register(33, 0, 2, forwarded(handleAlterConfigs)) }
+func init() { registerForwarded(33, 0, 2, handleAlterConfigs) }
 
 func handleAlterConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterConfigsRequest)

@@ -15,7 +15,7 @@ import (
 	"strata/broker/acl"
 )
 
-func init() { register(37, 0, 3, forwarded(handleCreatePartitions)) }
+func init() { registerForwarded(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)

@@ -24,7 +24,7 @@ import (
 	"strata/controller"
 )
 
-func init() { register(43, 0, 2, forwarded(handleElectLeaders)) }
+func init() { registerForwarded(43, 0, 2, handleElectLeaders) }
 
 func handleElectLeaders(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ElectLeadersRequest)

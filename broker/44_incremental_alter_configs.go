@@ -9,7 +9,7 @@ import (
 	"strata/broker/config"
 )
 
-func init() { register(44, 0, 1, forwarded(handleIncrementalAlterConfigs)) }
+func init() { registerForwarded(44, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)

@@ -25,8 +25,8 @@ import (
 )
 
 func init() {
-	register(45, 0, 1, forwarded(handleAlterPartitionReassignments))
-	register(46, 0, 0, forwarded(handleListPartitionReassignments))
+	registerForwarded(45, 0, 1, handleAlterPartitionReassignments)
+	registerForwarded(46, 0, 0, handleListPartitionReassignments)
 }
 
 func handleAlterPartitionReassignments(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {

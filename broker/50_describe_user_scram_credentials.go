@@ -1,7 +1,8 @@
 package broker
 
 // DescribeUserScramCredentials, v0 (KIP-554): the SCRAM mechanisms and
-// iteration counts of each user asked (every user when none is named),
+// iteration counts of each user asked (every user when the list is null
+// or empty),
 // from the cluster metadata (ZooKeeper's /config/users, or the embedded
 // controller's file). Never a salt or a key.
 
@@ -38,7 +39,7 @@ func handleDescribeUserScramCredentials(s *Server, cc *clientConn, kreq kmsg.Req
 	}
 	users := s.ctrl.Metadata().ScramUsers
 	var names []string
-	if req.Users == nil {
+	if len(req.Users) == 0 { // null or empty: every user, as in Kafka (the admin client sends an empty list)
 		for u := range users {
 			names = append(names, u)
 		}

@@ -23,7 +23,7 @@ import (
 	"strata/controller"
 )
 
-func init() { register(51, 0, 0, forwarded(handleAlterUserScramCredentials)) }
+func init() { registerForwarded(51, 0, 0, handleAlterUserScramCredentials) }
 
 const (
 	minScramIterations = 4096

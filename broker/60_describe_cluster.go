@@ -2,7 +2,7 @@ package broker
 
 // DescribeCluster, v0-1. v1's EndpointType: 1 = brokers; asking for
 // controllers (2) is UNSUPPORTED_ENDPOINT_TYPE, as on a ZooKeeper-mode
-// Kafka.
+// Kafka. The cluster's authorized operations (KIP-430) when asked.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,6 +29,9 @@ func handleDescribeCluster(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 	resp.ClusterID = md.ClusterID
 	resp.ControllerID = md.ControllerID
 	resp.ClusterAuthorizedOperations = authorizedOpsUnset
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = s.clusterAuthorizedOperations(cc) // authz.go
+	}
 	for _, b := range md.Brokers {
 		host, port, ok := cc.endpoint(b)
 		if !ok {

@@ -2,7 +2,8 @@ package broker
 
 // ConsumerGroupDescribe, v0-1 (KIP-848; v1 adds MemberType). A group that
 // does not exist, or is a classic group, is GROUP_ID_NOT_FOUND, as in
-// Kafka; an empty group id is INVALID_GROUP_ID.
+// Kafka; an empty group id is INVALID_GROUP_ID. The group's authorized
+// operations (KIP-430) when asked.
 
 import (
 	"fmt"
@@ -42,6 +43,9 @@ func handleConsumerGroupDescribe(s *Server, cc *clientConn, kreq kmsg.Request) (
 					d.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Group %s not found.", id))
 				}
 			}
+		}
+		if req.IncludeAuthorizedOperations && d.ErrorCode == 0 {
+			d.AuthorizedOperations = s.authorizedOperations(cc, acl.ResourceGroup, id)
 		}
 		resp.Groups = append(resp.Groups, d)
 	}

@@ -29,6 +29,18 @@ func register(key, min, max int16, fn handler) {
 	apis[key] = apiEntry{min: min, max: max, fn: fn}
 }
 
+// forwardable are the APIs that a broker forwards to the active
+// controller (forward.go), and that the controller accepts in an Envelope
+// (58_envelope.go).
+var forwardable = map[int16]bool{}
+
+// registerForwarded registers the handler of an API that only the
+// controller carries out: forwarded (forward.go) and forwardable.
+func registerForwarded(key, min, max int16, fn handler) {
+	register(key, min, max, forwarded(fn))
+	forwardable[key] = true
+}
+
 // apiVersionKeys returns the supported ranges sorted by key.
 func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))

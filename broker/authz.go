@@ -47,8 +47,11 @@ func (s *Server) startAuthorizer() error {
 }
 
 // principal is who the connection authenticated as (User:ANONYMOUS for
-// a connection made by hand in tests).
+// a connection made by hand in tests), or the client an Envelope names.
 func (cc *clientConn) principal() string {
+	if cc != nil && cc.env != nil {
+		return cc.env.principal
+	}
 	if cc == nil || cc.nc == nil {
 		return network.Anonymous.String()
 	}
@@ -57,6 +60,9 @@ func (cc *clientConn) principal() string {
 
 // aclHost is the client's address as ACLs name hosts (no leading "/").
 func (cc *clientConn) aclHost() string {
+	if cc != nil && cc.env != nil {
+		return cc.env.host
+	}
 	if cc == nil || cc.conn == nil {
 		return ""
 	}
@@ -156,4 +162,42 @@ func (s *Server) configsRefusal(cc *clientConn, op acl.Operation, rtype kmsg.Con
 		}
 	}
 	return 0
+}
+
+// supportedOperations are the operations each resource type has, as
+// Kafka's AclEntry.supportedOperations lists them: what an
+// *_authorized_operations field can hold.
+var supportedOperations = map[acl.ResourceType][]acl.Operation{
+	acl.ResourceTopic: {acl.OpRead, acl.OpWrite, acl.OpCreate, acl.OpDescribe, acl.OpDelete,
+		acl.OpAlter, acl.OpDescribeConfigs, acl.OpAlterConfigs},
+	acl.ResourceGroup: {acl.OpRead, acl.OpDescribe, acl.OpDelete},
+	acl.ResourceCluster: {acl.OpCreate, acl.OpClusterAction, acl.OpDescribeConfigs, acl.OpAlterConfigs,
+		acl.OpIdempotentWrite, acl.OpAlter, acl.OpDescribe},
+	acl.ResourceTransactionalID: {acl.OpDescribe, acl.OpWrite},
+	acl.ResourceDelegationToken: {acl.OpDescribe},
+	acl.ResourceUser:            {acl.OpCreateTokens, acl.OpDescribeTokens},
+}
+
+// authorizedOperations is the *_authorized_operations bit field (KIP-430)
+// of the resource for the connection's principal: bit n set when the
+// operation of code n is allowed, each of the type's operations asked
+// of the authorizer; without an authorizer, all of them (as Kafka).
+func (s *Server) authorizedOperations(cc *clientConn, t acl.ResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOperations[t] {
+		if s.authorized(cc, op, t, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
+
+// clusterAuthorizedOperations is the cluster's field as Metadata (v8-10)
+// and DescribeCluster answer it when asked: 0 without Describe on the
+// cluster, as in Kafka.
+func (s *Server) clusterAuthorizedOperations(cc *clientConn) int32 {
+	if !s.authorizedCluster(cc, acl.OpDescribe) {
+		return 0
+	}
+	return s.authorizedOperations(cc, acl.ResourceCluster, acl.ClusterName)
 }

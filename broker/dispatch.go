@@ -24,6 +24,9 @@ type clientConn struct {
 	nc       *network.Conn
 	conn     net.Conn
 	clientID string // of the connection's latest request that gave one
+	// env is set for the request an Envelope carried (58_envelope.go):
+	// the client's principal and address stand for the connection's.
+	env *envelopeOrigin
 }
 
 // listener is the name of the listener the connection arrived on ("" for

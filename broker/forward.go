@@ -20,11 +20,13 @@ package broker
 // them. When the controller cannot be reached the broker handles the
 // request itself, which answers NOT_CONTROLLER, and clients retry.
 //
-// Kafka wraps forwarded requests in an Envelope carrying the client's
-// principal; Strata's forwarding carries none, so with an authorizer
-// (authorizer.class.name) nothing is forwarded: the broker answers
-// NOT_CONTROLLER and the client goes to the controller, as clients that
-// predate KIP-590 do.
+// With an authorizer (authorizer.class.name) the controller must
+// authorize the client, not the forwarding broker: the request goes
+// wrapped in an Envelope (58_envelope.go) with the client's principal and
+// address, as Kafka forwards, on the inter-broker listener where the
+// broker's own principal has ClusterAction; the controller handles the
+// inner request as the client and the broker answers the client with the
+// inner response. Without an authorizer the request goes as it came.
 
 import (
 	"context"
@@ -80,21 +82,22 @@ func (s *Server) remoteController() (controller.Broker, bool) {
 // forwarded, and handled here only when the controller cannot be reached.
 func forwarded(fn handler) handler {
 	return func(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-		if strings.HasPrefix(cc.clientID, forwardClientPrefix) {
-			return fn(s, cc, kreq)
+		if cc.env != nil || strings.HasPrefix(cc.clientID, forwardClientPrefix) {
+			return fn(s, cc, kreq) // forwarded here: never again
 		}
 		to, ok := s.remoteController()
-		if !ok || s.authz != nil {
-			// With an authorizer the request is not forwarded: the
-			// controller would see this broker's principal, not the
-			// client's (Kafka's Envelope carries it; Strata's forwarding
-			// does not). It is answered here, NOT_CONTROLLER after the
-			// authorization, and the client sends it to the controller.
+		if !ok {
 			return fn(s, cc, kreq)
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, requestTimeout(kreq))
 		defer cancel()
-		resp, err := s.forward(ctx, to, kreq)
+		var resp kmsg.Response
+		var err error
+		if s.authz != nil {
+			resp, err = s.forwardEnvelope(ctx, to, cc, kreq)
+		} else {
+			resp, err = s.forward(ctx, to, kreq)
+		}
 		if err != nil {
 			s.log.Warn("forward to the controller failed; answering here",
 				"api", kmsg.NameForKey(kreq.Key()), "controller", to.ID, "err", err)
@@ -179,6 +182,42 @@ func (s *Server) forward(ctx context.Context, to controller.Broker, req kmsg.Req
 	return roundTrip(conn, forwardClientPrefix+strconv.Itoa(int(s.self.ID)), req)
 }
 
+// forwardEnvelope sends req to broker to in an Envelope naming the
+// client of cc, and returns the response the controller gave the inner
+// request; an error when the controller refused the Envelope.
+func (s *Server) forwardEnvelope(ctx context.Context, to controller.Broker, cc *clientConn, req kmsg.Request) (kmsg.Response, error) {
+	p, err := splitPrincipal(cc.principal())
+	if err != nil {
+		return nil, err
+	}
+	env := kmsg.NewPtrEnvelopeRequest()
+	if env.RequestPrincipal, err = encodePrincipal(p); err != nil {
+		return nil, err
+	}
+	if env.ClientHostAddress, err = envelopeAddress(cc.aclHost()); err != nil {
+		return nil, err
+	}
+	const corr = 1
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(cc.clientID)).AppendRequest(nil, req, corr)
+	env.RequestData = frame[4:] // the header and body, without the size
+	kresp, err := s.forward(ctx, to, env)
+	if err != nil {
+		return nil, err
+	}
+	eresp := kresp.(*kmsg.EnvelopeResponse)
+	if eresp.ErrorCode != 0 {
+		return nil, fmt.Errorf("the controller refused the Envelope: %w", kerr.ErrorForCode(eresp.ErrorCode))
+	}
+	data := eresp.ResponseData
+	if len(data) < 4 {
+		return nil, errors.New("Envelope response data truncated")
+	}
+	if got := int32(binary.BigEndian.Uint32(data)); got != corr {
+		return nil, fmt.Errorf("Envelope response correlation id %d, want %d", got, corr)
+	}
+	return decodeResponse(req, data[4:])
+}
+
 // roundTrip writes one request on conn and reads its response.
 func roundTrip(conn net.Conn, clientID string, req kmsg.Request) (kmsg.Response, error) {
 	const corr = 1
@@ -201,6 +240,13 @@ func roundTrip(conn net.Conn, clientID string, req kmsg.Request) (kmsg.Response,
 	if _, err := io.ReadFull(conn, body); err != nil {
 		return nil, err
 	}
+	return decodeResponse(req, body)
+}
+
+// decodeResponse decodes the response to req from what follows the
+// correlation id: the header's tagged fields (flexible versions but
+// ApiVersions') and the body.
+func decodeResponse(req kmsg.Request, body []byte) (kmsg.Response, error) {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	if resp.IsFlexible() && req.Key() != 18 {

@@ -14,8 +14,7 @@ var notYet = map[int16]string{
 	24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn",
 	27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 34: "AlterReplicaLogDirs",
 	38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
-	41: "DescribeDelegationToken", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
-	55: "DescribeQuorum",
+	41: "DescribeDelegationToken", 55: "DescribeQuorum",
 	57: "UpdateFeatures", 61: "DescribeProducers", 65: "DescribeTransactions",
 	66: "ListTransactions", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
 	74: "ListConfigResources", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat",
@@ -30,7 +29,7 @@ var notYet = map[int16]string{
 // no client misses them, so the README does not list them.
 var internalOnly = map[int16]bool{
 	52: true, 53: true, 54: true, // Vote, BeginQuorumEpoch, EndQuorumEpoch
-	56: true, 58: true, 59: true, // AlterPartition, Envelope, FetchSnapshot
+	56: true, 59: true, // AlterPartition, FetchSnapshot (Envelope, 58, is served)
 	62: true, 63: true, 64: true, // BrokerRegistration, BrokerHeartbeat, UnregisterBroker
 	67: true, 70: true, 73: true, // AllocateProducerIds, ControllerRegistration, AssignReplicasToDirs
 	83: true, 84: true, 85: true, 86: true, 87: true, // share-group state
