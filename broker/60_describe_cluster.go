@@ -2,13 +2,13 @@ package broker
 
 // DescribeCluster, v0-1. v1's EndpointType: 1 = brokers; asking for
 // controllers (2) is UNSUPPORTED_ENDPOINT_TYPE, as on a ZooKeeper-mode
-// Kafka. The cluster's authorized operations (KIP-430) when asked.
+// Kafka. The cluster's authorized operations (KIP-430) when asked: none
+// without Describe on the cluster. As on Kafka's brokers (not its KRaft
+// controllers), the request itself needs no ACL.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"strata/broker/acl"
 )
 
 func init() { register(60, 0, 1, handleDescribeCluster) }
@@ -16,10 +16,6 @@ func init() { register(60, 0, 1, handleDescribeCluster) }
 func handleDescribeCluster(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	if !s.authorizedCluster(cc, acl.OpDescribe) {
-		resp.ErrorCode = errClusterAuth
-		return resp, nil
-	}
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		return resp, nil

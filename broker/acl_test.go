@@ -302,9 +302,15 @@ func TestACLsDenials(t *testing.T) {
 	dg.Groups = []string{"g1"}
 	wantACLCode(t, "alice DeleteGroups g1", req(dg).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
 
-	// Cluster: DescribeCluster, ElectLeaders, DescribeConfigs of the
-	// broker, ControlledShutdown (ClusterAction).
-	wantACLCode(t, "alice DescribeCluster", req(kmsg.NewPtrDescribeClusterRequest()).(*kmsg.DescribeClusterResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	// Cluster: DescribeCluster (served to anyone, as by Kafka's brokers,
+	// with no authorized operations without Describe on the cluster),
+	// ElectLeaders, DescribeConfigs of the broker, ControlledShutdown
+	// (ClusterAction).
+	dcl := kmsg.NewPtrDescribeClusterRequest()
+	dcl.IncludeClusterAuthorizedOperations = true
+	if r := req(dcl).(*kmsg.DescribeClusterResponse); r.ErrorCode != 0 || r.ClusterAuthorizedOperations != 0 || len(r.Brokers) == 0 {
+		t.Errorf("alice DescribeCluster: error %d, authorized operations %d, %d brokers; want 0, 0 and the brokers", r.ErrorCode, r.ClusterAuthorizedOperations, len(r.Brokers))
+	}
 	dc := kmsg.NewPtrDescribeConfigsRequest()
 	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "0"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "secret"}}
 	dcr := req(dc).(*kmsg.DescribeConfigsResponse)

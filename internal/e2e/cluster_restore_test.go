@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"strata/internal/testenv"
@@ -23,11 +25,20 @@ import (
 // the topics back from the snapshot, with their ids and the old cluster
 // id; every acknowledged record reads back, the consumer groups'
 // committed offsets are there again, a new idempotent producer writes
-// on, and nothing in the bucket was deleted (minio-go's listing).
+// on, the authorizer's ACLs are back, and nothing in the bucket was
+// deleted (minio-go's listing).
 func TestClusterRestoreFromBucket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c := startScaleCluster(t, "before")
+	c := startScaleCluster(t, "before", "authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "allow.everyone.if.no.acl.found=true")
+	for _, acls := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Deny("User:mallory").Topics("locked").Operations(kadm.OpRead),
+		kadm.NewACLs().Allow("User:alice").Groups("app-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead),
+	} {
+		if res, err := c.admin().CreateACLs(ctx, acls); err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("create ACLs: %+v, %v", res, err)
+		}
+	}
 	w := c.writeWorkload(ctx, "restored")
 	oldTopics, err := c.admin().ListTopics(ctx, w.topic)
 	if err != nil {
@@ -40,6 +51,9 @@ func TestClusterRestoreFromBucket(t *testing.T) {
 	// snapshot writes.
 	before := c.keys()
 	snapOld := c.clusterSnapshot()
+	if len(snapOld.ACLs) != 2 {
+		t.Fatalf("the snapshot holds the ACLs of %+v, want 2 resource patterns", snapOld.ACLs)
+	}
 
 	// A new cluster: a ZooKeeper namespace that never saw the old one,
 	// brokers on empty disks, the same bucket.
@@ -83,7 +97,8 @@ func TestClusterRestoreFromBucket(t *testing.T) {
 		t.Fatalf("restore: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	t.Logf("restore: %s", strings.TrimSpace(res.Stdout))
-	if !strings.Contains(res.Stdout, "restored 1 topics") || !strings.Contains(res.Stdout, "the cluster takes the snapshot's cluster id "+snapOld.ClusterID) {
+	if !strings.Contains(res.Stdout, "restored 1 topics") || !strings.Contains(res.Stdout, "the cluster takes the snapshot's cluster id "+snapOld.ClusterID) ||
+		!strings.Contains(res.Stdout, "restored the ACLs of 2 resource patterns") {
 		t.Fatalf("restore output:\n%s", res.Stdout)
 	}
 
@@ -95,6 +110,18 @@ func TestClusterRestoreFromBucket(t *testing.T) {
 	if newTopics[w.topic].ID != oldID {
 		t.Fatalf("restored topic id %v, was %v", newTopics[w.topic].ID, oldID)
 	}
+	waitState(t, 10*time.Second, "the restored ACLs", func() (string, bool) {
+		d, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts())
+		if err != nil || len(d) != 1 || d[0].Err != nil {
+			return fmt.Sprintf("%+v, %v", d, err), false
+		}
+		var got []string
+		for _, a := range d[0].Described {
+			got = append(got, fmt.Sprintf("%s %s %s %s %s %s", a.Principal, a.Permission, a.Operation, a.Type, a.Pattern, a.Name))
+		}
+		slices.Sort(got)
+		return strings.Join(got, "; "), slices.Equal(got, []string{"User:alice ALLOW READ GROUP PREFIXED app-", "User:mallory DENY READ TOPIC LITERAL locked"})
+	})
 	c.verify(ctx, w)
 	md, err := adm.Metadata(ctx)
 	if err != nil {

@@ -42,7 +42,7 @@ type scaleCluster struct {
 
 const scalePrefix = "strata" // the --tier URL's prefix in the bucket
 
-func startScaleCluster(t *testing.T, chroot string) *scaleCluster {
+func startScaleCluster(t *testing.T, chroot string, sets ...string) *scaleCluster {
 	m := testenv.SharedMinIO(t)
 	bucket := m.NewBucket(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey())
@@ -55,6 +55,7 @@ func startScaleCluster(t *testing.T, chroot string) *scaleCluster {
 		},
 		tier: []string{"--tier", "s3://" + bucket + "/" + scalePrefix, "--s3-endpoint", m.Endpoint(), "--s3-region", testenv.MinIORegion},
 	}
+	c.sets = append(c.sets, sets...)
 	c.start(chroot)
 	return c
 }
