@@ -142,7 +142,7 @@ func (s *Suite) notes() string {
 			"Strata reads the keystore file, Kafka the same PEM inline). Every client of the harness dials TLS trusting that CA. Kafka is held to "+
 			"TLS 1.3 and %s, the suite Go's client and server agree on with AES hardware, so that both brokers do the same cryptography; "+
 			"each result names what a connection negotiated. **AES-GCM floor**: before the targets, Go's AES-128-GCM seals and then opens "+
-			"16 KiB records (TLS's largest) on one goroutine locked to one thread, a second each: 1000 / MB/s is the least CPU seconds per "+
+			"16 KiB records (TLS's largest) on one goroutine locked to one thread, a CPU second each, its MB/s taken over the thread's CPU time (not the time that passed, which on a busy machine includes waiting for a CPU): 1000 / MB/s is the least CPU seconds per "+
 			"GB that TLS adds to a broker (sealing what it serves, opening what it is sent).\n", kafkaTLSCipher)
 	}
 	if cpu {

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -219,11 +220,12 @@ func (c *tlsCerts) kafkaProperties() string {
 // The floor of TLS: AES-128-GCM, the cipher of TLS 1.3's
 // TLS_AES_128_GCM_SHA256 that both TLS targets use, sealing and opening
 // full TLS records (16 KiB of plaintext) with Go's crypto/aes on one
-// core of this machine, in the harness's process with nothing else
-// running. A broker encrypts every byte it serves and decrypts every byte
+// core of this machine, in the harness's process before the targets
+// start. A broker encrypts every byte it serves and decrypts every byte
 // it is sent, so 1000/MB/s is the least CPU seconds per GB TLS can add.
 
-// CipherFloor is the AES-128-GCM throughput of one core.
+// CipherFloor is the AES-128-GCM throughput of one core: MB per CPU
+// second of one thread.
 type CipherFloor struct {
 	Cipher       string  `json:"cipher"`
 	RecordBytes  int     `json:"record_bytes"`
@@ -234,8 +236,10 @@ type CipherFloor struct {
 // tlsRecordBytes is TLS's largest record plaintext.
 const tlsRecordBytes = 16 << 10
 
-// measureCipherFloor seals, then opens, tlsRecordBytes records for about
-// d each on one goroutine locked to its thread.
+// measureCipherFloor seals, then opens, tlsRecordBytes records for d of
+// CPU time each on one goroutine locked to its thread, and divides by the
+// thread's CPU time, not the time that passed: on a busy machine the
+// thread waits for a CPU, and that is not the cipher's cost.
 func measureCipherFloor(d time.Duration) (CipherFloor, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -257,7 +261,10 @@ func measureCipherFloor(d time.Duration) (CipherFloor, error) {
 	dst := make([]byte, 0, len(sealed))
 	rate := func(op func() error) (float64, error) {
 		var n int64
-		start := time.Now()
+		start, err := threadCPU()
+		if err != nil {
+			return 0, err
+		}
 		for {
 			for range 64 {
 				if err := op(); err != nil {
@@ -265,7 +272,11 @@ func measureCipherFloor(d time.Duration) (CipherFloor, error) {
 				}
 			}
 			n += 64
-			if el := time.Since(start); el >= d {
+			now, err := threadCPU()
+			if err != nil {
+				return 0, err
+			}
+			if el := now - start; el >= d {
 				return float64(n*tlsRecordBytes) / el.Seconds() / 1e6, nil
 			}
 		}
@@ -281,7 +292,19 @@ func measureCipherFloor(d time.Duration) (CipherFloor, error) {
 	return f, err
 }
 
-// cipherFloorDuration is how long each of seal and open is measured.
+// threadCPU is the CPU time the calling thread has used
+// (getrusage(RUSAGE_THREAD), Linux).
+func threadCPU() (time.Duration, error) {
+	const rusageThread = 1
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// cipherFloorDuration is how much CPU time each of seal and open is
+// measured for.
 const cipherFloorDuration = time.Second
 
 // tlsSummary says what TLS cost Strata in a report with strata-tls and
