@@ -212,15 +212,11 @@ func rawReadPass(ctx context.Context, br brokers, end map[tp]int64, live *counte
 		parts := leaders[addr]
 		n := min(readBackClients, len(parts))
 		for i := range n {
-			dial, via := addr, via
-			var c net.Conn
-			var err error
+			dial, dialer := addr, br
 			if via != "" { // the floor server, in plaintext
-				dial = via
-				c, err = plaintext().dial(ctx, dial)
-			} else {
-				c, err = br.dial(ctx, dial)
+				dial, dialer = via, plaintext()
 			}
+			c, err := dialer.dial(ctx, dial)
 			if err != nil {
 				return res, fmt.Errorf("raw read-back: dial %s: %w", dial, err)
 			}

@@ -19,7 +19,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Workload: cfg.Workload, Targets: cfg.Targets, Started: time.Now().UTC(), LoadAvg: readLoadAvg()}
 	if slices.ContainsFunc(cfg.Targets, tlsTarget) {
 		// The TLS targets share the run's certificates; the cipher's
-		// floor is measured before them, with nothing else running.
+		// floor is measured before any target starts.
 		certs, err := newTLSCerts()
 		if err != nil {
 			return rep, fmt.Errorf("TLS certificates: %w", err)

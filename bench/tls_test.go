@@ -127,7 +127,7 @@ func TestTLSPreset(t *testing.T) {
 		if res.TLS != want {
 			t.Errorf("%s negotiated %q, want %q", res.Target, res.TLS, want)
 		}
-		if b := res.Broker; b == nil || b.CPUSeconds <= 0 || b.PhaseCPU[phaseRawRead] <= 0 {
+		if b := res.Broker; b == nil || b.CPUSeconds <= 0 || b.PhaseCPU[phaseRun] <= 0 {
 			t.Errorf("%s: broker resources %+v", res.Target, b)
 		}
 	}
@@ -136,7 +136,9 @@ func TestTLSPreset(t *testing.T) {
 	}
 	s := &Suite{Machine: ReadMachine(), Reports: []*Report{rep}, Goals: EvaluateGoals(Issue25Goals, []*Report{rep})}
 	for _, g := range s.Goals {
-		if !g.Evaluated || g.Measured <= 0 {
+		// A tiny run may serve its read-back within one clock tick of
+		// CPU time: a ratio of 0 is possible, a negative one is not.
+		if !g.Evaluated || g.Measured < 0 {
 			t.Errorf("goal %q: %+v", g.Name, g)
 		}
 	}
