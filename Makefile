@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build image run test test-deps vet metrics-doc fuzz bench bench-tier bench-move bench-throughput clean cluster cluster-down chaos compat
+.PHONY: all build image run test test-deps vet metrics-doc fuzz bench bench-tier bench-move bench-throughput bench-tls clean cluster cluster-down chaos compat
 
 all: build
 
@@ -128,6 +128,13 @@ bench-move: build
 bench-throughput: build
 	./deploy/install-deps.sh kafka
 	./$(BIN) bench --preset throughput --count 5 --out bench/results/throughput --results bench/results/throughput/RESULTS.md
+
+# The TLS presets alone (about three minutes): issue 25's goals, Strata
+# and Apache Kafka over TLS with the same certificates, and Strata in
+# plaintext; writes bench/results/tls/ and its RESULTS.md.
+bench-tls: build
+	./deploy/install-deps.sh kafka
+	./$(BIN) bench --preset tls,tls-latency --out bench/results/tls --results bench/results/tls/RESULTS.md
 
 clean:
 	rm -rf bin bench/out

@@ -28,15 +28,14 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 }
 
 // producerOpts are the franz-go options of one benchmark producer.
-func producerOpts(cfg Config, seeds []string, topic string) []kgo.Opt {
+func producerOpts(cfg Config, br brokers, topic string) []kgo.Opt {
 	codec, _ := compressionCodec(cfg.Compression) // validated
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(seeds...),
+	opts := br.opts(
 		kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(cfg.Linger.D()),
 		kgo.ProducerBatchCompression(codec),
-		kgo.ProduceRequestTimeout(30 * time.Second),
-	}
+		kgo.ProduceRequestTimeout(30*time.Second),
+	)
 	if len(cfg.Faults) > 0 {
 		// Ride out a broker's death (noticed after the ZooKeeper session
 		// timeout) instead of failing records after a few retries.
@@ -60,8 +59,8 @@ func producerOpts(cfg Config, seeds []string, topic string) []kgo.Opt {
 
 // createTopic creates the benchmark topic and waits until every partition
 // has a leader.
-func createTopic(ctx context.Context, seeds []string, topic string, partitions int32, rf int16) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+func createTopic(ctx context.Context, br brokers, topic string, partitions int32, rf int16) error {
+	cl, err := br.client()
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
@@ -99,8 +98,8 @@ func allLed(td kadm.TopicDetail) bool {
 }
 
 // deleteTopic removes the benchmark topic, best effort.
-func deleteTopic(ctx context.Context, seeds []string, topic string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+func deleteTopic(ctx context.Context, br brokers, topic string) {
+	cl, err := br.client()
 	if err != nil {
 		return
 	}

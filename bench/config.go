@@ -27,7 +27,9 @@ const (
 // cluster alone for faults (the fault driver stops and restarts the
 // brokers of deploy/local/cluster.sh); for a replicated workload the
 // cluster, three Kafka nodes and a single Strata broker (whose topics
-// have replication factor 1); otherwise Strata, one Kafka node and kfake.
+// have replication factor 1); for a TLS workload Strata and one Kafka node
+// over TLS, and Strata in plaintext (what TLS costs it); otherwise Strata,
+// one Kafka node and kfake.
 func DefaultTargets(w Workload) []string {
 	switch {
 	case w.Tier != nil:
@@ -38,6 +40,8 @@ func DefaultTargets(w Workload) []string {
 		return []string{TargetCluster}
 	case w.ReplicationFactor > 1:
 		return []string{TargetCluster, TargetKafkaCluster, TargetStrata}
+	case w.TLS:
+		return []string{TargetStrataTLS, TargetKafkaTLS, TargetStrata}
 	}
 	return []string{TargetStrata, TargetKafka, TargetKfake}
 }
@@ -45,14 +49,14 @@ func DefaultTargets(w Workload) []string {
 // singleBroker reports whether target is a one-broker target the harness
 // starts; its topics get replication factor 1 whatever the workload says.
 func singleBroker(target string) bool {
-	return target == TargetStrata || target == TargetKfake || target == TargetKafka || target == TargetKfakeProcess
+	return target == TargetStrata || target == TargetKfake || target == TargetKafka || target == TargetKfakeProcess || tlsTarget(target)
 }
 
 // harnessOwned reports whether the harness starts the target, and throws
 // it away whole afterwards (its topics need no deleting).
 func harnessOwned(target string) bool {
 	switch target {
-	case TargetStrata, TargetKfake, TargetKfakeProcess, TargetCluster, TargetKafka, TargetKafkaCluster, TargetTier, TargetMove:
+	case TargetStrata, TargetKfake, TargetKfakeProcess, TargetCluster, TargetKafka, TargetKafkaCluster, TargetTier, TargetMove, TargetStrataTLS, TargetKafkaTLS:
 		return true
 	}
 	return false
@@ -63,8 +67,8 @@ type Config struct {
 	Workload
 
 	// Targets: TargetStrata, TargetKfake, TargetCluster, TargetKafka,
-	// TargetKafkaCluster, TargetTier or HOST:PORT (a seed broker). Empty
-	// means DefaultTargets.
+	// TargetKafkaCluster, TargetTier, TargetStrataTLS, TargetKafkaTLS or
+	// HOST:PORT (a seed broker). Empty means DefaultTargets.
 	Targets []string
 	// StrataBin is the strata binary to start; empty means this executable
 	// (set it when the caller is not the strata binary, e.g. a test).
@@ -84,6 +88,10 @@ type Config struct {
 	Progress io.Writer
 	// Logger logs lifecycle events; nil discards.
 	Logger *slog.Logger
+
+	// certs are the run's TLS certificates, made by Run when a target
+	// serves TLS.
+	certs *tlsCerts
 }
 
 // withDefaults fills zero fields.
@@ -108,7 +116,7 @@ func (c Config) Validate() error {
 	}
 	for _, t := range c.Targets {
 		if !harnessOwned(t) && !strings.Contains(t, ":") {
-			return fmt.Errorf("target %q: want strata, kafka, kfake, kfake-process, cluster, kafka-cluster, strata-s3 or HOST:PORT", t)
+			return fmt.Errorf("target %q: want strata, kafka, kfake, kfake-process, cluster, kafka-cluster, strata-s3, strata-tls, kafka-tls or HOST:PORT", t)
 		}
 		if (c.Tier != nil) != (t == TargetTier) {
 			return fmt.Errorf("target %q: the tier workload runs on the %s target only, and that target runs only it", t, TargetTier)

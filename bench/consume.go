@@ -155,8 +155,8 @@ func groupName(topic string) string { return "strata-bench-" + topic }
 // consumerOpts are the franz-go options of consumer c of n on topic. In
 // assign mode it reads partitions c, c+n, c+2n, … from offset 0; in group
 // mode it joins the topic's consumer group, which starts at offset 0.
-func consumerOpts(cfg Config, seeds []string, topic string, c, n int) []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(time.Second)}
+func consumerOpts(cfg Config, br brokers, topic string, c, n int) []kgo.Opt {
+	opts := br.opts(kgo.FetchMaxWait(time.Second))
 	if cfg.ConsumeMode == ConsumeGroup {
 		bal, _ := groupBalancer(cfg.Balancer) // validated
 		return append(opts,
@@ -175,7 +175,7 @@ func consumerOpts(cfg Config, seeds []string, topic string, c, n int) []kgo.Opt 
 
 // startConsumers starts Consumers clients per topic (at most one per
 // partition in assign mode). They run until stop.
-func startConsumers(ctx context.Context, cfg Config, seeds, topics []string, tr *tracker, win window, e2e *latencyHist) (*consumers, error) {
+func startConsumers(ctx context.Context, cfg Config, br brokers, topics []string, tr *tracker, win window, e2e *latencyHist) (*consumers, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	cs := &consumers{ctx: ctx, cancel: cancel, win: win, e2e: e2e}
 	n := cfg.Consumers
@@ -184,7 +184,7 @@ func startConsumers(ctx context.Context, cfg Config, seeds, topics []string, tr 
 	}
 	for _, topic := range topics {
 		for c := range n {
-			if _, err := cs.add(consumerOpts(cfg, seeds, topic, c, n), tr); err != nil {
+			if _, err := cs.add(consumerOpts(cfg, br, topic, c, n), tr); err != nil {
 				cs.stop()
 				return nil, err
 			}
@@ -220,10 +220,10 @@ func (cs *consumers) add(opts []kgo.Opt, tr *tracker) (*member, error) {
 }
 
 // addMembers starts one more group member per topic.
-func (cs *consumers) addMembers(ctx context.Context, cfg Config, seeds, topics []string, tr *tracker) ([]*member, error) {
+func (cs *consumers) addMembers(ctx context.Context, cfg Config, br brokers, topics []string, tr *tracker) ([]*member, error) {
 	var added []*member
 	for _, topic := range topics {
-		m, err := cs.add(consumerOpts(cfg, seeds, topic, 0, 1), tr)
+		m, err := cs.add(consumerOpts(cfg, br, topic, 0, 1), tr)
 		if err != nil {
 			cs.removeMembers(added)
 			return nil, err
@@ -316,7 +316,7 @@ const readBackPasses = 3
 // assign-mode clients (up to readBackClients, sharing the partitions)
 // until all have reached end, and returns the time from creating the
 // clients to the last record and to the first.
-func readBack(ctx context.Context, seeds []string, end map[tp]int64, tr *tracker) (total, first time.Duration, err error) {
+func readBack(ctx context.Context, br brokers, end map[tp]int64, tr *tracker) (total, first time.Duration, err error) {
 	keys := make([]tp, 0, len(end))
 	for p := range end {
 		keys = append(keys, p)
@@ -350,7 +350,7 @@ func readBack(ctx context.Context, seeds []string, end map[tp]int64, tr *tracker
 		if parts == nil {
 			continue
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(parts), kgo.FetchMaxWait(time.Second))
+		cl, err := br.client(kgo.ConsumePartitions(parts), kgo.FetchMaxWait(time.Second))
 		if err != nil {
 			return 0, 0, fmt.Errorf("read-back client: %w", err)
 		}
@@ -383,8 +383,8 @@ func readBack(ctx context.Context, seeds []string, end map[tp]int64, tr *tracker
 
 // endOffsets returns the log end offset (high watermark) of every
 // partition of topics.
-func endOffsets(ctx context.Context, seeds, topics []string) (map[tp]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+func endOffsets(ctx context.Context, br brokers, topics []string) (map[tp]int64, error) {
+	cl, err := br.client()
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}

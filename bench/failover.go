@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Faults a failover workload injects into the leader of the most
@@ -114,7 +113,7 @@ func longestGap(acks []int64, from, to time.Time) time.Duration {
 // faults injects cfg.Faults into the cluster one after the other while the
 // producers run, and measures each.
 func (tr *targetRun) faults(ctx context.Context, c *clusterTarget, acks *ackLog) (*FailoverStats, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tr.seeds...))
+	cl, err := tr.br.client()
 	if err != nil {
 		return nil, fmt.Errorf("failover admin client: %w", err)
 	}

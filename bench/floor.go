@@ -62,15 +62,14 @@ const floorMaxRequest = 1 << 20
 
 // collectFloor copies the batches of every partition in end, from offset
 // 0 up to its end, from the partitions' leaders.
-func collectFloor(ctx context.Context, seeds []string, end map[tp]int64) (map[tp]*floorPart, error) {
-	leaders, err := partitionLeaders(ctx, seeds, end)
+func collectFloor(ctx context.Context, br brokers, end map[tp]int64) (map[tp]*floorPart, error) {
+	leaders, err := partitionLeaders(ctx, br, end)
 	if err != nil {
 		return nil, err
 	}
 	parts := map[tp]*floorPart{}
-	var d net.Dialer
 	for addr, ps := range leaders {
-		c, err := d.DialContext(ctx, "tcp", addr)
+		c, err := br.dial(ctx, addr)
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", addr, err)
 		}
@@ -137,7 +136,7 @@ func (rd *rawReader) copyPartition(p tp, end int64) (*floorPart, error) {
 
 // startFloor starts the floor server on a copy of the partitions in end,
 // which seeds lead, and returns once it is ready.
-func startFloor(ctx context.Context, cfg Config, seeds []string, end map[tp]int64, pageCache bool) (*strataTarget, error) {
+func startFloor(ctx context.Context, cfg Config, br brokers, end map[tp]int64, pageCache bool) (*strataTarget, error) {
 	bin, err := helperBin()
 	if err != nil {
 		return nil, err
@@ -146,7 +145,7 @@ func startFloor(ctx context.Context, cfg Config, seeds []string, end map[tp]int6
 	if err != nil {
 		return nil, err
 	}
-	spec := floorSpec{helperSpec: newHelperSpec(seeds, end), PageCache: pageCache}
+	spec := floorSpec{helperSpec: newHelperSpec(br, end), PageCache: pageCache}
 	if pageCache {
 		spec.Dir = dir
 	}
@@ -171,7 +170,11 @@ func ServeFloor(ctx context.Context, file string, out io.Writer) error {
 	if err := readSpec(file, "floor", &spec); err != nil {
 		return err
 	}
-	parts, err := collectFloor(ctx, spec.Seeds, spec.ends())
+	br, err := spec.brokers()
+	if err != nil {
+		return err
+	}
+	parts, err := collectFloor(ctx, br, spec.ends())
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}

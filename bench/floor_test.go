@@ -172,23 +172,24 @@ func TestServeFloor(t *testing.T) {
 	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	end, err := endOffsets(ctx, seeds, []string{"floor"})
+	br := plaintext(seeds...)
+	end, err := endOffsets(ctx, br, []string{"floor"})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	var live counters
-	direct, err := rawReadBack(ctx, seeds, end, &live, "")
+	direct, err := rawReadBack(ctx, br, end, &live, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, pageCache := range []bool{false, true} {
-		testServeFloor(t, ctx, seeds, end, direct, pageCache)
+		testServeFloor(t, ctx, br, end, direct, pageCache)
 	}
 }
 
-func testServeFloor(t *testing.T, ctx context.Context, seeds []string, end map[tp]int64, direct RawReadBack, pageCache bool) {
-	spec := floorSpec{helperSpec: newHelperSpec(seeds, end), PageCache: pageCache, Dir: t.TempDir()}
+func testServeFloor(t *testing.T, ctx context.Context, br brokers, end map[tp]int64, direct RawReadBack, pageCache bool) {
+	spec := floorSpec{helperSpec: newHelperSpec(br, end), PageCache: pageCache, Dir: t.TempDir()}
 	file, err := writeSpec(t.TempDir(), "floor.json", spec)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func testServeFloor(t *testing.T, ctx context.Context, seeds []string, end map[t
 		}
 	}
 	var live counters
-	floor, err := rawReadBack(ctx, seeds, end, &live, addr)
+	floor, err := rawReadBack(ctx, br, end, &live, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

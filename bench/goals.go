@@ -201,8 +201,17 @@ var Issue17Goals = []Goal{
 	{Name: "broker peak RSS vs Apache Kafka (throughput preset)", Workload: "throughput", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: false, Want: 0.25, Unit: "x", metric: peakRSSMB},
 }
 
+// Issue25Goals compare Strata and Apache Kafka over TLS, with the same
+// certificates and cipher suite, in the same run (the tls preset).
+var Issue25Goals = []Goal{
+	{Name: "produce throughput over TLS vs Apache Kafka over TLS (tls preset)", Workload: "tls", Numerator: TargetStrataTLS, Denominator: TargetKafkaTLS, AtLeast: true, Want: 1.5, Unit: "x", metric: produceMBps},
+	{Name: "consume throughput from page cache over TLS vs Apache Kafka over TLS, as served (tls preset, raw Fetch read-back, fastest of 3 passes, records/s)", Workload: "tls", Numerator: TargetStrataTLS, Denominator: TargetKafkaTLS, AtLeast: true, Want: 1.5, Unit: "x", metric: rawRecordsPerSec},
+	{Name: "broker CPU seconds per GB served over TLS vs Apache Kafka over TLS (tls preset, raw Fetch read-back, 3 passes)", Workload: "tls", Numerator: TargetStrataTLS, Denominator: TargetKafkaTLS, AtLeast: false, Want: 0.5, Unit: "x", metric: cpuPerGBServed},
+	{Name: "broker CPU seconds per GB produced over TLS vs Apache Kafka over TLS (tls preset, run phase, one consumer alongside)", Workload: "tls", Numerator: TargetStrataTLS, Denominator: TargetKafkaTLS, AtLeast: false, Want: 0.5, Unit: "x", metric: cpuPerGBProduced},
+}
+
 // Goals are every issue's goals, as `strata bench` evaluates them.
-var Goals = slices.Concat(Issue2Goals, Issue17Goals, Issue5Goals, Issue6Goals, Issue16Goals)
+var Goals = slices.Concat(Issue2Goals, Issue17Goals, Issue5Goals, Issue6Goals, Issue16Goals, Issue25Goals)
 
 // Evaluate checks g against the reports (see [GoalResult] for how).
 func (g Goal) Evaluate(reports []*Report) GoalResult {

@@ -184,7 +184,7 @@ func (t *tracker) disarmWatch() *gapWatch {
 // resumed on every partition the member leaves again and the groups settle
 // before the next. It stops early, without error, when ctx ends.
 func (tr *targetRun) rebalances(ctx context.Context, cs *consumers, track *tracker, parts []tp) ([]Rebalance, error) {
-	adm, err := kgo.NewClient(kgo.SeedBrokers(tr.seeds...))
+	adm, err := tr.br.client()
 	if err != nil {
 		return nil, fmt.Errorf("group admin client: %w", err)
 	}
@@ -212,7 +212,7 @@ func (tr *targetRun) rebalances(ctx context.Context, cs *consumers, track *track
 		}
 		join := time.Now()
 		track.watchJoin(join)
-		added, err := cs.addMembers(ctx, tr.cfg, tr.seeds, tr.res.Topics, track)
+		added, err := cs.addMembers(ctx, tr.cfg, tr.br, tr.res.Topics, track)
 		if err != nil {
 			track.disarmWatch()
 			return out, err

@@ -143,8 +143,9 @@ type kafkaTarget struct {
 }
 
 // startKafka formats storage for n KRaft nodes, starts them and waits
-// until every one is a registered broker in the metadata.
-func startKafka(ctx context.Context, cfg Config, n int) (_ *kafkaTarget, err error) {
+// until every one is a registered broker in the metadata. With certs, the
+// nodes serve clients and each other on an SSL listener with them.
+func startKafka(ctx context.Context, cfg Config, n int, certs *tlsCerts) (_ *kafkaTarget, err error) {
 	home, err := ensureKafka(ctx, cfg.Progress)
 	if err != nil {
 		return nil, err
@@ -173,14 +174,14 @@ func startKafka(ctx context.Context, cfg Config, n int) (_ *kafkaTarget, err err
 		voters = append(voters, fmt.Sprintf("%d@%s", nd.id, nd.ctrAddr))
 	}
 	for _, nd := range k.nodes {
-		props := kafkaProperties(nd, strings.Join(voters, ","), n)
+		props := kafkaProperties(nd, strings.Join(voters, ","), n, certs)
 		if err := os.WriteFile(nd.props(), []byte(props), 0o644); err != nil {
 			return nil, err
 		}
 	}
 	classpath := filepath.Join(home, "libs", "*") // expanded by java, not a shell
 	began := time.Now()
-	label := fmt.Sprintf("[%s] Apache Kafka %s", kafkaTargetName(n), KafkaVersion)
+	label := fmt.Sprintf("[%s] Apache Kafka %s", kafkaTargetName(n, certs != nil), KafkaVersion)
 	progress := func(what string) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "\r\x1b[K%s: %s %.0fs", label, what, time.Since(began).Seconds())
@@ -210,7 +211,15 @@ func startKafka(ctx context.Context, cfg Config, n int) (_ *kafkaTarget, err err
 			return nil, err
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Seeds()...), kgo.DialTimeout(time.Second), kgo.RetryTimeout(time.Second))
+	var caPEM []byte
+	if certs != nil {
+		caPEM = certs.caPEM
+	}
+	br, err := overTLS(k.Seeds(), caPEM)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := br.client(kgo.DialTimeout(time.Second), kgo.RetryTimeout(time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("kafka: client: %w", err)
 	}
@@ -272,8 +281,11 @@ func kafkaReady(ctx context.Context, cl *kgo.Client, n int) (ok bool, seen strin
 }
 
 // kafkaTargetName names the target of n nodes.
-func kafkaTargetName(n int) string {
-	if n == 1 {
+func kafkaTargetName(n int, tls bool) string {
+	switch {
+	case tls:
+		return TargetKafkaTLS
+	case n == 1:
 		return TargetKafka
 	}
 	return TargetKafkaCluster
@@ -286,14 +298,22 @@ func (nd *kafkaNode) props() string { return filepath.Join(nd.dir, "server.prope
 // the listeners, the quorum and the log directory; on one node the
 // internal topics get one replica (their default of three cannot be
 // placed), and three nodes take min.insync.replicas=2 as the Strata
-// cluster of deploy/local/cluster.sh does.
-func kafkaProperties(nd *kafkaNode, voters string, n int) string {
+// cluster of deploy/local/cluster.sh does. With certs the client and
+// inter-broker listener is SSL (the controller's stays plaintext).
+func kafkaProperties(nd *kafkaNode, voters string, n int, certs *tlsCerts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by strata bench for Apache Kafka %s: node %d of %d.\n", KafkaVersion, nd.id, n)
 	fmt.Fprintf(&b, "process.roles=broker,controller\nnode.id=%d\ncontroller.quorum.voters=%s\n", nd.id, voters)
-	fmt.Fprintf(&b, "listeners=PLAINTEXT://%s,CONTROLLER://%s\nadvertised.listeners=PLAINTEXT://%s\n", nd.addr, nd.ctrAddr, nd.addr)
-	b.WriteString("controller.listener.names=CONTROLLER\ninter.broker.listener.name=PLAINTEXT\n")
-	b.WriteString("listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n")
+	listener := "PLAINTEXT"
+	if certs != nil {
+		listener = "SSL"
+	}
+	fmt.Fprintf(&b, "listeners=%[1]s://%[2]s,CONTROLLER://%[3]s\nadvertised.listeners=%[1]s://%[2]s\n", listener, nd.addr, nd.ctrAddr)
+	fmt.Fprintf(&b, "controller.listener.names=CONTROLLER\ninter.broker.listener.name=%s\n", listener)
+	fmt.Fprintf(&b, "listener.security.protocol.map=CONTROLLER:PLAINTEXT,%[1]s:%[1]s\n", listener)
+	if certs != nil {
+		b.WriteString(certs.kafkaProperties())
+	}
 	fmt.Fprintf(&b, "log.dirs=%s\n", filepath.Join(nd.dir, "data"))
 	if n == 1 {
 		b.WriteString("offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n")

@@ -44,8 +44,8 @@ func TestKafkaVersionOnePlace(t *testing.T) {
 
 func TestKafkaProperties(t *testing.T) {
 	nd := &kafkaNode{id: 2, dir: "/d/node-2", addr: "127.0.0.1:1000", ctrAddr: "127.0.0.1:1001"}
-	one := kafkaProperties(nd, "2@127.0.0.1:1001", 1)
-	three := kafkaProperties(nd, "1@a:1,2@b:2,3@c:3", 3)
+	one := kafkaProperties(nd, "2@127.0.0.1:1001", 1, nil)
+	three := kafkaProperties(nd, "1@a:1,2@b:2,3@c:3", 3, nil)
 	for _, want := range []string{"process.roles=broker,controller\n", "node.id=2\n", "controller.quorum.voters=2@127.0.0.1:1001\n",
 		"listeners=PLAINTEXT://127.0.0.1:1000,CONTROLLER://127.0.0.1:1001\n", "advertised.listeners=PLAINTEXT://127.0.0.1:1000\n",
 		"log.dirs=/d/node-2/data\n", "offsets.topic.replication.factor=1\n"} {
@@ -79,6 +79,8 @@ func TestKafkaDefaultTargets(t *testing.T) {
 		"groups":              {TargetStrata, TargetKafka, TargetKfake},
 		"replication":         {TargetCluster, TargetKafkaCluster, TargetStrata},
 		"replication-latency": {TargetCluster, TargetKafkaCluster, TargetStrata},
+		"tls":                 {TargetStrataTLS, TargetKafkaTLS, TargetStrata},
+		"tls-latency":         {TargetStrataTLS, TargetKafkaTLS, TargetStrata},
 		"failover":            {TargetCluster},
 		"tier":                {TargetTier},
 		"move":                {TargetMove},
@@ -91,7 +93,7 @@ func TestKafkaDefaultTargets(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if len(Presets) != 9 {
+	if len(Presets) != 11 {
 		t.Errorf("%d presets: give the new one its default targets here", len(Presets))
 	}
 	bad := Config{Workload: Presets["failover"], Targets: []string{TargetKafkaCluster}}.withDefaults()

@@ -74,7 +74,7 @@ type producer struct {
 
 // newProducers creates Producers clients per topic; each sends one record
 // synchronously (connection, metadata, producer id) that is not measured.
-func newProducers(ctx context.Context, cfg Config, seeds, topics []string, hist *latencyHist, all *counters) (*producers, error) {
+func newProducers(ctx context.Context, cfg Config, br brokers, topics []string, hist *latencyHist, all *counters) (*producers, error) {
 	pool := make([]byte, max(payloadPool, 2*cfg.RecordSize))
 	rng := rand.NewChaCha8([32]byte{'s', 't', 'r', 'a', 't', 'a'})
 	_, _ = rng.Read(pool)
@@ -82,7 +82,7 @@ func newProducers(ctx context.Context, cfg Config, seeds, topics []string, hist 
 	for _, topic := range topics {
 		for range cfg.Producers {
 			idx := len(ps.clients)
-			cl, err := kgo.NewClient(producerOpts(cfg, seeds, topic)...)
+			cl, err := kgo.NewClient(producerOpts(cfg, br, topic)...)
 			if err != nil {
 				ps.close()
 				return nil, fmt.Errorf("producer client: %w", err)

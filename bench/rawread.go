@@ -16,7 +16,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -162,7 +161,7 @@ type rawReader struct {
 // bytes as they arrive (for the timeline). With via set, each pass asks
 // seeds for the leaders as usual but connects to via instead (the floor
 // server).
-func rawReadBack(ctx context.Context, seeds []string, end map[tp]int64, live *counters, via string) (RawReadBack, error) {
+func rawReadBack(ctx context.Context, br brokers, end map[tp]int64, live *counters, via string) (RawReadBack, error) {
 	var res RawReadBack
 	var total int64
 	for _, e := range end {
@@ -170,7 +169,7 @@ func rawReadBack(ctx context.Context, seeds []string, end map[tp]int64, live *co
 	}
 	var rates []float64
 	for i := range rawReadPasses {
-		p, err := rawReadPass(ctx, seeds, end, live, via)
+		p, err := rawReadPass(ctx, br, end, live, via)
 		if err == nil && p.Records != total {
 			err = fmt.Errorf("raw read-back pass %d counted %d records, the partitions hold %d", i+1, p.Records, total)
 		}
@@ -190,11 +189,11 @@ func rawReadBack(ctx context.Context, seeds []string, end map[tp]int64, live *co
 // rawReadPass reads every partition in end from offset 0 with raw Fetch
 // requests until all have reached end; via, when set, is dialed instead
 // of each leader.
-func rawReadPass(ctx context.Context, seeds []string, end map[tp]int64, live *counters, via string) (RawPass, error) {
+func rawReadPass(ctx context.Context, br brokers, end map[tp]int64, live *counters, via string) (RawPass, error) {
 	var res RawPass
 	var got counters
 	start := time.Now()
-	leaders, err := partitionLeaders(ctx, seeds, end)
+	leaders, err := partitionLeaders(ctx, br, end)
 	if err != nil {
 		return res, fmt.Errorf("raw read-back: %w", err)
 	}
@@ -209,16 +208,15 @@ func rawReadPass(ctx context.Context, seeds []string, end map[tp]int64, live *co
 		addrs = append(addrs, a)
 	}
 	slices.Sort(addrs)
-	var d net.Dialer
 	for _, addr := range addrs {
 		parts := leaders[addr]
 		n := min(readBackClients, len(parts))
 		for i := range n {
-			dial := addr
-			if via != "" {
-				dial = via
+			dial, dialer := addr, br
+			if via != "" { // the floor server, in plaintext
+				dial, dialer = via, plaintext()
 			}
-			c, err := d.DialContext(ctx, "tcp", dial)
+			c, err := dialer.dial(ctx, dial)
 			if err != nil {
 				return res, fmt.Errorf("raw read-back: dial %s: %w", dial, err)
 			}
@@ -399,8 +397,8 @@ func (rd *rawReader) fetch(parts []*rawPart) (*kmsg.FetchResponse, error) {
 
 // partitionLeaders returns the partitions of end by their leader's
 // address, each list sorted.
-func partitionLeaders(ctx context.Context, seeds []string, end map[tp]int64) (map[string][]tp, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+func partitionLeaders(ctx context.Context, br brokers, end map[tp]int64) (map[string][]tp, error) {
+	cl, err := br.client()
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}

@@ -26,7 +26,10 @@ import (
 // helperSpec is what a helper process is given (as JSON in a file):
 // where to read, and every partition up to which offset.
 type helperSpec struct {
-	Seeds []string  `json:"seeds"`
+	Seeds []string `json:"seeds"`
+	// CA, when set, is the PEM of the CA whose certificates the brokers
+	// serve TLS with.
+	CA    string    `json:"ca,omitempty"`
 	Parts []partEnd `json:"partitions"`
 }
 
@@ -37,13 +40,16 @@ type partEnd struct {
 	End       int64  `json:"end"`
 }
 
-func newHelperSpec(seeds []string, end map[tp]int64) helperSpec {
-	spec := helperSpec{Seeds: seeds}
+func newHelperSpec(br brokers, end map[tp]int64) helperSpec {
+	spec := helperSpec{Seeds: br.seeds, CA: string(br.caPEM)}
 	for p, e := range end {
 		spec.Parts = append(spec.Parts, partEnd{Topic: p.topic, Partition: p.partition, End: e})
 	}
 	return spec
 }
+
+// brokers is how the helper reaches the brokers.
+func (s helperSpec) brokers() (brokers, error) { return overTLS(s.Seeds, []byte(s.CA)) }
 
 func (s helperSpec) ends() map[tp]int64 {
 	end := make(map[tp]int64, len(s.Parts))
@@ -87,7 +93,11 @@ func ReadBackClient(ctx context.Context, file string, out io.Writer) error {
 	for _, p := range spec.Parts {
 		total += p.End
 	}
-	rb, err := readBackRun(ctx, spec.Seeds, spec.ends(), total)
+	br, err := spec.brokers()
+	if err != nil {
+		return err
+	}
+	rb, err := readBackRun(ctx, br, spec.ends(), total)
 	if err != nil {
 		return err
 	}
@@ -96,12 +106,12 @@ func ReadBackClient(ctx context.Context, file string, out io.Writer) error {
 
 // readBackRun reads everything readBackPasses times with fresh
 // clients; each pass must read total records.
-func readBackRun(ctx context.Context, seeds []string, end map[tp]int64, total int64) (*ReadBack, error) {
+func readBackRun(ctx context.Context, br brokers, end map[tp]int64, total int64) (*ReadBack, error) {
 	res := &ReadBack{}
 	var rb counters
 	for i := range readBackPasses {
 		records, bytes := rb.records.Load(), rb.bytes.Load()
-		d, first, err := readBack(ctx, seeds, end, newTracker(&rb))
+		d, first, err := readBack(ctx, br, end, newTracker(&rb))
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +131,7 @@ func readBackRun(ctx context.Context, seeds []string, end map[tp]int64, total in
 }
 
 // readBackProcess runs the read-back in a client process of its own.
-func readBackProcess(ctx context.Context, seeds []string, end map[tp]int64) (*ReadBack, error) {
+func readBackProcess(ctx context.Context, br brokers, end map[tp]int64) (*ReadBack, error) {
 	bin, err := helperBin()
 	if err != nil {
 		return nil, err
@@ -131,7 +141,7 @@ func readBackProcess(ctx context.Context, seeds []string, end map[tp]int64) (*Re
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	file, err := writeSpec(dir, "read-back.json", newHelperSpec(seeds, end))
+	file, err := writeSpec(dir, "read-back.json", newHelperSpec(br, end))
 	if err != nil {
 		return nil, err
 	}

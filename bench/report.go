@@ -110,17 +110,18 @@ const goalLegend = "\nA goal comparing two targets is judged on the median of th
 
 // notes explains the figures that need it, for the workloads in the suite.
 func (s *Suite) notes() string {
-	var raw, fault, repl, kafka, cpu bool
+	var raw, fault, repl, kafka, cpu, tlsOn bool
 	for _, rep := range s.Reports {
 		raw = raw || rep.Workload.RawReadBack
 		fault = fault || len(rep.Workload.Faults) > 0
 		repl = repl || rep.Workload.ReplicationFactor > 1 && len(rep.Workload.Faults) == 0 && rep.Workload.Move == nil
 		for _, res := range rep.Results {
-			kafka = kafka || res.Target == TargetKafka || res.Target == TargetKafkaCluster
+			kafka = kafka || res.Target == TargetKafka || res.Target == TargetKafkaCluster || res.Target == TargetKafkaTLS
+			tlsOn = tlsOn || tlsTarget(res.Target)
 			cpu = cpu || res.Broker != nil
 		}
 	}
-	if !raw && !fault && !repl && !kafka {
+	if !raw && !fault && !repl && !kafka && !tlsOn {
 		return ""
 	}
 	var b strings.Builder
@@ -134,6 +135,15 @@ func (s *Suite) notes() string {
 			"Its topics get the workload's replication factor on three nodes, 1 on one. The tier workload has no Kafka column: Kafka tiers "+
 			"only through a RemoteStorageManager plugin and ships none for S3. The failover workload runs on the Strata cluster only: "+
 			"its fault driver stops and restarts the brokers of deploy/local/cluster.sh.\n", KafkaVersion)
+	}
+	if tlsOn {
+		fmt.Fprintf(&b, "- **strata-tls, kafka-tls**: a Strata broker and one Kafka node serving only an SSL listener, with the same certificate "+
+			"(ECDSA P-256, for 127.0.0.1 and localhost) signed by a CA made for the run, given with Kafka's names (`ssl.keystore.type=PEM`; "+
+			"Strata reads the keystore file, Kafka the same PEM inline). Every client of the harness dials TLS trusting that CA. Kafka is held to "+
+			"TLS 1.3 and %s, the suite Go's client and server agree on with AES hardware, so that both brokers do the same cryptography; "+
+			"each result names what a connection negotiated. **AES-GCM floor**: before the targets, Go's AES-128-GCM seals and then opens "+
+			"16 KiB records (TLS's largest) on one goroutine locked to one thread, a CPU second each, its MB/s taken over the thread's CPU time (not the time that passed, which on a busy machine includes waiting for a CPU): 1000 / MB/s is the least CPU seconds per "+
+			"GB that TLS adds to a broker (sealing what it serves, opening what it is sent).\n", kafkaTLSCipher)
 	}
 	if cpu {
 		b.WriteString("- **broker CPU, RSS**: for a broker process the harness started (strata, kafka: the JVM), utime+stime from /proc/<pid>/stat " +
@@ -474,6 +484,7 @@ func (r *Report) Markdown(plotDir string) string {
 		b.WriteString(" |\n")
 	}
 	b.WriteString(r.floorSummary())
+	b.WriteString(r.tlsSummary())
 	b.WriteString(r.moveSummary())
 	for _, res := range r.Results {
 		if res.Error != "" {
@@ -496,7 +507,9 @@ func (r *Report) Markdown(plotDir string) string {
 // EndToEnd line when consumers ran, a Group line in group mode (iterations:
 // members; ns/op: median join to first record; rebalance figures when
 // measured), a ReadBack line when the workload reads back with franz-go and
-// a RawReadBack line (MB/s of record batches) when it reads back raw.
+// a RawReadBack line (MB/s of record batches) when it reads back raw, and
+// a CipherFloor line per operation (ns/op: one 16 KiB TLS record) when a
+// target served TLS.
 func (s *Suite) Benchstat() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "goos: %s\ngoarch: %s\npkg: strata/bench\n", s.Machine.OS, s.Machine.Arch)
@@ -504,6 +517,15 @@ func (s *Suite) Benchstat() string {
 		fmt.Fprintf(&b, "cpu: %s\n", s.Machine.CPUModel)
 	}
 	for _, rep := range s.Reports {
+		if f := rep.CipherFloor; f != nil && f.SealMBPerSec > 0 {
+			for _, op := range []struct {
+				name string
+				mbps float64
+			}{{"seal", f.SealMBPerSec}, {"open", f.OpenMBPerSec}} {
+				fmt.Fprintf(&b, "BenchmarkCipherFloor/workload=%s/cipher=%s/op=%s 1 %.0f ns/op %.2f MB/s\n",
+					rep.Workload.Name, f.Cipher, op.name, float64(f.RecordBytes)*1e3/op.mbps, op.mbps)
+			}
+		}
 		for _, res := range rep.Results {
 			if res.Error != "" {
 				continue

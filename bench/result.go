@@ -61,6 +61,10 @@ type Result struct {
 	// ReplicationFactor of the topics (1 on single-broker targets).
 	ReplicationFactor int16  `json:"replication_factor"`
 	Error             string `json:"error,omitempty"`
+	// TLS is the version and cipher suite a client's connection to a TLS
+	// target negotiated ("TLS 1.3 TLS_AES_128_GCM_SHA256"); empty in
+	// plaintext.
+	TLS string `json:"tls,omitempty"`
 
 	Sent          int64 `json:"sent"`           // all records handed to the clients
 	Acked         int64 `json:"acked"`          // all records acknowledged
@@ -123,6 +127,9 @@ type Report struct {
 	LoadAvg  string    `json:"loadavg,omitempty"` // at the start of the workload
 	// Run numbers repeated runs of one workload in a suite (1, 2, …).
 	Run int `json:"run"`
+	// CipherFloor is TLS's floor on this machine, measured before the
+	// targets when one of them serves TLS (tls.go).
+	CipherFloor *CipherFloor `json:"cipher_floor,omitempty"`
 }
 
 // Label names the report in files and headings: the workload's name, with

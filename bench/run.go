@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -16,6 +17,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("bench config: %w", err)
 	}
 	rep := &Report{Workload: cfg.Workload, Targets: cfg.Targets, Started: time.Now().UTC(), LoadAvg: readLoadAvg()}
+	if slices.ContainsFunc(cfg.Targets, tlsTarget) {
+		// The TLS targets share the run's certificates; the cipher's
+		// floor is measured before any target starts.
+		certs, err := newTLSCerts()
+		if err != nil {
+			return rep, fmt.Errorf("TLS certificates: %w", err)
+		}
+		defer certs.Close()
+		cfg.certs = certs
+		f, err := measureCipherFloor(cipherFloorDuration)
+		if err != nil {
+			return rep, fmt.Errorf("cipher floor: %w", err)
+		}
+		rep.CipherFloor = &f
+	}
 	var errs []error
 	for _, t := range cfg.Targets {
 		if err := ctx.Err(); err != nil {
@@ -34,12 +50,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // targetRun is the state of one workload against one target.
 type targetRun struct {
-	cfg   Config
-	name  string
-	tg    target
-	res   *Result
-	seeds []string
-	mon   *monitor
+	cfg  Config
+	name string
+	tg   target
+	res  *Result
+	br   brokers
+	mon  *monitor
 
 	prodAll  counters // every acknowledged record
 	consAll  counters // every distinct record the run's consumers read
@@ -70,7 +86,18 @@ func runTarget(ctx context.Context, cfg Config, name string) (res Result) {
 		res.Error = err.Error()
 		return res
 	}
-	tr := &targetRun{cfg: cfg, name: name, res: &res, tg: tg, seeds: tg.Seeds(), prodHist: newLatencyHist(), e2eHist: newLatencyHist()}
+	br := plaintext(tg.Seeds()...)
+	if tlsTarget(name) {
+		if br, err = overTLS(tg.Seeds(), cfg.certs.caPEM); err == nil {
+			res.TLS, err = br.negotiated(ctx)
+		}
+		if err != nil {
+			res.Error = err.Error()
+			_ = tg.Close()
+			return res
+		}
+	}
+	tr := &targetRun{cfg: cfg, name: name, res: &res, tg: tg, br: br, prodHist: newLatencyHist(), e2eHist: newLatencyHist()}
 	tr.mon = newMonitor(cfg, tg, fmt.Sprintf("[%s %s]", name, cfg.Name), &tr.prodAll, tr.prodHist)
 	err = tr.phases(ctx)
 	res.Timeline, res.Broker = tr.mon.finish()
@@ -100,7 +127,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		res.ReplicationFactor = 1
 	}
 	for _, topic := range res.Topics {
-		if err := createTopic(setupCtx, tr.seeds, topic, cfg.Partitions, res.ReplicationFactor); err != nil {
+		if err := createTopic(setupCtx, tr.br, topic, cfg.Partitions, res.ReplicationFactor); err != nil {
 			return err
 		}
 	}
@@ -108,12 +135,12 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		defer func() {
 			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			for _, topic := range res.Topics {
-				deleteTopic(c, tr.seeds, topic)
+				deleteTopic(c, tr.br, topic)
 			}
 			cancel()
 		}()
 	}
-	ps, err := newProducers(setupCtx, cfg, tr.seeds, res.Topics, tr.prodHist, &tr.prodAll)
+	ps, err := newProducers(setupCtx, cfg, tr.br, res.Topics, tr.prodHist, &tr.prodAll)
 	if err != nil {
 		return err
 	}
@@ -135,7 +162,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		bctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 		err := ps.backlog(bctx, cfg.Backlog)
 		if err == nil {
-			backlogEnd, err = endOffsets(bctx, tr.seeds, res.Topics)
+			backlogEnd, err = endOffsets(bctx, tr.br, res.Topics)
 		}
 		cancel()
 		if err != nil {
@@ -150,7 +177,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 	start := time.Now()
 	win := window{start: start.Add(cfg.Warmup.D())}
 	if cfg.Consumers > 0 {
-		cs, err = startConsumers(ctx, cfg, tr.seeds, res.Topics, track, win, tr.e2eHist)
+		cs, err = startConsumers(ctx, cfg, tr.br, res.Topics, track, win, tr.e2eHist)
 		if err != nil {
 			return err
 		}
@@ -242,7 +269,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 	// Drain: the consumers read up to the end offsets.
 	dctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 	defer cancel()
-	ends, err := endOffsets(dctx, tr.seeds, res.Topics)
+	ends, err := endOffsets(dctx, tr.br, res.Topics)
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
@@ -281,12 +308,12 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 	if cfg.RawReadBack {
 		var rb counters
 		tr.mon.setPhase(phaseRawRead, &rb, rawReadPasses*res.TopicRecords)
-		raw, err := rawReadBack(dctx, tr.seeds, ends, &rb, "")
+		raw, err := rawReadBack(dctx, tr.br, ends, &rb, "")
 		res.RawReadBack = &raw
 		if err != nil {
 			return err
 		}
-		if tr.name == TargetStrata {
+		if tr.name == TargetStrata { // the floor servers speak plaintext
 			if err := tr.rawReadFloor(dctx, ends); err != nil {
 				return err
 			}
@@ -299,7 +326,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 // franz-go consumers in a client process of their own (readback_proc.go).
 func (tr *targetRun) readBackPhase(ctx context.Context, ends map[tp]int64) error {
 	tr.mon.setPhase(phaseReadBack, nil, 0)
-	rb, err := readBackProcess(ctx, tr.seeds, ends)
+	rb, err := readBackProcess(ctx, tr.br, ends)
 	if err != nil {
 		return err
 	}
@@ -317,11 +344,11 @@ func (tr *targetRun) rawReadFloor(ctx context.Context, ends map[tp]int64) error 
 	var rb counters
 	tr.mon.setPhase(phaseRawFloor, &rb, 2*rawReadPasses*tr.res.TopicRecords)
 	for _, pageCache := range []bool{false, true} {
-		fl, err := startFloor(ctx, tr.cfg, tr.seeds, ends, pageCache)
+		fl, err := startFloor(ctx, tr.cfg, tr.br, ends, pageCache)
 		if err != nil {
 			return fmt.Errorf("floor server: %w", err)
 		}
-		raw, err := rawReadBack(ctx, tr.seeds, ends, &rb, fl.addr)
+		raw, err := rawReadBack(ctx, tr.br, ends, &rb, fl.addr)
 		if pageCache {
 			tr.res.RawReadFloorPageCache = &raw
 		} else {

@@ -149,6 +149,11 @@ func smokeWorkload(t *testing.T, name string) Workload {
 		// Run by TestTierPresetSmall, which checks the tier figures.
 		w.Partitions, w.RecordSize, w.Records = 2, 1000, 6000
 		w.Tier = &TierWorkload{SegmentBytes: 256 << 10, LatencyPartitions: 3}
+	case "tls":
+		// Run by TestTLSPreset, with Apache Kafka over TLS.
+		w.Records, w.Warmup = 3000, Duration(100*time.Millisecond)
+	case "tls-latency":
+		w.Rate, w.Warmup, w.Duration = 1000, Duration(200*time.Millisecond), Duration(800*time.Millisecond)
 	case "move":
 		// Run by TestMovePresetSmall, which checks the move figures.
 		w.RecordSize = 4 << 10
@@ -178,8 +183,8 @@ func smokePresets(t *testing.T, cluster bool) {
 	for _, name := range PresetNames() {
 		if p, _ := Preset(name); (p.ReplicationFactor > 1) != cluster {
 			continue // the other test's
-		} else if p.Tier != nil || p.Move != nil {
-			continue // TestTierPresetSmall's, TestMovePresetSmall's
+		} else if p.Tier != nil || p.Move != nil || name == "tls" {
+			continue // TestTierPresetSmall's, TestMovePresetSmall's, TestTLSPreset's
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -189,6 +194,9 @@ func smokePresets(t *testing.T, cluster bool) {
 			// faults, on one broker too); the rest on one broker. Apache
 			// Kafka, a JVM slow to start, is TestKafkaTarget's.
 			targets := []string{TargetStrata}
+			if w.TLS {
+				targets = []string{TargetStrataTLS}
+			}
 			if w.ReplicationFactor > 1 {
 				targets = slices.DeleteFunc(DefaultTargets(w), func(t string) bool { return t == TargetKafkaCluster })
 			}

@@ -29,12 +29,16 @@ func startTarget(ctx context.Context, cfg Config, name string) (target, error) {
 		return startKfakeProcess(ctx, cfg)
 	case TargetStrata:
 		return startStrata(ctx, cfg)
+	case TargetStrataTLS:
+		return startStrataWith(ctx, cfg, cfg.certs.strataArgs(), nil)
 	case TargetCluster:
 		return startCluster(ctx, cfg)
 	case TargetKafka:
-		return startKafka(ctx, cfg, 1)
+		return startKafka(ctx, cfg, 1, nil)
+	case TargetKafkaTLS:
+		return startKafka(ctx, cfg, 1, cfg.certs)
 	case TargetKafkaCluster:
-		return startKafka(ctx, cfg, kafkaClusterNodes)
+		return startKafka(ctx, cfg, kafkaClusterNodes, nil)
 	default:
 		return addrTarget{addr: name}, nil
 	}

@@ -304,7 +304,7 @@ func (t *tierRun) phases(ctx context.Context) error {
 
 	// (b) Cold read of the tiered topic, then the local read of the same
 	// records, one raw Fetch pass each.
-	ends, err := endOffsets(ctx, seeds, []string{tiered, local})
+	ends, err := endOffsets(ctx, plaintext(seeds...), []string{tiered, local})
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func (t *tierRun) phases(ctx context.Context) error {
 			}
 		}
 		var live counters
-		p, err := rawReadPass(ctx, seeds, end, &live, "")
+		p, err := rawReadPass(ctx, plaintext(seeds...), end, &live, "")
 		*rd.out = p
 		if err != nil {
 			return fmt.Errorf("%s: %w", rd.what, err)

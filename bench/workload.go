@@ -97,6 +97,12 @@ type Workload struct {
 	// it).
 	Faults []string `json:"faults"`
 
+	// TLS makes the workload a comparison over TLS: its default targets
+	// are strata-tls and kafka-tls (each serving only an SSL listener with
+	// certificates made for the run) and strata in plaintext, for what TLS
+	// costs Strata (tls.go). Any workload runs over TLS on those targets.
+	TLS bool `json:"tls"`
+
 	// SampleInterval is the period of the timelines and resource samples.
 	SampleInterval Duration `json:"sample_interval"`
 
@@ -179,7 +185,8 @@ func LoadWorkload(path string) (Workload, error) {
 
 // Presets are the named workloads. Issue 2's goals use throughput and
 // latency; issue 5's use replication and failover; issue 17's (against
-// Apache Kafka) throughput, latency and replication-latency.
+// Apache Kafka) throughput, latency and replication-latency; issue 25's
+// (over TLS) tls.
 var Presets = map[string]Workload{
 	// throughput: as fast as possible, 1 KB records, 6 partitions, acks=-1,
 	// one consumer alongside; then every record is read back from the page
@@ -247,6 +254,20 @@ var Presets = map[string]Workload{
 	"move": {
 		Name: "move", Partitions: 1, ReplicationFactor: 2, RecordSize: 32 << 10,
 		Move: &MoveWorkload{SizesGB: []float64{0.1, 1, 4}, TailBytes: 64 << 20, SegmentBytes: 16 << 20},
+	},
+	// tls: the throughput preset over TLS, on Strata and Apache Kafka with
+	// the same certificates, and on Strata in plaintext.
+	"tls": {
+		Name: "tls", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1,
+		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 500_000,
+		ReadBack: true, RawReadBack: true, TLS: true,
+	},
+	// tls-latency: the latency preset over TLS, the same way.
+	"tls-latency": {
+		Name: "tls-latency", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: 0, Producers: 1, Consumers: 1, Rate: 2000,
+		Warmup: Duration(5 * time.Second), Duration: Duration(20 * time.Second), TLS: true,
 	},
 	// groups: 6 members of one consumer group (eager range balancer) on
 	// 12 partitions while records flow at 2,000 records/s; reports each

@@ -38,7 +38,7 @@ func runBench(args []string) int {
 	}
 	fs := flag.NewFlagSet("strata bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: strata bench [--preset NAME[,NAME…]] [--workload FILE]… [--duration D] [--target strata|kafka|kfake|kfake-process|cluster|kafka-cluster|HOST:PORT]… --out DIR\n\npresets: %s (default: all)\n\n", strings.Join(bench.PresetNames(), ", "))
+		fmt.Fprintf(fs.Output(), "usage: strata bench [--preset NAME[,NAME…]] [--workload FILE]… [--duration D] [--target strata|kafka|kfake|kfake-process|cluster|kafka-cluster|strata-tls|kafka-tls|HOST:PORT]… --out DIR\n\npresets: %s (default: all)\n\n", strings.Join(bench.PresetNames(), ", "))
 		fs.PrintDefaults()
 	}
 	var (
@@ -77,7 +77,7 @@ func runBench(args []string) int {
 		workloads   listFlag
 		strataArgs  listFlag
 	)
-	fs.Var(&targets, "target", "strata, kafka (Apache Kafka, one KRaft node, fetched by deploy/install-deps.sh kafka), kfake, kfake-process (kfake in a process of its own), cluster (three brokers on ZooKeeper, deploy/local/cluster.sh), kafka-cluster (three Kafka nodes) or HOST:PORT (repeatable; default per workload: cluster for faults, cluster, kafka-cluster and strata when replicated, else strata, kafka and kfake)")
+	fs.Var(&targets, "target", "strata, kafka (Apache Kafka, one KRaft node, fetched by deploy/install-deps.sh kafka), kfake, kfake-process (kfake in a process of its own), cluster (three brokers on ZooKeeper, deploy/local/cluster.sh), kafka-cluster (three Kafka nodes), strata-tls or kafka-tls (Strata or one Kafka node serving TLS only, with certificates made for the run) or HOST:PORT (repeatable; default per workload: cluster for faults, cluster, kafka-cluster and strata when replicated, strata-tls, kafka-tls and strata for the tls presets, else strata, kafka and kfake)")
 	fs.Var(&workloads, "workload", "JSON workload file (repeatable; see bench/workloads)")
 	fs.Var(&strataArgs, "strata-arg", "extra argument to `strata serve` (repeatable)")
 	if err := fs.Parse(args); err != nil {
