@@ -35,7 +35,7 @@ func TestJavaKafkaVersionMatchesBench(t *testing.T) {
 // Every declared cell names a known client and feature.
 func TestDeclarationsName(t *testing.T) {
 	known := map[string]bool{toolFeature: true}
-	for _, f := range features {
+	for _, f := range append(features, secFeatures...) {
 		known[f.Key] = true
 	}
 	for c := range expectedFailures {
