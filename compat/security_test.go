@@ -27,6 +27,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	kafkago "github.com/segmentio/kafka-go"
+	kgosasl "github.com/segmentio/kafka-go/sasl"
+	kgoplain "github.com/segmentio/kafka-go/sasl/plain"
+	kgoscram "github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	xdgscram "github.com/xdg-go/scram"
 
 	"strata/internal/testenv"
 )
@@ -356,6 +362,165 @@ func runKcatSecurity(t *testing.T, e *env, kcat string) {
 				return err
 			}
 			return inOrder(strings.Split(strings.TrimSuffix(out, "\n"), "\n"), vs)
+		})
+	}
+}
+
+// xdgSCRAM is sarama's SCRAM client, as sarama's documentation has it:
+// sarama leaves SCRAM's client side to the application, with
+// github.com/xdg-go/scram in its examples.
+type xdgSCRAM struct {
+	hash xdgscram.HashGeneratorFcn
+	conv *xdgscram.ClientConversation
+}
+
+func (x *xdgSCRAM) Begin(user, pass, authzID string) error {
+	c, err := x.hash.NewClient(user, pass, authzID)
+	if err != nil {
+		return err
+	}
+	x.conv = c.NewConversation()
+	return nil
+}
+
+func (x *xdgSCRAM) Step(challenge string) (string, error) { return x.conv.Step(challenge) }
+func (x *xdgSCRAM) Done() bool                            { return x.conv.Done() }
+
+// saramaToken is sarama's OAUTHBEARER AccessTokenProvider.
+type saramaToken func() string
+
+func (f saramaToken) Token() (*sarama.AccessToken, error) {
+	return &sarama.AccessToken{Token: f()}, nil
+}
+
+// saramaSecurityConfig is sarama's configuration for feature, and the
+// broker to dial.
+func (s *secEnv) saramaSecurityConfig(feature string) (*sarama.Config, string) {
+	c := saramaConfig()
+	c.Net.TLS.Enable, c.Net.TLS.Config = true, s.tlsCfg
+	sasl := func(mech sarama.SASLMechanism, user, pass string) (*sarama.Config, string) {
+		c.Net.SASL.Enable, c.Net.SASL.Mechanism, c.Net.SASL.User, c.Net.SASL.Password = true, mech, user, pass
+		c.Net.SASL.Handshake = true
+		return c, s.saslSSL
+	}
+	switch feature {
+	case "sec-tls":
+		return c, s.ssl
+	case "sec-mtls":
+		c.Net.TLS.Config = s.mtlsCfg
+		return c, s.mtls
+	case "sec-plain":
+		return sasl(sarama.SASLTypePlaintext, plainUser, plainPassword)
+	case "sec-scram-sha-256":
+		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &xdgSCRAM{hash: xdgscram.SHA256} }
+		return sasl(sarama.SASLTypeSCRAMSHA256, scramUser, scramPassword)
+	case "sec-scram-sha-512":
+		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &xdgSCRAM{hash: xdgscram.SHA512} }
+		return sasl(sarama.SASLTypeSCRAMSHA512, scramUser, scramPassword)
+	case "sec-oauthbearer":
+		c.Net.SASL.TokenProvider = saramaToken(s.token)
+		return sasl(sarama.SASLTypeOAuth, "", "")
+	}
+	panic("unknown security feature " + feature)
+}
+
+// runSaramaSecurity: sarama produces and reads back through each
+// listener and mechanism.
+func runSaramaSecurity(t *testing.T, e *env) {
+	const client = "sarama"
+	for _, f := range secFeatures {
+		cfg, addr := e.sec.saramaSecurityConfig(f.Key)
+		e.check(t, client, f.Key, func(ctx context.Context) error {
+			topic := secTopic(f.Key, client)
+			vs := values(topic, records)
+			if err := saramaProduce([]string{addr}, cfg, topic, 1, vs); err != nil {
+				return fmt.Errorf("produce: %w", err)
+			}
+			c, err := sarama.NewConsumer([]string{addr}, cfg)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+			if err != nil {
+				return fmt.Errorf("consume: %w", err)
+			}
+			defer pc.Close()
+			var got []string
+			for len(got) < records {
+				select {
+				case m := <-pc.Messages():
+					got = append(got, string(m.Value))
+				case err := <-pc.Errors():
+					return fmt.Errorf("consume: %w", err)
+				case <-ctx.Done():
+					return fmt.Errorf("read %d of %d records: %w", len(got), records, ctx.Err())
+				}
+			}
+			return inOrder(got, vs)
+		})
+	}
+}
+
+// kafkagoSecurity is kafka-go's TLS configuration and SASL mechanism for
+// feature, and the broker to dial.
+func (s *secEnv) kafkagoSecurity(feature string) (*tls.Config, kgosasl.Mechanism, string, error) {
+	scramMech := func(algo kgoscram.Algorithm) (*tls.Config, kgosasl.Mechanism, string, error) {
+		m, err := kgoscram.Mechanism(algo, scramUser, scramPassword)
+		return s.tlsCfg, m, s.saslSSL, err
+	}
+	switch feature {
+	case "sec-tls":
+		return s.tlsCfg, nil, s.ssl, nil
+	case "sec-mtls":
+		return s.mtlsCfg, nil, s.mtls, nil
+	case "sec-plain":
+		return s.tlsCfg, kgoplain.Mechanism{Username: plainUser, Password: plainPassword}, s.saslSSL, nil
+	case "sec-scram-sha-256":
+		return scramMech(kgoscram.SHA256)
+	case "sec-scram-sha-512":
+		return scramMech(kgoscram.SHA512)
+	}
+	panic("unknown security feature " + feature)
+}
+
+// runKafkaGoSecurity: kafka-go produces and reads back through each
+// listener and mechanism it has.
+func runKafkaGoSecurity(t *testing.T, e *env) {
+	const client = "kafka-go"
+	for _, f := range secFeatures {
+		if _, na := clientByKey(client).NA[f.Key]; na {
+			continue
+		}
+		e.check(t, client, f.Key, func(ctx context.Context) error {
+			tlsCfg, mech, addr, err := e.sec.kafkagoSecurity(f.Key)
+			if err != nil {
+				return err
+			}
+			topic := secTopic(f.Key, client)
+			w := &kafkago.Writer{Addr: kafkago.TCP(addr), Transport: &kafkago.Transport{TLS: tlsCfg, SASL: mech}, Topic: topic,
+				RequiredAcks: kafkago.RequireAll, BatchTimeout: 5 * time.Millisecond}
+			defer w.Close()
+			vs := values(topic, records)
+			var ms []kafkago.Message
+			for _, v := range vs {
+				ms = append(ms, kafkago.Message{Value: []byte(v)})
+			}
+			if err := w.WriteMessages(ctx, ms...); err != nil {
+				return fmt.Errorf("produce: %w", err)
+			}
+			r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{addr}, Topic: topic, Partition: 0, MaxWait: 200 * time.Millisecond,
+				Dialer: &kafkago.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: tlsCfg, SASLMechanism: mech}})
+			defer r.Close()
+			var got []string
+			for len(got) < records {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					return fmt.Errorf("consume: %w", err)
+				}
+				got = append(got, string(m.Value))
+			}
+			return inOrder(got, vs)
 		})
 	}
 }
