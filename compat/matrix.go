@@ -372,7 +372,7 @@ var featureDocs = []string{
 
 // securityIntro opens the security table.
 var securityIntro = []string{
-	"A third broker, started once for this section, has a listener for each way in:",
+	"A broker of its own, started once for this section, has a listener for each way in:",
 	"`SSL` (TLS, no client certificate), `MTLS` (SSL with `ssl.client.auth=required`)",
 	"and `SASL_SSL` with `sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER`.",
 	"Its certificate comes from a CA made for the run; every client is given that CA",

@@ -24,6 +24,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,6 +244,22 @@ func startSecurity(t *testing.T) *secEnv {
 	return s
 }
 
+// checkSecurity runs client's check of each security feature it does not
+// declare not applicable, at once: each has its own topic and
+// connections, so they need not wait for each other.
+func (e *env) checkSecurity(t *testing.T, client string, check func(f Feature) func(ctx context.Context) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, f := range secFeatures {
+		if _, na := clientByKey(client).NA[f.Key]; na {
+			continue
+		}
+		run := check(f)
+		wg.Go(func() { e.check(t, client, f.Key, run) })
+	}
+	wg.Wait()
+}
+
 // franzSecurityOpts are franz-go's options for feature.
 func (s *secEnv) franzSecurityOpts(feature string) []kgo.Opt {
 	withSASL := func(m sasl.Mechanism) []kgo.Opt {
@@ -269,9 +286,9 @@ func (s *secEnv) franzSecurityOpts(feature string) []kgo.Opt {
 // listener and mechanism.
 func runFranzSecurity(t *testing.T, e *env) {
 	const client = "franz-go"
-	for _, f := range secFeatures {
+	e.checkSecurity(t, client, func(f Feature) func(ctx context.Context) error {
 		opts := e.sec.franzSecurityOpts(f.Key)
-		e.check(t, client, f.Key, func(ctx context.Context) error {
+		return func(ctx context.Context) error {
 			topic := secTopic(f.Key, client)
 			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
 				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
@@ -300,8 +317,8 @@ func runFranzSecurity(t *testing.T, e *env) {
 				fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 			}
 			return inOrder(got, vs)
-		})
-	}
+		}
+	})
 }
 
 // inOrder reports whether got is want.
@@ -344,12 +361,9 @@ func (s *secEnv) kcatSecurityArgs(feature string) []string {
 // and mechanism.
 func runKcatSecurity(t *testing.T, e *env, kcat string) {
 	const client = "kcat"
-	for _, f := range secFeatures {
-		if _, na := clientByKey(client).NA[f.Key]; na {
-			continue
-		}
+	e.checkSecurity(t, client, func(f Feature) func(ctx context.Context) error {
 		args := e.sec.kcatSecurityArgs(f.Key)
-		e.check(t, client, f.Key, func(ctx context.Context) error {
+		return func(ctx context.Context) error {
 			topic := secTopic(f.Key, client)
 			vs := values(topic, records)
 			pargs := append([]string{"-P", "-t", topic, "-p", "0", "-X", "acks=all"}, args...)
@@ -362,8 +376,8 @@ func runKcatSecurity(t *testing.T, e *env, kcat string) {
 				return err
 			}
 			return inOrder(strings.Split(strings.TrimSuffix(out, "\n"), "\n"), vs)
-		})
-	}
+		}
+	})
 }
 
 // xdgSCRAM is sarama's SCRAM client, as sarama's documentation has it:
@@ -428,9 +442,9 @@ func (s *secEnv) saramaSecurityConfig(feature string) (*sarama.Config, string) {
 // listener and mechanism.
 func runSaramaSecurity(t *testing.T, e *env) {
 	const client = "sarama"
-	for _, f := range secFeatures {
+	e.checkSecurity(t, client, func(f Feature) func(ctx context.Context) error {
 		cfg, addr := e.sec.saramaSecurityConfig(f.Key)
-		e.check(t, client, f.Key, func(ctx context.Context) error {
+		return func(ctx context.Context) error {
 			topic := secTopic(f.Key, client)
 			vs := values(topic, records)
 			if err := saramaProduce([]string{addr}, cfg, topic, 1, vs); err != nil {
@@ -458,8 +472,8 @@ func runSaramaSecurity(t *testing.T, e *env) {
 				}
 			}
 			return inOrder(got, vs)
-		})
-	}
+		}
+	})
 }
 
 // kafkagoSecurity is kafka-go's TLS configuration and SASL mechanism for
@@ -488,11 +502,8 @@ func (s *secEnv) kafkagoSecurity(feature string) (*tls.Config, kgosasl.Mechanism
 // listener and mechanism it has.
 func runKafkaGoSecurity(t *testing.T, e *env) {
 	const client = "kafka-go"
-	for _, f := range secFeatures {
-		if _, na := clientByKey(client).NA[f.Key]; na {
-			continue
-		}
-		e.check(t, client, f.Key, func(ctx context.Context) error {
+	e.checkSecurity(t, client, func(f Feature) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
 			tlsCfg, mech, addr, err := e.sec.kafkagoSecurity(f.Key)
 			if err != nil {
 				return err
@@ -521,6 +532,6 @@ func runKafkaGoSecurity(t *testing.T, e *env) {
 				got = append(got, string(m.Value))
 			}
 			return inOrder(got, vs)
-		})
-	}
+		}
+	})
 }

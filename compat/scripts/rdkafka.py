@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import sys
+import threading
 import time
 import urllib.request
 
@@ -26,8 +27,13 @@ N = 50
 KIP848 = ck.libversion()[1] >= 0x020A0000
 
 
+OUT = threading.Lock()  # one line at a time: the security checks run in threads
+
+
 def result(feature, status, detail):
-    print("RESULT %s|%s|%s|%s" % (CLIENT, feature, status, detail.replace("\n", " ")), flush=True)
+    with OUT:
+        sys.stdout.write("RESULT %s|%s|%s|%s\n" % (CLIENT, feature, status, detail.replace("\n", " ")))
+        sys.stdout.flush()
 
 
 def check(feature, fn):
@@ -279,6 +285,11 @@ check("offsets", offsets)
 check("admin", admin_check)
 check("leader-change", leader_change)
 transactions()
-for feature in ("sec-tls", "sec-mtls", "sec-plain", "sec-scram-sha-256", "sec-scram-sha-512", "sec-oauthbearer"):
-    check(feature, sec_check(feature))
+# Each security check has its own topic and connections: all at once.
+threads = [threading.Thread(target=check, args=(f, sec_check(f)))
+           for f in ("sec-tls", "sec-mtls", "sec-plain", "sec-scram-sha-256", "sec-scram-sha-512", "sec-oauthbearer")]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
 print("DONE", flush=True)
