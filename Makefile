@@ -70,7 +70,8 @@ test: test-deps vet
 # The client matrix (compat/): Kafka's Java client and tools, franz-go,
 # sarama, kafka-go, kcat, python3-confluent-kafka (Debian's librdkafka),
 # confluent-kafka from PyPI (its own librdkafka) and kafkajs against a
-# real broker; rewrites docs/compatibility.md. `make test` runs the same
+# real broker, and over TLS, mutual TLS and SASL_SSL (PLAIN, SCRAM,
+# OAUTHBEARER); rewrites docs/compatibility.md. `make test` runs the same
 # suite and only checks that file.
 compat:
 	GO=$(GO) ./deploy/install-deps.sh kcat python3-confluent-kafka zookeeper compat-java compat-kafkajs compat-confluent-kafka

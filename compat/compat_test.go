@@ -45,6 +45,7 @@ type env struct {
 	addr  string   // the single broker
 	seeds []string // the two-broker cluster
 	root  string   // module root
+	sec   *secEnv  // the security broker (security_test.go)
 	rec   *recorder
 }
 
@@ -122,6 +123,7 @@ func TestCompat(t *testing.T) {
 
 	b := testenv.StartBroker(t, testenv.BrokerOptions{Sets: []string{"group.initial.rebalance.delay.ms=0"}})
 	e := &env{addr: b.Addr(), root: root, rec: &recorder{m: Matrix{Versions: map[string]string{}, Outcomes: map[cell]Outcome{}}}}
+	e.sec = startSecurity(t)
 	e.seeds = startCluster(t)
 	t.Logf("brokers up in %v", time.Since(start).Round(time.Millisecond))
 
@@ -134,9 +136,12 @@ func TestCompat(t *testing.T) {
 		{"sarama", runSarama},
 		{"kafka-go", runKafkaGo},
 		{"kcat", runKcat},
-		{"confluent-kafka-python", func(t *testing.T, e *env) { runPython(t, e, "confluent-kafka-python", debianPython) }},
+		{"confluent-kafka-python", func(t *testing.T, e *env) {
+			// Debian's librdkafka 2.0.2 is built without OIDC (libcurl).
+			runPython(t, e, "confluent-kafka-python", debianPython, "callback")
+		}},
 		{"confluent-kafka-pypi", func(t *testing.T, e *env) {
-			runPython(t, e, "confluent-kafka-pypi", filepath.Join(dirs.confluentKafka, "bin", "python"))
+			runPython(t, e, "confluent-kafka-pypi", filepath.Join(dirs.confluentKafka, "bin", "python"), "oidc")
 		}},
 		{"kafkajs", func(t *testing.T, e *env) { runKafkajs(t, e, dirs.kafkajs) }},
 	}
@@ -385,6 +390,10 @@ func runProcess(t *testing.T, e *env, timeout time.Duration, cmd *exec.Cmd) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, e.sec.environ()...) // the security section's listeners and credentials
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -486,6 +495,8 @@ func lastLines(s string, n int) string {
 // runJava runs every Java check, the client's and the tools', in one JVM.
 func runJava(t *testing.T, e *env, dir string) {
 	cmd := exec.Command("java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		// Kafka 4 fetches OAuth tokens only from the URLs allowed here.
+		"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+e.sec.tokenURL,
 		"-cp", filepath.Join(dir, "classes")+":"+filepath.Join(dir, "libs", "*"),
 		"strata.compat.Main", e.addr, strings.Join(e.seeds, ","), fmt.Sprint(newLeader))
 	runProcess(t, e, 4*time.Minute, cmd)
@@ -496,10 +507,13 @@ const debianPython = "/usr/bin/python3"
 
 // runPython runs the librdkafka checks (scripts/rdkafka.py) as client
 // with python: Debian's, or the virtual environment's with PyPI's
-// confluent-kafka.
-func runPython(t *testing.T, e *env, client, python string) {
+// confluent-kafka. oauth is how it gets its OAUTHBEARER token: oidc
+// (librdkafka's own login at the token endpoint) or callback (the
+// binding's oauth_cb).
+func runPython(t *testing.T, e *env, client, python, oauth string) {
 	cmd := exec.Command(python, filepath.Join(e.root, "compat", "scripts", "rdkafka.py"),
 		client, e.addr, strings.Join(e.seeds, ","), fmt.Sprint(newLeader))
+	cmd.Env = append(os.Environ(), "STRATA_COMPAT_SEC_OAUTH="+oauth)
 	runProcess(t, e, 3*time.Minute, cmd)
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"strata/internal/testenv"
@@ -35,7 +36,7 @@ func TestJavaKafkaVersionMatchesBench(t *testing.T) {
 // Every declared cell names a known client and feature.
 func TestDeclarationsName(t *testing.T) {
 	known := map[string]bool{toolFeature: true}
-	for _, f := range features {
+	for _, f := range append(features, secFeatures...) {
 		known[f.Key] = true
 	}
 	for c := range expectedFailures {
@@ -55,5 +56,54 @@ func TestDeclarationsName(t *testing.T) {
 		if _, na := c.NA["transactions"]; !na && !c.Tool && c.TxnError == "" {
 			t.Errorf("%s: runs the transactions check but has no TxnError", c.Key)
 		}
+	}
+}
+
+// Problems holds the security section to the same rules as the rest: a
+// client of the section must run each of its features or declare it not
+// applicable, and a client outside it must not report one.
+func TestProblemsSecurity(t *testing.T) {
+	full := func() *Matrix {
+		m := &Matrix{Versions: map[string]string{}, Outcomes: map[cell]Outcome{}}
+		for _, c := range clients {
+			m.Versions[c.Key] = "1"
+			for _, f := range c.features() {
+				if _, na := c.NA[f]; na {
+					continue
+				}
+				s := Pass
+				if f == "transactions" {
+					s = Unsupported
+				}
+				m.Outcomes[cell{c.Key, f}] = Outcome{Status: s}
+			}
+		}
+		return m
+	}
+	if p := full().Problems(); len(p) != 0 {
+		t.Fatalf("a full matrix has problems: %q", p)
+	}
+	m := full()
+	delete(m.Outcomes, cell{"kafkajs", "sec-mtls"})
+	m.Outcomes[cell{"franz-go", "sec-plain"}] = Outcome{Status: Fail, Detail: "SASL_AUTHENTICATION_FAILED"}
+	m.Outcomes[cell{"kafka-go", "sec-oauthbearer"}] = Outcome{Status: Pass}
+	m.Outcomes[cell{"kafka-topics", "sec-tls"}] = Outcome{Status: Pass}
+	want := []string{
+		"franz-go sec-plain: FAIL: SASL_AUTHENTICATION_FAILED",
+		"kafka-go sec-oauthbearer: declared not applicable",
+		"kafka-topics reported sec-tls PASS, not one of its features",
+		"kafkajs sec-mtls: not run",
+	}
+	got := m.Problems()
+	if len(got) != len(want) {
+		t.Fatalf("problems %q, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("problem %d = %q, want it to start with %q", i, got[i], w)
+		}
+	}
+	if doc := m.Render(); !strings.Contains(doc, "| SASL_SSL: PLAIN | pass | **FAIL** |") {
+		t.Errorf("the security table does not show franz-go's PLAIN failure:\n%s", doc)
 	}
 }

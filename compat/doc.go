@@ -14,8 +14,12 @@
 // (`make test-deps`). scripts/rdkafka.py runs for both librdkafka
 // columns, with Debian's python and with the virtual environment's.
 //
-// The test (compat_test.go) starts one broker for most checks and a
-// two-broker cluster on ZooKeeper for the leader-change check, runs every
+// The test (compat_test.go) starts one broker for most checks, a
+// two-broker cluster on ZooKeeper for the leader-change check and, for
+// the security section (security_test.go), a broker with SSL, mutual TLS
+// and SASL_SSL listeners (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER against a
+// JWKS and a token endpoint the test serves) and ACLs that open each
+// listener's topics to the principal it should give; it runs every
 // client's checks, and compares the outcome with what this package
 // declares:
 //
@@ -34,4 +38,6 @@
 // java/src/main/java/strata/compat/Main.java, scripts/); for the leader
 // change a client prints "MOVE topic" and waits for a line on its stdin,
 // which the harness writes once it has moved that partition's leader.
+// They find the security broker's listeners and credentials in the
+// STRATA_COMPAT_SEC_* environment variables (secEnv.environ).
 package compat

@@ -355,4 +355,5 @@ func runFranz(t *testing.T, e *env) {
 		}
 		return cl.ProduceSync(ctx, &kgo.Record{Value: []byte("txn")}).FirstErr()
 	})
+	runFranzSecurity(t, e)
 }

@@ -200,4 +200,5 @@ func runKafkaGo(t *testing.T, e *env) {
 		}
 		return nil
 	})
+	runKafkaGoSecurity(t, e)
 }

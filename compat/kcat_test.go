@@ -199,4 +199,5 @@ func runKcat(t *testing.T, e *env) {
 		}
 		return err
 	})
+	runKcatSecurity(t, e, kcat)
 }

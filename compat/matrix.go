@@ -2,6 +2,7 @@ package compat
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,6 +29,18 @@ var features = []Feature{
 	{"transactions", "transactions"},
 }
 
+// secFeatures are the rows of the security table: each is a produce and
+// a read back through one listener of the security broker (see
+// security_test.go), run by the clients with Sec set.
+var secFeatures = []Feature{
+	{"sec-tls", "SSL: TLS, the broker's certificate checked"},
+	{"sec-mtls", "SSL: mutual TLS, principal from `ssl.principal.mapping.rules`"},
+	{"sec-plain", "SASL_SSL: PLAIN"},
+	{"sec-scram-sha-256", "SASL_SSL: SCRAM-SHA-256"},
+	{"sec-scram-sha-512", "SASL_SSL: SCRAM-SHA-512"},
+	{"sec-oauthbearer", "SASL_SSL: OAUTHBEARER"},
+}
+
 // toolFeature is the one feature of a command-line tool.
 const toolFeature = "tool"
 
@@ -38,6 +51,8 @@ type Client struct {
 	Title string
 	Tool  bool   // a Kafka command-line tool: one feature, toolFeature
 	Run   string // for a tool: what the check runs
+	// Sec: the client runs the security section (secFeatures).
+	Sec bool
 	// From says where the version that runs comes from, and where it is
 	// pinned.
 	From string
@@ -56,34 +71,36 @@ const (
 
 // clients are the columns, in the order of the document, and the tools.
 var clients = []Client{
-	{Key: "java", Title: "Java kafka-clients", From: "Maven Central, pinned in compat/java/pom.xml",
+	{Key: "java", Title: "Java kafka-clients", Sec: true, From: "Maven Central, pinned in compat/java/pom.xml",
 		TxnError: "TransactionalIdAuthorizationException"},
-	{Key: "franz-go", Title: "franz-go", From: goModule,
+	{Key: "franz-go", Title: "franz-go", Sec: true, From: goModule,
 		TxnError: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"},
-	{Key: "sarama", Title: "IBM/sarama", From: goModule,
+	{Key: "sarama", Title: "IBM/sarama", Sec: true, From: goModule,
 		NA:       map[string]string{"group-kip848": noKIP848},
 		TxnError: "Transactional ID authorization failed"},
-	{Key: "kafka-go", Title: "segmentio/kafka-go", From: goModule,
+	{Key: "kafka-go", Title: "segmentio/kafka-go", Sec: true, From: goModule,
 		NA: map[string]string{
+			"sec-oauthbearer":    "kafka-go has no OAUTHBEARER mechanism (it has PLAIN and SCRAM)",
 			"produce-idempotent": "kafka-go's Writer has no idempotent mode",
 			"group-cooperative":  "kafka-go has no cooperative rebalance protocol (only eager Range and RoundRobin)",
 			"group-kip848":       noKIP848,
 			"transactions":       "kafka-go has no transactional producer",
 		}},
-	{Key: "kcat", Title: "kcat (librdkafka)", From: "Debian's package kcat",
+	{Key: "kcat", Title: "kcat (librdkafka)", Sec: true, From: "Debian's package kcat",
 		NA: map[string]string{
-			"group-kip848": librdkafkaV2,
-			"offsets":      "kcat has no command that commits or fetches offsets on demand; see python3-confluent-kafka, the same librdkafka",
-			"admin":        "kcat has no admin commands (only -L, metadata, used by the leader-change check)",
+			"group-kip848":    librdkafkaV2,
+			"offsets":         "kcat has no command that commits or fetches offsets on demand; see python3-confluent-kafka, the same librdkafka",
+			"admin":           "kcat has no admin commands (only -L, metadata, used by the leader-change check)",
+			"sec-oauthbearer": "Debian's librdkafka 2.0.2 is built without OIDC (libcurl), and kcat has no other way to be given a token than librdkafka's unsecured JWT (`enable.sasl.oauthbearer.unsecure.jwt`, `alg` none), which Strata refuses as Kafka's JWKS validator does; python3-confluent-kafka, the same librdkafka, passes with a token from its `oauth_cb`",
 		},
 		TxnError: "transactions are not supported by Strata yet"},
-	{Key: "confluent-kafka-python", Title: "python3-confluent-kafka (librdkafka)", From: "Debian's package python3-confluent-kafka",
+	{Key: "confluent-kafka-python", Title: "python3-confluent-kafka (librdkafka)", Sec: true, From: "Debian's package python3-confluent-kafka",
 		NA:       map[string]string{"group-kip848": librdkafkaV2},
 		TxnError: "transactions are not supported by Strata yet"},
-	{Key: "confluent-kafka-pypi", Title: "confluent-kafka from PyPI (librdkafka)",
+	{Key: "confluent-kafka-pypi", Title: "confluent-kafka from PyPI (librdkafka)", Sec: true,
 		From:     "PyPI, pinned in compat/python/requirements.txt; its wheel bundles librdkafka",
 		TxnError: "transactions are not supported by Strata yet"},
-	{Key: "kafkajs", Title: "kafkajs", From: "npm, pinned in compat/node/package.json",
+	{Key: "kafkajs", Title: "kafkajs", Sec: true, From: "npm, pinned in compat/node/package.json",
 		NA: map[string]string{
 			"consume-partition": "kafkajs consumes only in groups (no assign)",
 			"group-cooperative": "kafkajs has no cooperative rebalance protocol",
@@ -150,13 +167,7 @@ type Matrix struct {
 func (m *Matrix) Problems() []string {
 	var out []string
 	for _, c := range clients {
-		fs := []string{toolFeature}
-		if !c.Tool {
-			fs = fs[:0]
-			for _, f := range features {
-				fs = append(fs, f.Key)
-			}
-		}
+		fs := c.features()
 		if m.Versions[c.Key] == "" && !c.Tool {
 			out = append(out, fmt.Sprintf("%s: no version reported", c.Key))
 		}
@@ -180,12 +191,34 @@ func (m *Matrix) Problems() []string {
 		}
 	}
 	for k, o := range m.Outcomes {
-		if clientByKey(k.client) == nil {
+		c := clientByKey(k.client)
+		switch {
+		case c == nil:
 			out = append(out, fmt.Sprintf("unknown client %q reported %s %s", k.client, k.feature, o.Status))
+		case !slices.Contains(c.features(), k.feature):
+			out = append(out, fmt.Sprintf("%s reported %s %s, not one of its features", k.client, k.feature, o.Status))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// features are the keys of the features c runs or declares not
+// applicable.
+func (c *Client) features() []string {
+	if c.Tool {
+		return []string{toolFeature}
+	}
+	var fs []string
+	for _, f := range features {
+		fs = append(fs, f.Key)
+	}
+	if c.Sec {
+		for _, f := range secFeatures {
+			fs = append(fs, f.Key)
+		}
+	}
+	return fs
 }
 
 func clientByKey(key string) *Client {
@@ -268,6 +301,41 @@ func (m *Matrix) Render() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\n## Security\n\n")
+	for _, p := range securityIntro {
+		b.WriteString(p + "\n")
+	}
+	b.WriteString("\n| listener, mechanism |")
+	for _, c := range clients {
+		if c.Sec {
+			fmt.Fprintf(&b, " %s |", c.Title)
+		}
+	}
+	b.WriteString("\n|---|")
+	for _, c := range clients {
+		if c.Sec {
+			b.WriteString("---|")
+		}
+	}
+	b.WriteString("\n")
+	for _, f := range secFeatures {
+		fmt.Fprintf(&b, "| %s |", f.Title)
+		for _, c := range clients {
+			if c.Sec {
+				fmt.Fprintf(&b, " %s |", cellText(c, f.Key))
+			}
+		}
+		b.WriteString("\n")
+	}
+	var notSec []string
+	for _, c := range clients {
+		if !c.Tool && !c.Sec {
+			notSec = append(notSec, c.Title)
+		}
+	}
+	if len(notSec) > 0 {
+		fmt.Fprintf(&b, "\n%s do not run this section yet.\n", strings.Join(notSec, " and "))
+	}
 	fmt.Fprintf(&b, "\n## Kafka's command-line tools\n\nRun as Java classes of `org.apache.kafka:kafka-tools` %s, in one JVM with the Java client.\n\n", m.Versions["java"])
 	b.WriteString("| tool | what is run | result |\n|---|---|---|\n")
 	for _, c := range clients {
@@ -301,3 +369,47 @@ var featureDocs = []string{
 	"**metadata after a leader change**: on two brokers, a producer writes to a partition, its leader moves (preferred leader election), and the same producer writes again and its metadata names the new leader.",
 	"**transactions**: a transactional producer starts; Strata has no transactions yet, so the check passes when the client fails at once (not after a timeout) with the broker's refusal.",
 }
+
+// securityIntro opens the security table.
+var securityIntro = []string{
+	"A broker of its own, started once for this section, has a listener for each way in:",
+	"`SSL` (TLS, no client certificate), `MTLS` (SSL with `ssl.client.auth=required`)",
+	"and `SASL_SSL` with `sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER`.",
+	"Its certificate comes from a CA made for the run; every client is given that CA",
+	"and checks the certificate with it, and that it names 127.0.0.1, the address",
+	"dialled (each client's default). The broker runs the ACL authorizer with",
+	"`allow.everyone.if.no.acl.found=true`, and each row's topics (`<row>-<client>`,",
+	"made beforehand) are open to one principal only, through a PREFIXED ACL:",
+	"`User:compat-client` for mutual TLS, `User:alice` for PLAIN, `User:bob` for SCRAM,",
+	"`User:carol` for OAUTHBEARER (before the clients run, `User:ANONYMOUS` is checked",
+	"to be refused with TOPIC_AUTHORIZATION_FAILED); the TLS row's topics have no ACL,",
+	"as its connections are `User:ANONYMOUS`. A cell passes when the client,",
+	"configured as its documentation says, writes 50 records (acks=all) to its topic",
+	"through that listener and reads the same records back, in order.",
+	"",
+	"- **mutual TLS**: the client presents a certificate of the CA with the subject",
+	"  `CN=Compat-Client,OU=clients,O=Strata test`; the broker's",
+	"  `ssl.principal.mapping.rules=" + mappingRules + "`",
+	"  makes it `User:compat-client`, the only principal its topics are open to.",
+	"- **PLAIN**: the user is in the listener's JAAS config",
+	"  (`listener.name.sasl_ssl.plain.sasl.jaas.config`, `user_alice=\"…\"`).",
+	"- **SCRAM**: `bob` has a SCRAM-SHA-256 and a SCRAM-SHA-512 credential (8192",
+	"  iterations), made with AlterUserScramCredentials before the clients run.",
+	"- **OAUTHBEARER**: the broker checks the JWT against a JWKS",
+	"  (`sasl.oauthbearer.jwks.endpoint.url=file://…`, RS256) with",
+	"  `sasl.oauthbearer.expected.audience` and `sasl.oauthbearer.expected.issuer` set;",
+	"  the token's `sub` is `carol`. No real identity provider runs: the test signs",
+	"  the tokens and serves an OAuth token endpoint (client credentials grant; the",
+	"  client id and secret are checked). The Java client fetches its token there",
+	"  with Kafka's `OAuthBearerLoginCallbackHandler` (`sasl.oauthbearer.token.endpoint.url`;",
+	"  Kafka 4 needs the URL in the JVM's `org.apache.kafka.sasl.oauthbearer.allowed.urls`)",
+	"  and PyPI's confluent-kafka with librdkafka's OIDC login (`sasl.oauthbearer.method=oidc`).",
+	"  python3-confluent-kafka, whose librdkafka is built without OIDC, is given it by",
+	"  its `oauth_cb`, a function of the application that fetches it at the same endpoint.",
+	"  The Go clients and kafkajs fetch no token themselves: the application hands",
+	"  them one (franz-go's `oauth.Oauth`, sarama's `AccessTokenProvider`, kafkajs's",
+	"  `oauthBearerProvider`), here one the test signed.",
+}
+
+// mappingRules is the security broker's ssl.principal.mapping.rules.
+const mappingRules = `RULE:^CN=([^,]*),OU=clients,O=.*$/$1/L,DEFAULT`

@@ -327,4 +327,5 @@ func runSarama(t *testing.T, e *env) {
 		defer p.Close()
 		return p.BeginTxn()
 	})
+	runSaramaSecurity(t, e)
 }

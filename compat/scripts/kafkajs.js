@@ -2,7 +2,8 @@
 // "RESULT client|feature|status|detail" line per check; for the leader
 // change prints "MOVE topic" and waits for a line on stdin.
 // Usage: node kafkajs.js BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID
-// (NODE_PATH: node_modules of compat/node/package.json)
+// (NODE_PATH: node_modules of compat/node/package.json; the security
+// section reads STRATA_COMPAT_SEC_*)
 const { Kafka, logLevel, CompressionTypes, CompressionCodecs } = require('kafkajs');
 const SnappyCodec = require('kafkajs-snappy');
 const LZ4Codec = require('kafkajs-lz4');
@@ -202,6 +203,62 @@ async function transactions() {
   await p.disconnect().catch(() => {});
 }
 
+// ---- the security section: one listener and mechanism per check, given
+// by the harness in STRATA_COMPAT_SEC_* (see compat/security_test.go) ----
+
+const SEC = Object.fromEntries(Object.entries(process.env)
+  .filter(([k]) => k.startsWith('STRATA_COMPAT_SEC_')).map(([k, v]) => [k.slice('STRATA_COMPAT_SEC_'.length), v]));
+
+function secConfig(feature) {
+  const fs = require('fs');
+  const ca = [fs.readFileSync(SEC.CA)];
+  const sasl = (mechanism, more) => ({ brokers: [SEC.SASL_SSL], ssl: { ca }, sasl: { mechanism, ...more } });
+  switch (feature) {
+    case 'sec-tls': return { brokers: [SEC.SSL], ssl: { ca } };
+    case 'sec-mtls': return { brokers: [SEC.MTLS], ssl: { ca, cert: fs.readFileSync(SEC.CERT), key: fs.readFileSync(SEC.KEY) } };
+    case 'sec-plain': return sasl('plain', { username: SEC.PLAIN_USER, password: SEC.PLAIN_PASSWORD });
+    case 'sec-scram-sha-256': return sasl('scram-sha-256', { username: SEC.SCRAM_USER, password: SEC.SCRAM_PASSWORD });
+    case 'sec-scram-sha-512': return sasl('scram-sha-512', { username: SEC.SCRAM_USER, password: SEC.SCRAM_PASSWORD });
+    // kafkajs fetches no token itself: the application's provider hands it one.
+    case 'sec-oauthbearer': return sasl('oauthbearer', { oauthBearerProvider: async () => ({ value: SEC.TOKEN }) });
+    default: throw new Error(`no configuration for ${feature}`);
+  }
+}
+
+function secCheck(feature) {
+  return async () => {
+    const topic = `${feature}-${CLIENT}`;
+    const k = new Kafka({ clientId: 'compat-kafkajs', logLevel: logLevel.NOTHING, retry: { retries: 5 }, ...secConfig(feature) });
+    const p = k.producer();
+    await p.connect();
+    const vs = values(topic);
+    try {
+      await p.send({ topic, acks: -1, messages: vs.map((v) => ({ value: v, partition: 0 })) });
+    } finally {
+      await p.disconnect();
+    }
+    // kafkajs consumes only in groups.
+    const c = k.consumer({ groupId: `${topic}-reader`, maxWaitTimeInMs: 200 });
+    await c.connect();
+    const got = [];
+    try {
+      await c.subscribe({ topic, fromBeginning: true });
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`read ${got.length} of ${N} records in 30 s`)), 30000);
+        c.run({
+          eachMessage: async ({ message }) => {
+            got.push(message.value.toString());
+            if (got.length >= N) { clearTimeout(timer); resolve(); }
+          },
+        }).catch(reject);
+      });
+    } finally {
+      await c.disconnect();
+    }
+    if (JSON.stringify(got) !== JSON.stringify(vs)) throw new Error(`read back ${got.length} records, not the ${N} produced in order`);
+  };
+}
+
 async function main() {
   console.log(`VERSION ${CLIENT} ${require('kafkajs/package.json').version}`);
   await check('produce-gzip', produceCheck('js-gzip', CompressionTypes.GZIP));
@@ -214,6 +271,9 @@ async function main() {
   await check('admin', adminCheck);
   await check('leader-change', leaderChange);
   await transactions();
+  // Each security check has its own topic and connections: all at once.
+  await Promise.all(['sec-tls', 'sec-mtls', 'sec-plain', 'sec-scram-sha-256', 'sec-scram-sha-512', 'sec-oauthbearer']
+    .map((f) => check(f, secCheck(f))));
   console.log('DONE');
 }
 main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });

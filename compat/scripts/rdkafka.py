@@ -4,10 +4,18 @@
 # "RESULT client|feature|status|detail" line per check; for the leader
 # change prints "MOVE topic" and waits for a line on stdin.
 # Usage: rdkafka.py CLIENT BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID
+# (the security section reads STRATA_COMPAT_SEC_*; STRATA_COMPAT_SEC_OAUTH
+# is oidc, librdkafka's own token fetching, or callback, the binding's
+# oauth_cb)
 # CLIENT is the matrix's key for this column; it also prefixes every topic
 # and group, so that both columns share one broker.
+import base64
+import json
+import os
 import sys
+import threading
 import time
+import urllib.request
 
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -19,8 +27,13 @@ N = 50
 KIP848 = ck.libversion()[1] >= 0x020A0000
 
 
+OUT = threading.Lock()  # one line at a time: the security checks run in threads
+
+
 def result(feature, status, detail):
-    print("RESULT %s|%s|%s|%s" % (CLIENT, feature, status, detail.replace("\n", " ")), flush=True)
+    with OUT:
+        sys.stdout.write("RESULT %s|%s|%s|%s\n" % (CLIENT, feature, status, detail.replace("\n", " ")))
+        sys.stdout.flush()
 
 
 def check(feature, fn):
@@ -188,6 +201,77 @@ def transactions():
         result("transactions", "UNSUPPORTED", "%d ms %s" % ((time.time() - start) * 1000, e.args[0].str()))
 
 
+# ---- the security section: one listener and mechanism per check, given
+# by the harness in STRATA_COMPAT_SEC_* (see compat/security_test.go) ----
+
+SEC = {k[len("STRATA_COMPAT_SEC_"):]: v for k, v in os.environ.items() if k.startswith("STRATA_COMPAT_SEC_")}
+
+
+def fetch_token(_config):
+    """oauth_cb: the application fetches a token at the token endpoint
+    (client credentials) and hands it to librdkafka."""
+    req = urllib.request.Request(SEC["TOKEN_URL"], data=b"grant_type=client_credentials", method="POST")
+    cred = base64.b64encode(("%s:%s" % (SEC["CLIENT_ID"], SEC["CLIENT_SECRET"])).encode()).decode()
+    req.add_header("Authorization", "Basic " + cred)
+    req.add_header("Content-Type", "application/x-www-form-urlencoded")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        body = json.load(r)
+    return body["access_token"], time.time() + body["expires_in"]
+
+
+def sec_conf(feature):
+    tls = {"ssl.ca.location": SEC["CA"]}
+    sasl = dict(tls, **{"bootstrap.servers": SEC["SASL_SSL"], "security.protocol": "SASL_SSL"})
+    if feature == "sec-tls":
+        return dict(tls, **{"bootstrap.servers": SEC["SSL"], "security.protocol": "SSL"})
+    if feature == "sec-mtls":
+        return dict(tls, **{"bootstrap.servers": SEC["MTLS"], "security.protocol": "SSL",
+                            "ssl.certificate.location": SEC["CERT"], "ssl.key.location": SEC["KEY"]})
+    if feature == "sec-plain":
+        return dict(sasl, **{"sasl.mechanism": "PLAIN", "sasl.username": SEC["PLAIN_USER"], "sasl.password": SEC["PLAIN_PASSWORD"]})
+    if feature.startswith("sec-scram-"):
+        return dict(sasl, **{"sasl.mechanism": feature[len("sec-"):].upper(),
+                             "sasl.username": SEC["SCRAM_USER"], "sasl.password": SEC["SCRAM_PASSWORD"]})
+    if feature == "sec-oauthbearer" and SEC["OAUTH"] == "oidc":
+        # librdkafka's own OIDC login: client credentials at the endpoint.
+        return dict(sasl, **{"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+                             "sasl.oauthbearer.client.id": SEC["CLIENT_ID"], "sasl.oauthbearer.client.secret": SEC["CLIENT_SECRET"],
+                             "sasl.oauthbearer.token.endpoint.url": SEC["TOKEN_URL"]})
+    if feature == "sec-oauthbearer" and SEC["OAUTH"] == "callback":
+        return dict(sasl, **{"sasl.mechanism": "OAUTHBEARER", "oauth_cb": fetch_token})
+    raise ValueError("no configuration for %s (OAUTH=%s)" % (feature, SEC.get("OAUTH")))
+
+
+def sec_check(feature):
+    def run():
+        conf = sec_conf(feature)
+        topic = "%s-%s" % (feature, CLIENT)
+        p = ck.Producer(dict(conf, **{"acks": "all", "linger.ms": 5}))
+        errs = []
+        vs = values(topic)
+        for v in vs:
+            p.produce(topic, v.encode(), partition=0, on_delivery=lambda err, msg: err and errs.append(err))
+        if p.flush(30) != 0:
+            raise RuntimeError("records still undelivered after 30 s")
+        if errs:
+            raise RuntimeError("delivery failed: %s" % errs[0])
+        c = ck.Consumer(dict(conf, **{"group.id": topic + "-unused", "enable.auto.commit": False}))
+        c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
+        got = []
+        deadline = time.time() + 20
+        while len(got) < N and time.time() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                raise ck.KafkaException(m.error())
+            got.append(m.value().decode())
+        c.close()
+        if got != vs:
+            raise RuntimeError("read back %d records, not the %d produced in order" % (len(got), N))
+    return run
+
+
 print("VERSION %s %s (librdkafka %s)" % (CLIENT, ck.__version__, ck.libversion()[0]), flush=True)
 for codec in ("gzip", "snappy", "lz4", "zstd"):
     check("produce-" + codec, produce_check(P + codec, {"compression.type": codec}))
@@ -201,4 +285,11 @@ check("offsets", offsets)
 check("admin", admin_check)
 check("leader-change", leader_change)
 transactions()
+# Each security check has its own topic and connections: all at once.
+threads = [threading.Thread(target=check, args=(f, sec_check(f)))
+           for f in ("sec-tls", "sec-mtls", "sec-plain", "sec-scram-sha-256", "sec-scram-sha-512", "sec-oauthbearer")]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
 print("DONE", flush=True)

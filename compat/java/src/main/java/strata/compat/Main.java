@@ -45,7 +45,8 @@ import org.apache.kafka.common.utils.internals.Exit;
  * {@code MOVE <topic>} and waits for a line on stdin once the harness has
  * moved the partition's leader.
  *
- * <p>Usage: Main BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID
+ * <p>Usage: Main BOOTSTRAP CLUSTER_SEEDS NEW_LEADER_ID; the security
+ * checks read STRATA_COMPAT_SEC_*.
  */
 public final class Main {
     static final int N = 50;
@@ -64,6 +65,14 @@ public final class Main {
         newLeader = Integer.parseInt(args[2]);
         out.println("VERSION java " + AppInfoParser.getVersion());
         out.flush();
+        // The security checks use a broker of their own: they run beside
+        // the others, so that the JVM's part of the suite is not longer.
+        Thread security = new Thread(() -> {
+            for (String f : List.of("sec-tls", "sec-mtls", "sec-plain", "sec-scram-sha-256", "sec-scram-sha-512", "sec-oauthbearer")) {
+                check("java", f, () -> security(f));
+            }
+        }, "security");
+        security.start();
 
         for (String codec : List.of("gzip", "snappy", "lz4", "zstd")) {
             check("java", "produce-" + codec, () -> produceReadBack("j-" + codec, codec, false));
@@ -89,6 +98,7 @@ public final class Main {
         check("kafka-consumer-groups", "tool", Main::kafkaConsumerGroups);
         check("kafka-leader-election", "tool", Main::kafkaLeaderElection);
         check("kafka-reassign-partitions", "tool", Main::kafkaReassignPartitions);
+        security.join();
         out.println("DONE");
         out.flush();
         System.exit(0);
@@ -328,6 +338,90 @@ public final class Main {
             long ms = (System.nanoTime() - start) / 1_000_000;
             result("java", "transactions", "UNSUPPORTED", ms + " ms " + describe(e));
         }
+    }
+
+    // ---- the security section: one listener and mechanism per check, given
+    // by the harness in STRATA_COMPAT_SEC_* (see compat/security_test.go) ----
+
+    static String sec(String name) {
+        String v = System.getenv("STRATA_COMPAT_SEC_" + name);
+        if (v == null || v.isEmpty()) throw new IllegalStateException("STRATA_COMPAT_SEC_" + name + " is not set");
+        return v;
+    }
+
+    /** The client configs of a security check, as Kafka's documentation gives them. */
+    static Map<String, String> secConfig(String feature) {
+        Map<String, String> c = new java.util.HashMap<>();
+        c.put("ssl.truststore.type", "PEM");
+        c.put("ssl.truststore.location", sec("CA"));
+        switch (feature) {
+            case "sec-tls" -> {
+                c.put("bootstrap.servers", sec("SSL"));
+                c.put("security.protocol", "SSL");
+            }
+            case "sec-mtls" -> {
+                c.put("bootstrap.servers", sec("MTLS"));
+                c.put("security.protocol", "SSL");
+                c.put("ssl.keystore.type", "PEM");
+                c.put("ssl.keystore.location", sec("KEYSTORE"));
+            }
+            case "sec-plain" -> {
+                sasl(c, "PLAIN");
+                c.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\""
+                        + sec("PLAIN_USER") + "\" password=\"" + sec("PLAIN_PASSWORD") + "\";");
+            }
+            case "sec-scram-sha-256", "sec-scram-sha-512" -> {
+                sasl(c, feature.substring("sec-".length()).toUpperCase());
+                c.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                        + sec("SCRAM_USER") + "\" password=\"" + sec("SCRAM_PASSWORD") + "\";");
+            }
+            case "sec-oauthbearer" -> {
+                // Kafka's own login: client credentials at the token endpoint.
+                sasl(c, "OAUTHBEARER");
+                c.put("sasl.login.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler");
+                c.put("sasl.oauthbearer.token.endpoint.url", sec("TOKEN_URL"));
+                c.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId=\""
+                        + sec("CLIENT_ID") + "\" clientSecret=\"" + sec("CLIENT_SECRET") + "\";");
+            }
+            default -> throw new IllegalArgumentException("no configuration for " + feature);
+        }
+        return c;
+    }
+
+    static void sasl(Map<String, String> c, String mechanism) {
+        c.put("bootstrap.servers", sec("SASL_SSL"));
+        c.put("security.protocol", "SASL_SSL");
+        c.put("sasl.mechanism", mechanism);
+    }
+
+    static String security(String feature) throws Exception {
+        Map<String, String> cfg = secConfig(feature);
+        String servers = cfg.get("bootstrap.servers");
+        String topic = feature + "-java";
+        List<String> values = new ArrayList<>();
+        Map<String, String> pcfg = new java.util.HashMap<>(cfg);
+        pcfg.put(ProducerConfig.ACKS_CONFIG, "all");
+        try (KafkaProducer<String, String> p = producer(servers, pcfg)) {
+            List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+            for (int i = 0; i < N; i++) {
+                String v = topic + "-value-" + i + "-" + "x".repeat(i % 13);
+                values.add(v);
+                fs.add(p.send(new ProducerRecord<>(topic, 0, "k" + i, v)));
+            }
+            for (var f : fs) f.get(30, TimeUnit.SECONDS);
+        }
+        List<String> got = new ArrayList<>();
+        try (KafkaConsumer<String, String> c = consumer(servers, cfg)) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (got.size() < N && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) got.add(r.value());
+            }
+        }
+        if (!got.equals(values)) throw new IllegalStateException("read back " + got.size() + " records, not the " + N + " produced in order");
+        return N + " records over " + cfg.get("security.protocol") + (cfg.containsKey("sasl.mechanism") ? " " + cfg.get("sasl.mechanism") : "");
     }
 
     // ---- command-line tools, run in this JVM through their main classes ----
