@@ -59,6 +59,13 @@ func (p *Partition) Log() *plog.Log { return p.log }
 // HW is the high watermark: consumers read below it.
 func (p *Partition) HW() int64 { return p.hw.Load() }
 
+// LastStableOffset is the last stable offset: min(first offset of the
+// oldest transaction not yet finished and replicated, high watermark).
+// read_committed fetches and ListOffsets with READ_COMMITTED read below
+// it. Each call also lets the log forget the transactions whose markers
+// the high watermark passed (plog.Log.LastStableOffset).
+func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset(p.HW()) }
+
 // StoreHW sets the high watermark to hw, down as well as up, and wakes no
 // one: for a partition being opened, restored or rebuilt.
 func (p *Partition) StoreHW(hw int64) { p.hw.Store(hw) }
