@@ -169,7 +169,7 @@ var (
 //	(*Log).Close() error                          // flushes, writes producer snapshot, clean shutdown
 //	(*Log).Delete() error                         // closes and removes the directory
 //	(*Log).ProducerState(producerID int64) (epoch int16, lastSeq int32, ok bool)
-//	(*Log).AppendControl(producerID int64, epoch int16, m EndTxnMarker, leaderEpoch int32) (AppendInfo, error)
+//	(*Log).AppendControl(producerID int64, epoch int16, m EndTxnMarker, leaderEpoch int32, transactionVersion int16) (AppendInfo, error)
 //	        // a transaction marker from the coordinator (WriteTxnMarkers); fences stale epochs (txn.go)
 //	(*Log).LastStableOffset(hw int64) int64       // min(first unstable offset, hw); read_committed reads below it
 //	(*Log).FirstUnstableOffset() int64            // first offset of the oldest unfinished transaction, -1 if none

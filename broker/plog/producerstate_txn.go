@@ -126,17 +126,21 @@ func checkTxnState(e *producerEntry, b BatchMeta) error {
 // checkMarker validates a transaction marker from the coordinator against
 // the state, without changing it (Kafka's ProducerAppendInfo for origin
 // COORDINATOR): an epoch older than the producer's is
-// INVALID_PRODUCER_EPOCH (Kafka replaced PRODUCER_FENCED by it in 2.7), a
-// coordinator epoch older than the one of the producer's last marker is
-// TRANSACTION_COORDINATOR_FENCED. Replicated markers are not checked.
-func (p *ProducerState) checkMarker(pid int64, epoch int16, m EndTxnMarker) error {
+// INVALID_PRODUCER_EPOCH (Kafka replaced PRODUCER_FENCED by it in 2.7),
+// and with transaction version 2 (KIP-890: the coordinator bumps the
+// epoch on every end, KIP-1228 tells the partition) an epoch not newer
+// than the producer's is too, so a late or repeated marker cannot end the
+// next transaction; a coordinator epoch older than the one of the
+// producer's last marker is TRANSACTION_COORDINATOR_FENCED. Replicated
+// markers are not checked.
+func (p *ProducerState) checkMarker(pid int64, epoch int16, m EndTxnMarker, transactionVersion int16) error {
 	e := p.producers[pid]
 	if e == nil {
 		return nil
 	}
-	if epoch < e.epoch {
-		return fmt.Errorf("transaction marker of producer %d has epoch %d, older than the current epoch %d: %w",
-			pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
+	if epoch < e.epoch || transactionVersion >= 2 && epoch == e.epoch {
+		return fmt.Errorf("transaction marker (transaction version %d) of producer %d has epoch %d, not newer than the current epoch %d: %w",
+			transactionVersion, pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
 	}
 	if e.coordEpoch > m.CoordinatorEpoch {
 		return fmt.Errorf("transaction marker of producer %d has coordinator epoch %d, older than %d: %w",

@@ -19,15 +19,17 @@ import (
 const maxControlBatch = 4096
 
 // AppendControl appends a transaction marker for producerID as the
-// partition leader (WriteTxnMarkers): it validates the marker against the
-// producer state (an epoch older than the producer's is
-// INVALID_PRODUCER_EPOCH, a coordinator epoch older than the last marker's
-// TRANSACTION_COORDINATOR_FENCED), writes one control batch stamped with
+// partition leader (WriteTxnMarkers; transactionVersion is its KIP-1228
+// field, 0 before v2): it validates the marker against the producer state
+// (an epoch older than the producer's, or with transaction version 2 not
+// newer, is INVALID_PRODUCER_EPOCH; a coordinator epoch older than the
+// last marker's TRANSACTION_COORDINATOR_FENCED), writes one control batch
+// stamped with
 // leaderEpoch, ends the producer's transaction and, for an ABORT of a
 // non-empty transaction, adds its entry to the segment's .txnindex. A
 // marker for a producer without an open transaction here is written too
 // (Kafka does the same) and completes nothing.
-func (l *Log) AppendControl(producerID int64, producerEpoch int16, m EndTxnMarker, leaderEpoch int32) (AppendInfo, error) {
+func (l *Log) AppendControl(producerID int64, producerEpoch int16, m EndTxnMarker, leaderEpoch int32, transactionVersion int16) (AppendInfo, error) {
 	if producerID < 0 {
 		return AppendInfo{}, fmt.Errorf("%w: transaction marker without a producer id (%d)", kerr.InvalidRecord, producerID)
 	}
@@ -46,7 +48,7 @@ func (l *Log) AppendControl(producerID int64, producerEpoch int16, m EndTxnMarke
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
-	if err := l.producers.checkMarker(producerID, producerEpoch, m); err != nil {
+	if err := l.producers.checkMarker(producerID, producerEpoch, m, transactionVersion); err != nil {
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}

@@ -27,7 +27,7 @@ func txnData(t *testing.T, l *Log, pid int64, epoch int16, seq int32, recs int) 
 
 func marker(t *testing.T, l *Log, pid int64, epoch int16, typ ControlType, coordEpoch int32) int64 {
 	t.Helper()
-	info, err := l.AppendControl(pid, epoch, EndTxnMarker{Type: typ, CoordinatorEpoch: coordEpoch}, 0)
+	info, err := l.AppendControl(pid, epoch, EndTxnMarker{Type: typ, CoordinatorEpoch: coordEpoch}, 0, 0)
 	if err != nil {
 		t.Fatalf("append %s marker of %d: %v", typ, pid, err)
 	}
@@ -129,7 +129,7 @@ func TestTxnEmptyTransactionMarker(t *testing.T) {
 	if got := l.AbortedTransactions(0, l.LogEndOffset()); len(got) != 0 {
 		t.Fatalf("empty abort indexed: %+v", got)
 	}
-	if _, err := l.AppendControl(9, 3, EndTxnMarker{ControlAbort, 2}, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
+	if _, err := l.AppendControl(9, 3, EndTxnMarker{ControlAbort, 2}, 0, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("older epoch after an empty marker: %v", err)
 	}
 }
@@ -137,8 +137,9 @@ func TestTxnEmptyTransactionMarker(t *testing.T) {
 // TestTxnMarkerFencing: markers with an older producer epoch are
 // INVALID_PRODUCER_EPOCH, with an older coordinator epoch
 // TRANSACTION_COORDINATOR_FENCED; a producer in a transaction may not
-// write outside it (INVALID_TXN_STATE); a bumped epoch (KIP-890's
-// transaction version 2) is accepted. Refused markers change nothing.
+// write outside it (INVALID_TXN_STATE); with transaction version 2 only a
+// bumped epoch is accepted (KIP-890, KIP-1228). Refused markers change
+// nothing.
 func TestTxnMarkerFencing(t *testing.T) {
 	e := newMemEnv()
 	l := e.open(t)
@@ -146,19 +147,19 @@ func TestTxnMarkerFencing(t *testing.T) {
 	if _, err := l.Append(testBatch{ts: 1_700_000_000_000, records: 1, pid: 1, epoch: 3, seq: 1}.bytes(), 0); !errors.Is(err, kerr.InvalidTxnState) {
 		t.Fatalf("non-transactional write inside a transaction: %v", err)
 	}
-	if _, err := l.AppendControl(1, 2, EndTxnMarker{ControlCommit, 0}, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
+	if _, err := l.AppendControl(1, 2, EndTxnMarker{ControlCommit, 0}, 0, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("marker with an older producer epoch: %v", err)
 	}
 	marker(t, l, 1, 3, ControlCommit, 5)
 	txnData(t, l, 1, 3, 1, 1)
 	leo := l.LogEndOffset()
-	if _, err := l.AppendControl(1, 3, EndTxnMarker{ControlAbort, 4}, 0); !errors.Is(err, kerr.TransactionCoordinatorFenced) {
+	if _, err := l.AppendControl(1, 3, EndTxnMarker{ControlAbort, 4}, 0, 0); !errors.Is(err, kerr.TransactionCoordinatorFenced) {
 		t.Fatalf("marker from an older coordinator: %v", err)
 	}
-	if _, err := l.AppendControl(-1, 0, EndTxnMarker{ControlAbort, 4}, 0); !errors.Is(err, kerr.InvalidRecord) {
+	if _, err := l.AppendControl(-1, 0, EndTxnMarker{ControlAbort, 4}, 0, 0); !errors.Is(err, kerr.InvalidRecord) {
 		t.Fatalf("marker without producer id: %v", err)
 	}
-	if _, err := l.AppendControl(1, 3, EndTxnMarker{ControlType(3), 4}, 0); !errors.Is(err, kerr.InvalidRecord) {
+	if _, err := l.AppendControl(1, 3, EndTxnMarker{ControlType(3), 4}, 0, 0); !errors.Is(err, kerr.InvalidRecord) {
 		t.Fatalf("marker of unknown type: %v", err)
 	}
 	if l.LogEndOffset() != leo {
@@ -167,9 +168,19 @@ func TestTxnMarkerFencing(t *testing.T) {
 	if _, ok := l.OpenTransaction(1); !ok {
 		t.Fatal("a refused marker ended the transaction")
 	}
-	marker(t, l, 1, 4, ControlAbort, 5) // epoch bumped by the coordinator
+	// Transaction version 2: the marker's epoch must be newer than the
+	// producer's (a late marker of the same epoch is refused).
+	if _, err := l.AppendControl(1, 3, EndTxnMarker{ControlAbort, 5}, 0, 2); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("transaction version 2 marker with the current epoch: %v", err)
+	}
+	if _, err := l.AppendControl(1, 4, EndTxnMarker{ControlAbort, 5}, 0, 2); err != nil { // epoch bumped by the coordinator
+		t.Fatalf("transaction version 2 marker with a bumped epoch: %v", err)
+	}
 	if epoch, _, _ := l.ProducerState(1); epoch != 4 {
 		t.Fatalf("epoch after a bumped marker %d", epoch)
+	}
+	if _, err := l.AppendControl(1, 4, EndTxnMarker{ControlAbort, 5}, 0, 2); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("repeated transaction version 2 marker: %v", err)
 	}
 	// The new epoch starts at sequence 0.
 	if _, err := l.Append(testBatch{ts: 1_700_000_000_000, records: 1, pid: 1, epoch: 4, seq: 0, txn: true}.bytes(), 0); err != nil {

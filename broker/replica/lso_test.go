@@ -59,7 +59,7 @@ func TestPartitionLastStableOffset(t *testing.T) {
 	if got := p.LastStableOffset(); got != 1 {
 		t.Fatalf("LSO with a transaction open at 1: %d", got)
 	}
-	if _, err := l.AppendControl(7, 0, plog.EndTxnMarker{Type: plog.ControlCommit}, 0); err != nil { // offset 2
+	if _, err := l.AppendControl(7, 0, plog.EndTxnMarker{Type: plog.ControlCommit}, 0, 0); err != nil { // offset 2
 		t.Fatal(err)
 	}
 	if got := p.LastStableOffset(); got != 1 {
