@@ -175,6 +175,7 @@ var (
 //	(*Log).FirstUnstableOffset() int64            // first offset of the oldest unfinished transaction, -1 if none
 //	(*Log).AbortedTransactions(fetchOffset, upperBound int64) []AbortedTxn // for read_committed fetches
 //	(*Log).OpenTransaction(producerID int64) (firstOffset int64, ok bool)
+//	(*Log).Producers() []ProducerInfo            // DescribeProducers: epoch, last sequence, open transaction
 //	(*Log).ExpireProducers(maxAgeMs int64)        // producer.id.expiration.ms; keeps producers in a transaction
 
 // SegmentInfo describes one segment.

@@ -17,6 +17,7 @@ package plog
 //     is min(first unstable offset, high watermark).
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -201,4 +202,32 @@ func (p *ProducerState) lastStableOffset(hw int64) int64 {
 		return f
 	}
 	return hw
+}
+
+// ProducerInfo is one producer of a partition as DescribeProducers
+// reports it (KIP-664).
+type ProducerInfo struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32 // -1: none
+	LastTimestamp         int64
+	CoordinatorEpoch      int32 // -1: none
+	CurrentTxnStartOffset int64 // -1: no open transaction
+}
+
+// List returns every producer, by id.
+func (p *ProducerState) List() []ProducerInfo {
+	out := make([]ProducerInfo, 0, len(p.producers))
+	for id, e := range p.producers {
+		out = append(out, ProducerInfo{
+			ProducerID:            id,
+			ProducerEpoch:         e.epoch,
+			LastSequence:          e.lastSeq(),
+			LastTimestamp:         e.lastTimestamp,
+			CoordinatorEpoch:      e.coordEpoch,
+			CurrentTxnStartOffset: e.txnFirst,
+		})
+	}
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out
 }

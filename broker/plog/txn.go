@@ -169,6 +169,13 @@ func (l *Log) OpenTransaction(producerID int64) (firstOffset int64, ok bool) {
 	return l.producers.OpenTxn(producerID)
 }
 
+// Producers lists the partition's producers (DescribeProducers).
+func (l *Log) Producers() []ProducerInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.List()
+}
+
 // ExpireProducers applies producer.id.expiration.ms: producers whose last
 // write is at least maxAgeMs old are forgotten, except those with an open
 // transaction.

@@ -518,7 +518,16 @@ func TestExpireProducersKeepsOpenTransactions(t *testing.T) {
 	if got := l.LastStableOffset(l.LogEndOffset()); got != 0 {
 		t.Fatalf("LSO after expiry %d, want 0", got)
 	}
-	marker(t, l, 1, 0, ControlCommit, 0)
+	want := []ProducerInfo{{ProducerID: 1, ProducerEpoch: 0, LastSequence: 0, LastTimestamp: 1_700_000_000_000,
+		CoordinatorEpoch: -1, CurrentTxnStartOffset: 0}}
+	if got := l.Producers(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("producers %+v, want %+v", got, want)
+	}
+	marker(t, l, 1, 0, ControlCommit, 3)
+	want[0].CoordinatorEpoch, want[0].CurrentTxnStartOffset, want[0].LastTimestamp = 3, -1, e.clock.Ms()
+	if got := l.Producers(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("producers after the commit %+v, want %+v", got, want)
+	}
 	e.clock.Add(48 * time.Hour)
 	l.ExpireProducers(86400000)
 	if _, _, ok := l.ProducerState(1); ok {
