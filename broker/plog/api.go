@@ -172,6 +172,7 @@ var (
 //	(*Log).AppendControl(producerID int64, epoch int16, m EndTxnMarker, leaderEpoch int32, transactionVersion int16) (AppendInfo, error)
 //	        // a transaction marker from the coordinator (WriteTxnMarkers); fences stale epochs (txn.go)
 //	(*Log).LastStableOffset(hw int64) int64       // min(first unstable offset, hw); read_committed reads below it
+//	(*Log).OnHighWatermark(hw int64)              // the high watermark moved: ended transactions below it stop holding the LSO
 //	(*Log).FirstUnstableOffset() int64            // first offset of the oldest unfinished transaction, -1 if none
 //	(*Log).AbortedTransactions(fetchOffset, upperBound int64) []AbortedTxn // for read_committed fetches
 //	(*Log).OpenTransaction(producerID int64) (firstOffset int64, ok bool)

@@ -144,6 +144,7 @@ func (l *Log) planClean(cfg *Config, nowMs, maxOffset int64) (cleanPlan, error) 
 	// offset is at most the last stable offset); maxOffset is the high
 	// watermark.
 	maxOffset = l.producers.lastStableOffset(maxOffset)
+	l.noteTxnsLocked()
 	logStart, leo := l.logStart, l.leo()
 	p.firstDirty = l.cleanerOffset
 	if p.firstDirty < logStart || p.firstDirty > leo {

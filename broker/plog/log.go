@@ -55,6 +55,10 @@ type Log struct {
 	// truncGen counts truncations, so that a cleaner pass notices one.
 	cleanerOffset int64
 	truncGen      uint64
+	// unreplicatedTxns mirrors how many ended transactions wait for the
+	// high watermark to pass their marker (producerstate_txn.go), so
+	// that OnHighWatermark takes no lock when there are none.
+	unreplicatedTxns atomic.Int32
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }

@@ -407,6 +407,7 @@ func (l *Log) loadTxnIndexes(recovered, have map[int64]bool) (int64, error) {
 // flush.
 func (l *Log) reloadProducersLocked(txnFrom int64) error {
 	l.producers = NewProducerState()
+	defer l.noteTxnsLocked()
 	leo := l.leo()
 	upTo := leo
 	if txnFrom >= 0 {

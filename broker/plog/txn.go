@@ -102,6 +102,27 @@ func (l *Log) applyControlLocked(s *segment, h *batchHeader, b []byte) {
 	if c != nil && c.abort {
 		s.txn.add(AbortedTxn{ProducerID: c.producerID, FirstOffset: c.firstOffset, LastOffset: c.lastOffset, LastStableOffset: lso})
 	}
+	l.noteTxnsLocked()
+}
+
+// noteTxnsLocked updates unreplicatedTxns after the transactions changed.
+func (l *Log) noteTxnsLocked() {
+	l.unreplicatedTxns.Store(int32(len(l.producers.txns.unreplicated)))
+}
+
+// OnHighWatermark tells the log that the high watermark reached hw:
+// ended transactions whose marker is below it stop holding the last
+// stable offset back (Kafka's onHighWatermarkUpdated). Without such
+// transactions it takes no lock (one atomic load), so the partition calls
+// it on every high watermark advance.
+func (l *Log) OnHighWatermark(hw int64) {
+	if l.unreplicatedTxns.Load() == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.producers.txns.dropCompletedBefore(hw)
+	l.noteTxnsLocked()
 }
 
 // readControlBatch reads the control batch with header h at pos of f.
@@ -129,12 +150,13 @@ func (l *Log) FirstUnstableOffset() int64 {
 // high watermark hw: min(first unstable offset, hw). read_committed
 // fetches read below it. Calling it also tells the log that hw was
 // reached (Kafka's onHighWatermarkUpdated): completed transactions whose
-// marker is below hw no longer hold the LSO back, so the broker calls it
-// whenever the high watermark moves.
+// marker is below hw no longer hold the LSO back (as OnHighWatermark).
 func (l *Log) LastStableOffset(hw int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.producers.lastStableOffset(hw)
+	lso := l.producers.lastStableOffset(hw)
+	l.noteTxnsLocked()
+	return lso
 }
 
 // AbortedTransactions returns the aborted transactions overlapping

@@ -66,6 +66,9 @@ func TestPartitionLastStableOffset(t *testing.T) {
 		t.Fatalf("LSO with the commit marker not below the high watermark: %d", got)
 	}
 	p.SetHW(3)
+	if got := l.FirstUnstableOffset(); got != -1 {
+		t.Fatalf("first unstable offset once the high watermark passed the marker: %d, want -1", got)
+	}
 	if got := p.LastStableOffset(); got != 3 {
 		t.Fatalf("LSO once the marker is below the high watermark: %d, want 3", got)
 	}
