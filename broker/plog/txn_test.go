@@ -606,3 +606,58 @@ func TestCleanStopsAtOpenTransaction(t *testing.T) {
 		t.Fatalf("after the commit: %+v, want cleaning past %d", st, open)
 	}
 }
+
+// TestTxnTornCrash: after OS crashes that keep a random part of the
+// unsynced tail, the recovered log's transactions match its batches: a
+// transaction whose marker survived is over (indexed if aborted), one
+// whose marker was lost is open again and holds the LSO.
+func TestTxnTornCrash(t *testing.T) {
+	type txn struct {
+		pid         int64
+		first, mark int64
+		abort       bool
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		e := newMemEnv()
+		e.cfg.SegmentBytes = 600
+		l := e.open(t)
+		var txns []txn
+		for i := range 16 {
+			if i == 8 {
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pid := int64(100 + i)
+			x := txn{pid: pid, first: txnData(t, l, pid, 0, 0, 2), abort: i%3 != 0}
+			mustAppend(t, l, testBatch{ts: 1_700_000_000_000, records: 1, valueSize: 30}.bytes())
+			typ := ControlCommit
+			if x.abort {
+				typ = ControlAbort
+			}
+			x.mark = marker(t, l, pid, 0, typ, 0)
+			txns = append(txns, x)
+		}
+		l.abandon()
+		c := &logEnv{fs: e.mem.CrashTorn(seed), dir: e.dir, clock: e.clock, cfg: e.cfg}
+		l2 := c.open(t)
+		leo := l2.LogEndOffset()
+		var want []AbortedTxn
+		lso := leo
+		for _, x := range txns {
+			switch {
+			case x.mark < leo && x.abort:
+				want = append(want, AbortedTxn{ProducerID: x.pid, FirstOffset: x.first, LastOffset: x.mark, LastStableOffset: x.mark + 1})
+			case x.mark >= leo && x.first < leo:
+				lso = min(lso, x.first)
+			}
+		}
+		if got := l2.AbortedTransactions(0, leo); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d (log end %d): aborted %+v, want %+v", seed, leo, got, want)
+		}
+		if got := l2.LastStableOffset(leo); got != lso {
+			t.Fatalf("seed %d (log end %d): LSO %d, want %d", seed, leo, got, lso)
+		}
+		l2.Close()
+	}
+}
