@@ -661,3 +661,56 @@ func TestTxnTornCrash(t *testing.T) {
 		l2.Close()
 	}
 }
+
+// TestTxnCarriedByReset: a follower restarting at its leader's local log
+// start (ResetTo with the leader's producer snapshot, a tail-only move)
+// knows the transaction open there, and ends it with the leader's marker.
+func TestTxnCarriedByReset(t *testing.T) {
+	e := newMemEnv()
+	e.cfg.SegmentBytes = 300
+	leader := e.open(t)
+	first := txnData(t, leader, 5, 1, 0, 1)
+	for range 4 {
+		mustAppend(t, leader, testBatch{ts: 1_700_000_000_000, records: 1, valueSize: 80}.bytes())
+	}
+	segs := leader.Segments()
+	if len(segs) < 2 {
+		t.Fatal("no roll")
+	}
+	at := segs[len(segs)-1].BaseOffset
+	snap, err := psReadFile(e.fs, filepath.Join(e.dir, producerSnapshotName(at)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := marker(t, leader, 5, 1, ControlAbort, 2)
+
+	f := &logEnv{fs: e.fs, mem: e.mem, dir: "data/topic-0-follower", clock: e.clock, cfg: e.cfg}
+	follower := f.open(t)
+	if err := follower.ResetTo(Reset{Offset: at, ProducerSnapshot: snap}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := follower.OpenTransaction(5); !ok || got != first {
+		t.Fatalf("open transaction after reset: %d %v, want %d", got, ok, first)
+	}
+	if got := follower.LastStableOffset(at); got != first {
+		t.Fatalf("LSO after reset %d, want %d", got, first)
+	}
+	for off := at; off < leader.LogEndOffset(); {
+		fs, err := leader.Read(off, leader.LogEndOffset(), 1<<20, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, fs.Len)
+		if _, err := fs.File.ReadAt(b, fs.Pos); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := follower.AppendReplicated(b); err != nil {
+			t.Fatal(err)
+		}
+		off = fs.LastOffset + 1
+	}
+	want := []AbortedTxn{{ProducerID: 5, FirstOffset: first, LastOffset: mark, LastStableOffset: mark + 1}}
+	if got := follower.AbortedTransactions(at, follower.LogEndOffset()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("follower aborted %+v, want %+v", got, want)
+	}
+}
