@@ -169,6 +169,15 @@ var (
 //	(*Log).Close() error                          // flushes, writes producer snapshot, clean shutdown
 //	(*Log).Delete() error                         // closes and removes the directory
 //	(*Log).ProducerState(producerID int64) (epoch int16, lastSeq int32, ok bool)
+//	(*Log).AppendControl(producerID int64, epoch int16, m EndTxnMarker, leaderEpoch int32, transactionVersion int16) (AppendInfo, error)
+//	        // a transaction marker from the coordinator (WriteTxnMarkers); fences stale epochs (txn.go)
+//	(*Log).LastStableOffset(hw int64) int64       // min(first unstable offset, hw); read_committed reads below it
+//	(*Log).OnHighWatermark(hw int64)              // the high watermark moved: ended transactions below it stop holding the LSO
+//	(*Log).FirstUnstableOffset() int64            // first offset of the oldest unfinished transaction, -1 if none
+//	(*Log).AbortedTransactions(fetchOffset, upperBound int64) []AbortedTxn // for read_committed fetches
+//	(*Log).OpenTransaction(producerID int64) (firstOffset int64, ok bool)
+//	(*Log).Producers() []ProducerInfo            // DescribeProducers: epoch, last sequence, open transaction
+//	(*Log).ExpireProducers(maxAgeMs int64)        // producer.id.expiration.ms; keeps producers in a transaction
 
 // SegmentInfo describes one segment.
 type SegmentInfo struct {

@@ -80,10 +80,13 @@ func parseHeader(b []byte) batchHeader {
 	}
 }
 
-func (h *batchHeader) size() int64         { return logOverhead + int64(h.Length) }
-func (h *batchHeader) lastOffset() int64   { return h.BaseOffset + int64(h.LastOffsetDelta) }
-func (h *batchHeader) codec() int          { return int(h.Attributes & attrCompressionMask) }
-func (h *batchHeader) isControl() bool     { return h.Attributes&attrControl != 0 }
+func (h *batchHeader) size() int64       { return logOverhead + int64(h.Length) }
+func (h *batchHeader) lastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+func (h *batchHeader) codec() int        { return int(h.Attributes & attrCompressionMask) }
+func (h *batchHeader) isControl() bool   { return h.Attributes&attrControl != 0 }
+func (h *batchHeader) isTransactional() bool {
+	return h.Attributes&attrTransactional != 0
+}
 func (h *batchHeader) logAppendTime() bool { return h.Attributes&attrTimestampType != 0 }
 
 // lastSeq is the sequence of the batch's last record (sequences wrap at
@@ -108,6 +111,7 @@ func (h *batchHeader) meta() BatchMeta {
 		FirstOffset:   h.BaseOffset,
 		LastOffset:    h.lastOffset(),
 		MaxTimestamp:  h.MaxTimestamp,
+		Transactional: h.isTransactional(),
 	}
 }
 

@@ -28,7 +28,9 @@ package plog
 //     none disappears, except the last batch of each active idempotent
 //     producer and the last batch before the first uncleanable offset,
 //     which stay as header-only batches (offsets, sequence, epoch).
-//   - Control batches are kept as they are (no transactions yet).
+//   - Control batches are kept as they are, and nothing at or after the
+//     first offset of an unfinished transaction is cleaned; aborted
+//     records are not removed yet (issue 26).
 
 import (
 	"crypto/md5"
@@ -138,6 +140,11 @@ func (l *Log) planClean(cfg *Config, nowMs, maxOffset int64) (cleanPlan, error) 
 		return p, err
 	}
 	p.gen = l.truncGen
+	// Never past an unfinished transaction (Kafka's first uncleanable
+	// offset is at most the last stable offset); maxOffset is the high
+	// watermark.
+	maxOffset = l.producers.lastStableOffset(maxOffset)
+	l.noteTxnsLocked()
 	logStart, leo := l.logStart, l.leo()
 	p.firstDirty = l.cleanerOffset
 	if p.firstDirty < logStart || p.firstDirty > leo {

@@ -34,6 +34,7 @@ type kvBatchSpec struct {
 	pid   int64 // 0 means -1
 	epoch int16
 	seq   int32
+	txn   bool // transactional attribute
 }
 
 var testCodecs = map[kgo.CompressionCodecType]kgo.CompressionCodec{
@@ -77,7 +78,7 @@ func (b kvBatchSpec) bytes(t testing.TB) []byte {
 		Length:               int32(batchHeaderSize - logOverhead + len(recs)),
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
-		Attributes:           int16(b.codec),
+		Attributes:           int16(b.codec) | txnAttr(b.txn),
 		LastOffsetDelta:      int32(len(b.recs) - 1),
 		FirstTimestamp:       b.ts,
 		MaxTimestamp:         b.ts + int64(len(b.recs)-1),
@@ -90,6 +91,13 @@ func (b kvBatchSpec) bytes(t testing.TB) []byte {
 	out := rb.AppendTo(nil)
 	putCRC(out)
 	return out
+}
+
+func txnAttr(txn bool) int16 {
+	if txn {
+		return attrTransactional
+	}
+	return 0
 }
 
 // gotRecord is a record read back from the log.

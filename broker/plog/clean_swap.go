@@ -41,7 +41,16 @@ const (
 	swapSuffix    = ".swap"
 )
 
-var segmentSuffixes = []string{indexSuffix, timeIndexSuffix, logSuffix} // indexes first, log last
+// segmentSuffixes are a segment's files, indexes first, log last. A
+// cleaned segment has a .txnindex only when the segments it replaces had
+// aborted transactions (their entries, kept as they are, with the
+// control batches).
+var segmentSuffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+
+// optionalSwapFile tells whether a missing file of a swap is fine.
+func optionalSwapFile(suf string, err error) bool {
+	return suf == txnIndexSuffix && errors.Is(err, fs.ErrNotExist)
+}
 
 // openCleanedSegment creates the empty .cleaned files of a new segment.
 func openCleanedSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
@@ -92,6 +101,10 @@ func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 		}
 		return false, err
 	}
+	if err := c.writeCleanedTxnIndex(cs, p, g); err != nil {
+		discard()
+		return false, err
+	}
 	cs.next = p.next[last]
 	cs.seal()
 	idx, nIdx := cs.idx.pending()
@@ -115,6 +128,36 @@ func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 		c.stats.BytesWritten += cs.size
 	}
 	return aborted, err
+}
+
+// writeCleanedTxnIndex gives cs the aborted transactions of the segments
+// it replaces, in <base>.txnindex.cleaned (fsynced) when there are any.
+func (c *cleaner) writeCleanedTxnIndex(cs *segment, p cleanPlan, g []int) error {
+	l := c.l
+	var entries []AbortedTxn
+	l.mu.Lock()
+	for _, j := range g {
+		entries = append(entries, p.segs[j].txn.entries...)
+	}
+	l.mu.Unlock()
+	cs.txn = txnIndex{entries: entries, onDisk: len(entries)}
+	if len(entries) == 0 {
+		return nil
+	}
+	name := segmentPath(l.dir, cs.base, txnIndexSuffix) + cleanedSuffix
+	f, err := l.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create cleaned transaction index %d: %w", cs.base, err)
+	}
+	if _, err := f.Write(EncodeTxnIndex(entries)); err != nil {
+		f.Close()
+		return fmt.Errorf("write cleaned transaction index %d: %w", cs.base, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return syncErr(fmt.Errorf("sync cleaned transaction index %d: %w", cs.base, err))
+	}
+	return f.Close()
 }
 
 // writeCleaned filters the group's batches into cs.
@@ -198,7 +241,7 @@ func (l *Log) swapCleaned(cs *segment, old []*segment, gen uint64, discard func(
 	base := cs.base
 	for _, suf := range segmentSuffixes {
 		p := segmentPath(l.dir, base, suf)
-		if err := l.fs.Rename(p+cleanedSuffix, p+swapSuffix); err != nil {
+		if err := l.fs.Rename(p+cleanedSuffix, p+swapSuffix); err != nil && !optionalSwapFile(suf, err) {
 			discard()
 			return false, fmt.Errorf("swap in cleaned segment %d: %w", base, err)
 		}
@@ -227,7 +270,7 @@ func (l *Log) swapCleaned(cs *segment, old []*segment, gen uint64, discard func(
 	}
 	for _, suf := range segmentSuffixes {
 		p := segmentPath(l.dir, base, suf)
-		if err := l.fs.Rename(p+swapSuffix, p); err != nil {
+		if err := l.fs.Rename(p+swapSuffix, p); err != nil && !optionalSwapFile(suf, err) {
 			errs = append(errs, fmt.Errorf("rename %s: %w", filepath.Base(p+swapSuffix), err))
 		}
 	}

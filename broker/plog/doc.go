@@ -7,7 +7,8 @@
 //	<base>.log            record batches (magic v2) stored verbatim, offsets assigned
 //	<base>.index          sparse offset index
 //	<base>.timeindex      sparse time index
-//	<offset>.snapshot     idempotent-producer state as of offset (producerstate_snapshot.go)
+//	<base>.txnindex       aborted transactions whose ABORT marker is in the segment (txnindex.go); only when there is one
+//	<offset>.snapshot     producer state (idempotence, open transactions) as of offset (producerstate_snapshot.go)
 //	leader-epoch-checkpoint  leader epochs and their start offsets (epochcache.go)
 //	log-checkpoint        recovery point, log start offset, clean-shutdown flag (checkpoint.go)
 //	cleaner-offset-checkpoint  the log cleaner's first dirty offset: lines "0" (version) and the offset (clean.go)
@@ -16,7 +17,8 @@
 //
 // <base> and <offset> are 20-digit zero-padded decimal offsets; a segment's
 // base is the offset of its first batch (or the log end when it was rolled).
-// Kafka's tools (kafka-dump-log.sh) read .log, .index and .timeindex as is.
+// Kafka's tools (kafka-dump-log.sh) read .log, .index, .timeindex,
+// .txnindex and .snapshot as is.
 //
 // A record batch (all integers big-endian):
 //
@@ -72,15 +74,32 @@
 // truncated away; on a full disk (ENOSPC, EDQUOT) the append is refused
 // with an error wrapping ErrNoSpace and KAFKA_STORAGE_ERROR and the log
 // stays usable, so that appends resume when space returns (see Storage
-// failures). Transactional batches are
-// accepted as plain batches (no transaction index yet); control batches
-// from producers are refused. A segment rolls before an append that would
+// failures). Control batches from producers are refused.
+// A segment rolls before an append that would
 // take it past segment.bytes, past the index size, beyond 2^31 relative
 // offsets, or when segment.ms has passed since its first batch's max
 // timestamp (Kafka's rule; MaybeRoll applies it without appends). A roll
 // writes a producer snapshot at the new base synchronously and flushes the
 // sealed segment asynchronously, after which the recovery point moves to
 // the new base.
+//
+// # Transactions
+//
+// A producer's first transactional batch opens its transaction in the
+// partition at that batch's first offset; while it is open, a
+// non-transactional batch of the producer is INVALID_TXN_STATE. The
+// coordinator's transaction marker, a control batch (control.go) appended
+// with AppendControl (or replicated), ends it: a marker with an older
+// producer epoch is INVALID_PRODUCER_EPOCH, with an older coordinator
+// epoch TRANSACTION_COORDINATOR_FENCED. An ABORT of a non-empty
+// transaction adds an entry to the .txnindex of the segment it lands in
+// (producer id, first offset, marker offset, and the last stable offset
+// at that point), which AbortedTransactions searches as Kafka's
+// collectAbortedTransactions does. LastStableOffset(hw) is min(first
+// offset of the oldest transaction open or ended with its marker not yet
+// below hw, hw). Open transactions are in the producer snapshots (Kafka's
+// currentTxnFirstOffset and coordinatorEpoch fields); producer expiry
+// never drops a producer with an open transaction (producerstate_txn.go).
 //
 // # Durability
 //
@@ -153,7 +172,12 @@
 // parse is rebuilt from every batch. The cache is then truncated to the
 // log end (an empty log keeps the entry at its start) and the log start,
 // producer state is loaded from the newest snapshot at or below the log end
-// and the batches after it are replayed. Every file operation is ordered so
+// and the batches after it are replayed. The .txnindex of every segment
+// recovery read, or whose .txnindex does not decode (whole 34-byte entries
+// of version 0, markers increasing and inside the segment), is rebuilt:
+// producer state is then loaded from the newest snapshot at or below the
+// first such segment's base instead, and replaying the markers from there
+// writes the entries again. Every file operation is ordered so
 // that a crash between any two of them leaves a directory that reopens.
 //
 // # Reset
@@ -178,7 +202,9 @@
 // idempotent producers. Kept batches keep their base offset, last offset
 // delta, sequence and codec; a cleaned segment may therefore have gaps,
 // and a sealed segment's next offset is the following segment's base.
-// EnforceRetention applies retention.ms/bytes only when cleanup.policy
+// Control batches are kept and a cleaned segment keeps the .txnindex
+// entries of the segments it replaces (aborted records are not yet
+// removed as Kafka's cleaner removes them). EnforceRetention applies retention.ms/bytes only when cleanup.policy
 // has delete.
 //
 // # Concurrency
@@ -193,7 +219,9 @@
 //
 // # Versioning
 //
-// .log/.index/.timeindex follow Kafka's formats and change only with them.
+// .log/.index/.timeindex/.txnindex and .snapshot follow Kafka's formats
+// and change only with them (snapshots written before transactions hold
+// -1 in the transaction fields and read as producers without one).
 // log-checkpoint starts with a version line; a reader that finds another
 // version ignores the file and recovers the whole log, which is always
 // safe (it costs time, and loses a DeleteRecords log start offset that lies

@@ -23,6 +23,7 @@ type testBatch struct {
 	pid       int64 // -1: not idempotent
 	epoch     int16
 	seq       int32
+	txn       bool // transactional attribute
 }
 
 func (b testBatch) bytes() []byte {
@@ -51,8 +52,13 @@ func (b testBatch) bytes() []byte {
 	if b.pid < 0 {
 		seq = -1
 	}
+	var attrs int16
+	if b.txn {
+		attrs = attrTransactional
+	}
 	rb := kmsg.RecordBatch{
 		FirstOffset:          0,
+		Attributes:           attrs,
 		Length:               int32(batchHeaderSize - logOverhead + len(recs)),
 		PartitionLeaderEpoch: -1,
 		Magic:                2,

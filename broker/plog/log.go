@@ -55,6 +55,10 @@ type Log struct {
 	// truncGen counts truncations, so that a cleaner pass notices one.
 	cleanerOffset int64
 	truncGen      uint64
+	// unreplicatedTxns mirrors how many ended transactions wait for the
+	// high watermark to pass their marker (producerstate_txn.go), so
+	// that OnHighWatermark takes no lock when there are none.
+	unreplicatedTxns atomic.Int32
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -290,7 +294,10 @@ func (l *Log) writeLocked(cfg *Config, records []byte) error {
 	for p := int64(0); p < int64(len(records)); {
 		h := parseHeader(records[p:])
 		s.track(&h, pos+p, cfg)
-		if h.ProducerID >= 0 {
+		switch {
+		case h.isControl():
+			l.applyControlLocked(s, &h, records[p:p+h.size()])
+		case h.ProducerID >= 0:
 			l.producers.Update(h.meta())
 		}
 		p += h.size()
@@ -468,6 +475,11 @@ type flushJob struct {
 	idx, tidx   []byte
 	nIdx, nTidx int
 	sealed      bool
+	// The .txnindex: truncate to txnTrunc (-1: no), then append txn,
+	// making nTxn entries.
+	txnTrunc int64
+	txn      []byte
+	nTxn     int
 }
 
 // flushLocked runs under flushMu: it syncs every segment holding offsets
@@ -504,6 +516,7 @@ func (l *Log) flushLocked(upTo int64, force bool) error {
 		j := flushJob{s: s, sealed: s.sealed}
 		j.idx, j.nIdx = s.idx.pending()
 		j.tidx, j.nTidx = s.tidx.pending()
+		j.txnTrunc, j.txn, j.nTxn = s.txn.pending()
 		jobs = append(jobs, j)
 	}
 	if len(jobs) == 0 && upTo <= l.recoveryPoint {
@@ -520,9 +533,21 @@ func (l *Log) flushLocked(upTo int64, force bool) error {
 		if err != nil {
 			return l.fail(err)
 		}
+		err = writeTxnIndexFile(l.fs, l.dir, j.s.base, j.txnTrunc, j.txn)
+		if err != nil && isNoSpace(err) {
+			return noSpace(err)
+		}
+		if err != nil {
+			return l.fail(err)
+		}
 		l.mu.Lock()
 		j.s.idx.onDisk = max(j.s.idx.onDisk, j.nIdx)
 		j.s.tidx.onDisk = max(j.s.tidx.onDisk, j.nTidx)
+		if j.txnTrunc >= 0 || j.txn != nil {
+			// Truncations of the entries take the flush lock: none
+			// happened meanwhile.
+			j.s.txn.onDisk, j.s.txn.dirty = j.nTxn, false
+		}
 		l.mu.Unlock()
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
@@ -538,7 +563,7 @@ func (l *Log) flushLocked(upTo int64, force bool) error {
 	}
 	sealedDone := force
 	for _, j := range jobs {
-		if j.sealed && j.s.idx.onDisk == j.s.idx.n && j.s.tidx.onDisk == j.s.tidx.n {
+		if j.sealed && j.s.idx.onDisk == j.s.idx.n && j.s.tidx.onDisk == j.s.tidx.n && !j.s.txn.needsWrite() {
 			// Sealed and on disk: look entries up in the files from now on.
 			j.s.flushed = true
 			j.s.idx.mem, j.s.tidx.mem = nil, nil

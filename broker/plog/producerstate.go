@@ -38,6 +38,10 @@ type BatchMeta struct {
 	FirstOffset   int64
 	LastOffset    int64
 	MaxTimestamp  int64
+	// Transactional is the batch's transactional attribute bit: the first
+	// transactional batch of a producer opens its transaction in the
+	// partition (producerstate_txn.go).
+	Transactional bool
 }
 
 // producerBatchesKept is how many batches per producer are remembered for
@@ -55,6 +59,11 @@ type producerEntry struct {
 	// lastTimestamp is the max timestamp of the last batch (drives
 	// producer.id.expiration.ms).
 	lastTimestamp int64
+	// coordEpoch is the coordinator epoch of the producer's last
+	// transaction marker (-1: none); txnFirst is the first offset of its
+	// open transaction (-1: none). See producerstate_txn.go.
+	coordEpoch int32
+	txnFirst   int64
 }
 
 func (e *producerEntry) lastSeq() int32 {
@@ -68,11 +77,17 @@ func (e *producerEntry) lastSeq() int32 {
 // concurrent use; the log's mutex guards it.
 type ProducerState struct {
 	producers map[int64]*producerEntry
+	txns      txnState
 }
 
 // NewProducerState returns empty state.
 func NewProducerState() *ProducerState {
 	return &ProducerState{producers: make(map[int64]*producerEntry)}
+}
+
+// newProducerEntry is the entry of a producer first seen with epoch.
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, coordEpoch: -1, txnFirst: -1}
 }
 
 // errNotImplemented was the stubs' error; kept for code that still refers to it.
@@ -97,7 +112,7 @@ func (p *ProducerState) Check(b BatchMeta) (dup *BatchMeta, err error) {
 	}
 	e := p.producers[b.ProducerID]
 	if e == nil || e.epoch == producerEpochNone {
-		return nil, nil // unknown producer: any sequence (see the file comment)
+		return nil, checkTxnState(e, b) // unknown producer: any sequence (see the file comment)
 	}
 	if b.ProducerEpoch < e.epoch {
 		return nil, fmt.Errorf("producer %d epoch %d is older than the current epoch %d: %w",
@@ -108,7 +123,7 @@ func (p *ProducerState) Check(b BatchMeta) (dup *BatchMeta, err error) {
 			return nil, fmt.Errorf("producer %d new epoch %d starts at sequence %d, not 0 (current epoch %d): %w",
 				b.ProducerID, b.ProducerEpoch, b.FirstSeq, e.epoch, kerr.OutOfOrderSequenceNumber)
 		}
-		return nil, nil
+		return nil, checkTxnState(e, b)
 	}
 	for i := range e.batches {
 		c := e.batches[i]
@@ -120,7 +135,7 @@ func (p *ProducerState) Check(b BatchMeta) (dup *BatchMeta, err error) {
 		return nil, fmt.Errorf("producer %d epoch %d sequence %d does not follow last sequence %d: %w",
 			b.ProducerID, b.ProducerEpoch, b.FirstSeq, last, kerr.OutOfOrderSequenceNumber)
 	}
-	return nil, nil
+	return nil, checkTxnState(e, b)
 }
 
 // producerSeqFollows reports whether next directly follows last, with the int32
@@ -140,7 +155,7 @@ func (p *ProducerState) Update(b BatchMeta) {
 	}
 	e := p.producers[b.ProducerID]
 	if e == nil {
-		e = &producerEntry{epoch: b.ProducerEpoch}
+		e = newProducerEntry(b.ProducerEpoch)
 		p.producers[b.ProducerID] = e
 	}
 	if e.epoch != b.ProducerEpoch {
@@ -155,6 +170,12 @@ func (p *ProducerState) Update(b BatchMeta) {
 	}
 	e.batches = append(e.batches, b)
 	e.lastTimestamp = b.MaxTimestamp
+	if b.Transactional && e.txnFirst < 0 {
+		// The producer's first write of a transaction here opens it
+		// (Kafka's ProducerAppendInfo.appendDataBatch).
+		e.txnFirst = b.FirstOffset
+		p.txns.begin(b.ProducerID, b.FirstOffset)
+	}
 }
 
 // Producer returns a producer's current epoch and last sequence.
@@ -171,10 +192,13 @@ func (p *ProducerState) Len() int { return len(p.producers) }
 
 // ExpireProducers drops producers whose last batch timestamp is older than
 // nowMs - maxAgeMs (producer.id.expiration.ms). Like Kafka, a producer is
-// expired when nowMs - lastTimestamp >= maxAgeMs.
+// expired when nowMs - lastTimestamp >= maxAgeMs and it has no open
+// transaction: a producer in a transaction is never dropped, or its
+// transaction would be forgotten (the last stable offset would pass it and
+// its abort would leave no trace in the .txnindex).
 func (p *ProducerState) ExpireProducers(nowMs, maxAgeMs int64) {
 	for id, e := range p.producers {
-		if nowMs-e.lastTimestamp >= maxAgeMs {
+		if e.txnFirst < 0 && nowMs-e.lastTimestamp >= maxAgeMs {
 			delete(p.producers, id)
 		}
 	}
@@ -184,8 +208,12 @@ func (p *ProducerState) ExpireProducers(nowMs, maxAgeMs int64) {
 // left without any (Kafka's ProducerStateManager.onLogStartOffsetIncremented
 // / isProducerRetained): once a producer's data is gone it is unknown again
 // and accepted with any sequence. The log calls it after the log start
-// offset moves (retention, DeleteRecords) and after LoadSnapshot.
+// offset moves (retention, DeleteRecords) and after LoadSnapshot. A
+// producer with an open transaction is kept (its batches may be gone, its
+// transaction is not over); completed transactions whose marker is below
+// the log start are forgotten.
 func (p *ProducerState) truncateHead(logStartOffset int64) {
+	p.txns.dropCompletedBefore(logStartOffset)
 	for id, e := range p.producers {
 		n := 0
 		for _, b := range e.batches {
@@ -195,7 +223,7 @@ func (p *ProducerState) truncateHead(logStartOffset int64) {
 			}
 		}
 		e.batches = e.batches[:n]
-		if n == 0 {
+		if n == 0 && e.txnFirst < 0 {
 			delete(p.producers, id)
 		}
 	}

@@ -13,8 +13,8 @@ package plog
 //	    lastOffset            int64  (-1: the producer has no batch)
 //	    offsetDelta           int32  lastOffset - firstOffset of the batch
 //	    timestamp             int64  max timestamp of the batch
-//	    coordinatorEpoch      int32  (-1; no transactions yet)
-//	    currentTxnFirstOffset int64  (-1; no transactions yet)
+//	    coordinatorEpoch      int32  coordinator epoch of the producer's last transaction marker (-1: none)
+//	    currentTxnFirstOffset int64  first offset of the producer's open transaction (-1: none)
 //	}
 //
 // Kafka writes one entry per producer (its last batch). Strata writes one
@@ -22,8 +22,11 @@ package plog
 // producer id), so that after a restart every cached batch can still be
 // recognised as a duplicate. The byte layout is unchanged: Kafka reading such
 // a file keeps the last entry of each producer, which is exactly what it
-// would have written itself. A snapshot named N holds the state after every
-// batch below offset N.
+// would have written itself. Every entry of a producer carries its
+// coordinatorEpoch and currentTxnFirstOffset (the last one counts when
+// reading). Snapshots written before transactions existed hold -1 in both
+// and read as producers without a transaction. A snapshot named N holds
+// the state after every batch below offset N.
 
 import (
 	"encoding/binary"
@@ -92,6 +95,7 @@ func encodeProducerSnapshot(p *ProducerState) []byte {
 	buf := make([]byte, producerSnapshotHeader, producerSnapshotHeader+n*producerSnapshotEntrySize)
 	binary.BigEndian.PutUint16(buf[0:], producerSnapshotVersion)
 	binary.BigEndian.PutUint32(buf[6:], uint32(n))
+	var e *producerEntry
 	put := func(id int64, epoch int16, lastSeq int32, lastOffset int64, delta int32, ts int64) {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(id))
 		buf = binary.BigEndian.AppendUint16(buf, uint16(epoch))
@@ -99,11 +103,11 @@ func encodeProducerSnapshot(p *ProducerState) []byte {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(lastOffset))
 		buf = binary.BigEndian.AppendUint32(buf, uint32(delta))
 		buf = binary.BigEndian.AppendUint64(buf, uint64(ts))
-		buf = binary.BigEndian.AppendUint32(buf, snapshotNone32) // coordinatorEpoch
-		buf = binary.BigEndian.AppendUint64(buf, snapshotNone64) // currentTxnFirstOffset
+		buf = binary.BigEndian.AppendUint32(buf, uint32(e.coordEpoch))
+		buf = binary.BigEndian.AppendUint64(buf, uint64(e.txnFirst))
 	}
 	for _, id := range ids {
-		e := p.producers[id]
+		e = p.producers[id]
 		if len(e.batches) == 0 {
 			put(id, e.epoch, -1, -1, 0, e.lastTimestamp)
 			continue
@@ -115,11 +119,6 @@ func encodeProducerSnapshot(p *ProducerState) []byte {
 	binary.BigEndian.PutUint32(buf[2:], crc32.Checksum(buf[6:], producerSnapshotCRCTable))
 	return buf
 }
-
-const (
-	snapshotNone32 = 1<<32 - 1
-	snapshotNone64 = 1<<64 - 1
-)
 
 // decodeProducerSnapshot parses a snapshot file's bytes. It never panics;
 // every malformed input is an error wrapping errCorruptProducerSnapshot.
@@ -146,7 +145,8 @@ func decodeProducerSnapshot(buf []byte) (map[int64]*producerEntry, error) {
 		lastOffset := int64(binary.BigEndian.Uint64(rest[14:]))
 		delta := int32(binary.BigEndian.Uint32(rest[22:]))
 		ts := int64(binary.BigEndian.Uint64(rest[26:]))
-		// coordinatorEpoch and currentTxnFirstOffset are not used yet.
+		coordEpoch := int32(binary.BigEndian.Uint32(rest[34:]))
+		txnFirst := max(int64(binary.BigEndian.Uint64(rest[38:])), -1)
 		if id < 0 {
 			return nil, fmt.Errorf("%w: producer id %d", errCorruptProducerSnapshot, id)
 		}
@@ -154,10 +154,11 @@ func decodeProducerSnapshot(buf []byte) (map[int64]*producerEntry, error) {
 			// A producer without a batch (Kafka: only its epoch is known).
 			e := ps.producers[id]
 			if e == nil {
-				e = &producerEntry{}
+				e = newProducerEntry(epoch)
 				ps.producers[id] = e
 			}
 			e.epoch, e.batches, e.lastTimestamp = epoch, e.batches[:0], ts
+			e.coordEpoch, e.txnFirst = coordEpoch, txnFirst
 			continue
 		}
 		if delta < 0 || lastSeq < 0 || int64(delta) > lastOffset {
@@ -173,6 +174,8 @@ func decodeProducerSnapshot(buf []byte) (map[int64]*producerEntry, error) {
 			LastOffset:    lastOffset,
 			MaxTimestamp:  ts,
 		})
+		e := ps.producers[id]
+		e.coordEpoch, e.txnFirst = coordEpoch, txnFirst
 	}
 	return ps.producers, nil
 }
@@ -268,6 +271,12 @@ func listProducerSnapshots(fsys vfs.FS, dir string) (offsets []int64, tmps []str
 // from the log start when -1) up to the log end through Update, and calls
 // truncateHead(logStartOffset) and ExpireProducers as Kafka does on load.
 func (p *ProducerState) LoadSnapshot(fsys vfs.FS, dir string, maxOffset int64) (int64, error) {
+	return p.loadSnapshotUpTo(fsys, dir, maxOffset, maxOffset)
+}
+
+// loadSnapshotUpTo is LoadSnapshot loading the newest snapshot at or below
+// upTo (<= maxOffset); those between upTo and maxOffset are kept.
+func (p *ProducerState) loadSnapshotUpTo(fsys vfs.FS, dir string, maxOffset, upTo int64) (int64, error) {
 	offsets, tmps, err := listProducerSnapshots(fsys, dir)
 	if err != nil {
 		return -1, fmt.Errorf("load producer snapshot: %w", err)
@@ -288,6 +297,9 @@ func (p *ProducerState) LoadSnapshot(fsys vfs.FS, dir string, maxOffset int64) (
 		offsets = offsets[:len(offsets)-1]
 	}
 	for i := len(offsets) - 1; i >= 0; i-- {
+		if offsets[i] > upTo {
+			continue
+		}
 		name := filepath.Join(dir, producerSnapshotName(offsets[i]))
 		buf, err := psReadFile(fsys, name)
 		if err != nil {
@@ -307,7 +319,7 @@ func (p *ProducerState) LoadSnapshot(fsys vfs.FS, dir string, maxOffset int64) (
 				return -1, fmt.Errorf("load producer snapshot: sync dir: %w", err)
 			}
 		}
-		p.producers = producers
+		p.setProducers(producers)
 		return offsets[i], nil
 	}
 	if removed {
@@ -315,7 +327,7 @@ func (p *ProducerState) LoadSnapshot(fsys vfs.FS, dir string, maxOffset int64) (
 			return -1, fmt.Errorf("load producer snapshot: sync dir: %w", err)
 		}
 	}
-	p.producers = make(map[int64]*producerEntry)
+	p.setProducers(make(map[int64]*producerEntry))
 	return -1, nil
 }
 

@@ -94,9 +94,13 @@ func (l *Log) load(cfg *Config) error {
 		}
 	}
 	logs := map[int64]bool{}
+	txnIndexes := map[int64]bool{} // segments with a .txnindex
 	for _, n := range names {
 		if b, ok := parseBase(n, logSuffix); ok {
 			logs[b] = true
+		}
+		if b, ok := parseBase(n, txnIndexSuffix); ok {
+			txnIndexes[b] = true
 		}
 	}
 	var bases []int64
@@ -108,6 +112,9 @@ func (l *Log) load(cfg *Config) error {
 			stray = true
 		}
 		if b, ok := parseBase(n, timeIndexSuffix); ok && !logs[b] {
+			stray = true
+		}
+		if b, ok := parseBase(n, txnIndexSuffix); ok && !logs[b] {
 			stray = true
 		}
 		if stray {
@@ -146,6 +153,7 @@ func (l *Log) load(cfg *Config) error {
 		l.segs = []*segment{s}
 	}
 	recovered := 0
+	recoveredSegs := map[int64]bool{} // their .txnindex is rebuilt
 	// The epochs of the batches recovery reads from the first unflushed
 	// segment on (rebuildFrom) replace the cache's entries from there.
 	rebuildFrom := int64(-1)
@@ -183,6 +191,7 @@ func (l *Log) load(cfg *Config) error {
 			continue
 		}
 		recovered++
+		recoveredSegs[s.base] = true
 		if unflushed && rebuildFrom < 0 {
 			rebuildFrom = s.base
 		}
@@ -273,7 +282,11 @@ func (l *Log) load(cfg *Config) error {
 	if err := l.loadEpochs(rebuildFrom, epochStarts, rebuiltBatches); err != nil {
 		return err
 	}
-	if err := l.reloadProducersLocked(); err != nil {
+	txnFrom, err := l.loadTxnIndexes(recoveredSegs, txnIndexes)
+	if err != nil {
+		return err
+	}
+	if err := l.reloadProducersLocked(txnFrom); err != nil {
 		return err
 	}
 	if err := l.writeCheckpoint(l.checkpointLocked(false)); err != nil {
@@ -348,34 +361,118 @@ func (l *Log) scanEpochs() (from int64, starts []EpochEntry, batches int, err er
 	return 0, starts, batches, nil
 }
 
+// loadTxnIndexes reads the .txnindex (where have says there is one) of
+// every segment recovery did not read; those it read, and those whose
+// .txnindex does not decode, are rebuilt by reloadProducersLocked from the
+// base it returns (the smallest of theirs, -1: none).
+func (l *Log) loadTxnIndexes(recovered, have map[int64]bool) (int64, error) {
+	from := int64(-1)
+	rebuild := func(s *segment) {
+		s.txn = txnIndex{dirty: true} // the file is rewritten
+		if from < 0 || s.base < from {
+			from = s.base
+		}
+	}
+	for _, s := range l.segs {
+		if recovered[s.base] {
+			rebuild(s)
+			continue
+		}
+		if !have[s.base] {
+			s.txn = txnIndex{}
+			continue
+		}
+		entries, err := readTxnIndexFile(l.fs, l.dir, s.base)
+		if errors.Is(err, errCorruptTxnIndex) {
+			l.logger.Warn("rebuilding transaction index", "dir", l.dir, "segment", s.base, "err", err)
+			rebuild(s)
+			continue
+		}
+		if err != nil {
+			return -1, fmt.Errorf("transaction index %d: %w", s.base, err)
+		}
+		s.txn = txnIndex{entries: entries, onDisk: len(entries)}
+	}
+	return from, nil
+}
+
 // reloadProducersLocked rebuilds producer state: the newest snapshot at or
-// below the log end, then the batches after it.
-func (l *Log) reloadProducersLocked() error {
+// below the log end (or at or below txnFrom, when >= 0), then the batches
+// after it. Replaying transaction markers rebuilds the .txnindex entries
+// from the snapshot on: every segment's entries from there are dropped
+// and found again, so a segment whose .txnindex must be rebuilt is passed
+// as txnFrom. Sealed, flushed segments, and segments whose .txnindex lost
+// entries (a truncation), get their .txnindex written at once (the caller
+// holds flushMu or is Open); other new entries are written by the next
+// flush.
+func (l *Log) reloadProducersLocked(txnFrom int64) error {
 	l.producers = NewProducerState()
+	defer l.noteTxnsLocked()
 	leo := l.leo()
-	from, err := l.producers.LoadSnapshot(l.fs, l.dir, leo)
+	upTo := leo
+	if txnFrom >= 0 {
+		// Below the log start nothing is replayed (as before
+		// transactions): an entry whose transaction began there is
+		// rebuilt only if the snapshot knew it.
+		txnFrom = max(txnFrom, l.logStart)
+		upTo = min(txnFrom, leo)
+	}
+	from, err := l.producers.loadSnapshotUpTo(l.fs, l.dir, leo, upTo)
 	if err != nil {
 		l.logger.Warn("load producer snapshot; replaying the log", "dir", l.dir, "err", err)
 		l.producers = NewProducerState()
 		from = -1
 	}
 	from = max(from, l.logStart)
-	if from >= leo {
-		return nil
+	if txnFrom >= 0 {
+		from = min(from, txnFrom)
 	}
 	for _, s := range l.segs[l.segmentFor(from):] {
-		if s.next <= from {
-			continue
-		}
-		v := s.idx.view(s.base)
-		sc := newScanner(s.log, v.lookup(from), s.size, false)
-		for sc.next() {
-			if sc.h.lastOffset() >= from && sc.h.ProducerID >= 0 {
-				l.producers.Update(sc.h.meta())
+		s.txn.truncateFrom(from)
+	}
+	if from < leo {
+		for _, s := range l.segs[l.segmentFor(from):] {
+			if s.next <= from {
+				continue
+			}
+			v := s.idx.view(s.base)
+			sc := newScanner(s.log, v.lookup(from), s.size, false)
+			for sc.next() {
+				h := &sc.h
+				if h.lastOffset() < from {
+					continue
+				}
+				if h.isControl() {
+					b, err := readControlBatch(s.log, sc.at, h)
+					if err != nil {
+						l.logger.Warn("ignoring control batch", "dir", l.dir, "offset", h.BaseOffset, "err", err)
+						continue
+					}
+					l.applyControlLocked(s, h, b)
+				} else if h.ProducerID >= 0 {
+					l.producers.Update(h.meta())
+				}
+			}
+			if sc.err != nil {
+				return fmt.Errorf("replay producer state in segment %d: %w", s.base, sc.err)
 			}
 		}
-		if sc.err != nil {
-			return fmt.Errorf("replay producer state in segment %d: %w", s.base, sc.err)
+	}
+	wrote := false
+	for _, s := range l.segs {
+		if !s.txn.dirty && (!s.flushed || !s.txn.needsWrite()) {
+			continue
+		}
+		truncTo, b, n := s.txn.pending()
+		if err := writeTxnIndexFile(l.fs, l.dir, s.base, truncTo, b); err != nil {
+			return err
+		}
+		s.txn.onDisk, s.txn.dirty = n, false
+		wrote = true
+	}
+	if wrote {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return syncErr(fmt.Errorf("sync dir: %w", err))
 		}
 	}
 	return nil

@@ -186,7 +186,7 @@ func (l *Log) ResetTo(r Reset) error {
 	if l.epochs, err = OpenEpochCache(l.fs, l.dir); err != nil {
 		return fail(err)
 	}
-	if err := l.reloadProducersLocked(); err != nil {
+	if err := l.reloadProducersLocked(-1); err != nil {
 		return fail(err)
 	}
 	l.logger.Debug("reset log", "dir", l.dir, "offset", rs.offset, "epochs", len(rs.epochs), "producers", l.producers.Len())
@@ -207,8 +207,9 @@ func (l *Log) finishReset(rs resetState, atOpen bool) error {
 		_, isLog := parseBase(n, logSuffix)
 		_, isIdx := parseBase(n, indexSuffix)
 		_, isTidx := parseBase(n, timeIndexSuffix)
+		_, isTxn := parseBase(n, txnIndexSuffix)
 		_, isSnap := parseProducerSnapshotName(n)
-		drop := isLog || isIdx || isTidx || isSnap || n == cleanerCheckpointName ||
+		drop := isLog || isIdx || isTidx || isTxn || isSnap || n == cleanerCheckpointName ||
 			strings.HasSuffix(n, swapSuffix) || strings.HasSuffix(n, cleanedSuffix) ||
 			atOpen && strings.HasSuffix(n, deletedSuffix)
 		if !drop {

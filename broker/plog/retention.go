@@ -277,7 +277,7 @@ func (l *Log) Truncate(offset int64) error {
 		}
 		l.logger.Warn("leader epoch checkpoint not rewritten after truncation: disk full or no file descriptor left", "dir", l.dir, "err", err)
 	}
-	if err := l.reloadProducersLocked(); err != nil {
+	if err := l.reloadProducersLocked(-1); err != nil {
 		return l.failLocked(err)
 	}
 	return nil

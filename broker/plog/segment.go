@@ -30,6 +30,7 @@ type segment struct {
 	log  vfs.File
 	idx  offsetIndex
 	tidx timeIndex
+	txn  txnIndex // aborted transactions whose marker is here (txnindex.go)
 
 	size int64 // bytes of whole batches written (the readable size)
 	next int64 // one past the last offset
@@ -376,7 +377,7 @@ func (s *segment) syncAll() error {
 // renameDeleted renames the segment's files to *.deleted.
 func (s *segment) renameDeleted(fsys vfs.FS, dir string) error {
 	var errs []error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		p := segmentPath(dir, s.base, suf)
 		if err := fsys.Rename(p, p+deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
@@ -387,7 +388,7 @@ func (s *segment) renameDeleted(fsys vfs.FS, dir string) error {
 
 func removeSegmentFiles(fsys vfs.FS, dir string, base int64, suffix string) error {
 	var errs []error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := fsys.Remove(segmentPath(dir, base, suf) + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -59,6 +59,12 @@ func (p *Partition) Log() *plog.Log { return p.log }
 // HW is the high watermark: consumers read below it.
 func (p *Partition) HW() int64 { return p.hw.Load() }
 
+// LastStableOffset is the last stable offset: min(first offset of the
+// oldest transaction not yet finished and replicated, high watermark).
+// read_committed fetches and ListOffsets with READ_COMMITTED read below
+// it.
+func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset(p.HW()) }
+
 // StoreHW sets the high watermark to hw, down as well as up, and wakes no
 // one: for a partition being opened, restored or rebuilt.
 func (p *Partition) StoreHW(hw int64) { p.hw.Store(hw) }
@@ -84,7 +90,10 @@ func (p *Partition) AdvanceHW(hw int64) {
 	p.SetHW(hw)
 }
 
-// SetHW moves the high watermark up to hw (never down) and wakes waiters.
+// SetHW moves the high watermark up to hw (never down), tells the log
+// (ended transactions whose markers it passed stop holding the last
+// stable offset back; one atomic load when there are none) and wakes
+// waiters.
 func (p *Partition) SetHW(hw int64) {
 	for {
 		cur := p.hw.Load()
@@ -92,6 +101,7 @@ func (p *Partition) SetHW(hw int64) {
 			break
 		}
 		if p.hw.CompareAndSwap(cur, hw) {
+			p.log.OnHighWatermark(hw)
 			break
 		}
 	}
