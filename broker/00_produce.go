@@ -138,7 +138,7 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 			return
 		}
 	}
-	info, err := p.Log().Append(records, p.LeaderEpoch())
+	info, err := p.AppendAsLeader(records)
 	if err != nil {
 		code := errCode(err)
 		if code == kerr.UnknownServerError.Code {

@@ -231,7 +231,7 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 	if isr, minISR := l.p.ISRSize(), int(l.p.MinISR()); isr < minISR {
 		return 0, fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", isr, minISR, kerr.NotEnoughReplicas)
 	}
-	info, err := l.p.Log().Append(batch, l.p.LeaderEpoch())
+	info, err := l.p.AppendAsLeader(batch)
 	if err != nil {
 		return 0, err
 	}

@@ -302,7 +302,12 @@ func TestReplicationTruncatesDivergentTail(t *testing.T) {
 	if pm.Leader != 1 || pm.LeaderEpoch != 1 {
 		t.Fatalf("after the kill: leader %d epoch %d, want 1 and 1", pm.Leader, pm.LeaderEpoch)
 	}
-	c.rc(1).produceOK("d", 0, batch("y"))
+	// Broker 1 takes writes once it has applied its leadership, which the
+	// controller announced before (a client retries NOT_LEADER).
+	rc1 := c.rc(1)
+	waitFor(t, "broker 1 to take a write as leader", 10*time.Second, func() bool {
+		return rc1.producePart("d", 0, batch("y")).ErrorCode == 0
+	})
 
 	// Broker 0 returns as a follower: "x" must go, "y" replace it. Its
 	// log end is 2 before it truncates as well as after, so the test

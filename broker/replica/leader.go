@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"strata/broker/plog"
 	"strata/controller"
 )
 
@@ -105,9 +108,31 @@ func (p *Partition) ISRSize() int {
 	return len(p.rs.isr)
 }
 
+// AppendAsLeader appends records (a producer's, or a coordinator's)
+// stamped with the leader epoch of the leadership this broker has applied,
+// and refuses them with NOT_LEADER_OR_FOLLOWER when it has not applied
+// one: the controller's metadata may name this broker leader before its
+// reconcile applied the new epoch, and an append stamped with the old
+// epoch would leave the new epoch out of the log's epoch cache, so a
+// returning replica's divergent tail would not be found (KIP-101). The
+// role cannot change during the append.
+func (p *Partition) AppendAsLeader(records []byte) (plog.AppendInfo, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	p.rs.mu.Lock()
+	leader, epoch := p.rs.leader, p.rs.leaderEpoch
+	p.rs.mu.Unlock()
+	if !leader {
+		return plog.AppendInfo{}, kerr.NotLeaderForPartition
+	}
+	return p.log.Append(records, epoch)
+}
+
 // ApplyLeader resets the follower states for a new leader epoch (or
 // adopts a newer ISR for the current one). The high watermark continues.
 func (p *Partition) ApplyLeader(self int32, pm controller.Partition, now time.Time) {
+	p.roleMu.Lock()
+	defer p.roleMu.Unlock()
 	r := &p.rs
 	r.mu.Lock()
 	if !r.leader || r.leaderEpoch != pm.LeaderEpoch {
@@ -148,6 +173,8 @@ func (p *Partition) ApplyLeader(self int32, pm controller.Partition, now time.Ti
 
 // ApplyFollower records that this broker no longer leads the partition.
 func (p *Partition) ApplyFollower(self int32, pm controller.Partition) {
+	p.roleMu.Lock()
+	defer p.roleMu.Unlock()
 	r := &p.rs
 	r.mu.Lock()
 	r.leader, r.self, r.leaderEpoch = false, self, pm.LeaderEpoch

@@ -36,6 +36,11 @@ type Partition struct {
 
 	// rs is the replication state: role, ISR and followers (leader.go).
 	rs replicaState
+	// roleMu is held for reading by an append as leader (AppendAsLeader)
+	// and for writing by a change of role (ApplyLeader, ApplyFollower),
+	// as Kafka's leaderIsrUpdateLock: an append is stamped with the epoch
+	// of a leadership this broker has applied and still holds.
+	roleMu sync.RWMutex
 }
 
 // NewPartition is a partition of topic (with id topicID) over log l,
