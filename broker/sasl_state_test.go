@@ -116,7 +116,7 @@ func TestSASLReauthAfterExpiry(t *testing.T) {
 		t.Fatalf("session lifetime %d ms", life)
 	}
 	time.Sleep(400 * time.Millisecond) // past the session
-	saslLogin(t, rc)                    // re-authentication after expiry, as Kafka allows
+	saslLogin(t, rc)                   // re-authentication after expiry, as Kafka allows
 	metadataOK(t, rc, "after re-authenticating past the session's end")
 	time.Sleep(400 * time.Millisecond) // expired again, within a second of the re-authentication's start
 	rc.send(hs, 1)
