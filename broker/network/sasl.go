@@ -276,7 +276,7 @@ func (cc *Conn) saslHandshake(q *kmsg.SASLHandshakeRequest) (kmsg.Response, erro
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 			return resp, errors.New("OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url")
 		}
-		st.server = &oauthServer{cfg: cfg.OAuth, keys: cc.s.jwksFor(cfg.OAuth.JWKSURL), ctx: cc.s.ctx}
+		st.server = &oauthServer{cfg: cfg.OAuth, keys: cc.s.jwksFor(cfg.OAuth.JWKSURL), ctx: cc.s.ctx, log: cc.s.log}
 	default:
 		h := ScramHash(q.Mechanism)
 		if h == nil {
