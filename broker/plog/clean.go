@@ -93,6 +93,12 @@ func (l *Log) CleanBelowCharged(maxOffset int64, mem Memory) (CleanStats, error)
 		return c.stats, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	c.stats.EndOffset = end
+	defer func() {
+		if c.skip.err != nil {
+			l.logger.Warn("log cleaner keeps batches it cannot read within its memory bounds as they are",
+				"dir", l.dir, "batches", c.stats.BatchesSkipped, "first_offset", c.skip.offset, "bytes", c.skip.bytes, "err", c.skip.err)
+		}
+	}()
 	if end > p.firstDirty {
 		for _, g := range groupSegments(p.views, end, cfg, p.firstUncleanable) {
 			aborted, err := c.cleanGroup(p, g)
@@ -265,6 +271,12 @@ type cleaner struct {
 	stats   CleanStats
 	// lastOffsets: the last offset of each active idempotent producer.
 	lastOffsets map[int64]int64
+	// skip is the first batch kept because it could not be read within
+	// the bounds on memory (logged once per pass).
+	skip struct {
+		offset, bytes int64
+		err           error
+	}
 }
 
 // buildOffsetMap collects the keys of [firstDirty, firstUncleanable) and
@@ -320,11 +332,18 @@ func (c *cleaner) mapBatch(b []byte, h *batchHeader, firstDirty int64) error {
 		}
 	}
 	if err != nil && beyondBounds(err) {
-		c.l.logger.Warn("log cleaner cannot read the keys of a batch within its memory bounds; the batch stays as it is",
-			"dir", c.l.dir, "offset", h.BaseOffset, "bytes", h.size(), "err", err)
+		c.skipped(h, err)
 		return nil
 	}
 	return err
+}
+
+// skipped notes a batch kept as it is because it could not be read within
+// the bounds on memory; the pass logs the first at WARN with their count.
+func (c *cleaner) skipped(h *batchHeader, err error) {
+	if c.skip.err == nil {
+		c.skip.offset, c.skip.bytes, c.skip.err = h.BaseOffset, h.size(), err
+	}
 }
 
 // groupSegments groups the segments below end (Kafka's
@@ -467,8 +486,7 @@ func (c *cleaner) unreadable(b []byte, h *batchHeader, err error) ([]byte, error
 	if !beyondBounds(err) {
 		return nil, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 	}
-	c.l.logger.Warn("log cleaner keeps a batch it cannot read within its memory bounds",
-		"dir", c.l.dir, "offset", h.BaseOffset, "bytes", h.size(), "err", err)
+	c.skipped(h, err)
 	c.stats.BatchesSkipped++
 	c.stats.RecordsKept += int64(h.RecordCount)
 	return b, nil

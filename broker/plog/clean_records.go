@@ -78,6 +78,9 @@ func (c *cleaner) rebuild(b []byte, h *batchHeader, keep bitset, kept int32, bas
 			w.finish()
 			return nil, false, err
 		}
+		if w.err != nil {
+			break // the output is full (finish says so): read no further
+		}
 	}
 	recs, err := w.finish()
 	if err == errOutputFull {
