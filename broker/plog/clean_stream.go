@@ -218,7 +218,7 @@ func (s *recordStream) body(i int32, rec *streamRecord, w io.Writer) error {
 	left := rec.length - 1 - int64(rec.tsLen) - int64(rec.offLen)
 	keyLen, n, ok := s.varint(w)
 	left -= int64(n)
-	if !ok || keyLen < -1 || keyLen > left {
+	if !ok || left < 0 || keyLen < -1 || keyLen > left {
 		return s.fault(i, "bad key length")
 	}
 	rec.keyNull = keyLen < 0
@@ -232,7 +232,7 @@ func (s *recordStream) body(i int32, rec *streamRecord, w io.Writer) error {
 	}
 	valLen, n, ok := s.varint(w)
 	left -= int64(n)
-	if !ok || valLen < -1 || valLen > left {
+	if !ok || left < 0 || valLen < -1 || valLen > left {
 		return s.fault(i, "bad value length")
 	}
 	rec.valueNull = valLen < 0
