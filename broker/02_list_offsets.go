@@ -26,13 +26,20 @@ package broker
 // decompression per partition it names: a search by timestamp skips
 // batches by their max timestamps and decompresses only the batch that
 // holds the answer, as a stream, stopping at the answer, within the
-// broker's bound on concurrent decompressions (plog/records.go).
+// broker's bound on concurrent decompressions (plog/records.go). What that
+// stream holds (the codec's window and buffers, up to the zstd window a
+// stored batch declares) is charged to the request's share of
+// queued.max.request.bytes before it is decompressed, waiting as a
+// request does while the pool is full; a batch whose charge cannot be had
+// (more than the whole bound) answers with its base offset and max
+// timestamp, as a batch with unreadable records does.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/acl"
+	"strata/broker/plog"
 )
 
 func init() { register(2, 1, 9, handleListOffsets) }
@@ -72,7 +79,7 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 					sp.ErrorCode = code
 					break
 				}
-				s.listOffset(p, rp.Timestamp, client, &sp)
+				s.listOffset(p, rp.Timestamp, client, cc.memory(), &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -113,7 +120,7 @@ func duplicatePartitions(req *kmsg.ListOffsetsRequest) map[listedPartition]bool 
 	return dups
 }
 
-func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (s *Server) listOffset(p *partition, ts int64, client bool, mem plog.Memory, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	hw := p.HW()
 	if !client {
 		hw = p.Log().LogEndOffset()
@@ -135,7 +142,7 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 	case -4: // earliest local
 		sp.Offset = p.Log().LogStartOffset()
 	case -3: // max timestamp
-		off, mts, epoch := p.Log().MaxTimestamp()
+		off, mts, epoch := p.Log().MaxTimestampCharged(mem)
 		if off >= 0 && off < hw {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, epoch
 		}
@@ -150,13 +157,13 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, sp *kmsg.ListOf
 		}
 		// Remote segments first (they hold the older records), then the
 		// local log (remotelog/fetch.go).
-		off, fts, epoch, ok, code := s.remoteOffsetForTimestamp(p, ts)
+		off, fts, epoch, ok, code := s.remoteOffsetForTimestamp(p, ts, mem)
 		if code != 0 {
 			sp.ErrorCode = code
 			return
 		}
 		if !ok {
-			off, fts, epoch, ok = p.Log().OffsetForTimestamp(ts)
+			off, fts, epoch, ok = p.Log().OffsetForTimestampCharged(ts, mem)
 		}
 		if ok && off < hw {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, epoch

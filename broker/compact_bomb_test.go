@@ -1,7 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -110,4 +114,86 @@ func TestCompactedTopicCodecs(t *testing.T) {
 			t.Fatalf("%s: keyless record on a compacted topic: %v, want INVALID_RECORD", c.name, kerr.ErrorForCode(p.ErrorCode))
 		}
 	}
+}
+
+// zstdWindowedBomb is zstdBombRecords as a frame that declares a window
+// of window bytes and no content size: a streaming decoder holds only the
+// window, however large the record.
+func zstdWindowedBomb(size int, window uint64) []byte {
+	single := zstdBombRecords(size)
+	exp := 0
+	for (uint64(1) << (10 + exp)) < window {
+		exp++
+	}
+	// Replace the single-segment header (magic, descriptor, 8-byte
+	// content size) with a windowed one; the blocks stay.
+	return append([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, byte(exp << 3)}, single[13:]...)
+}
+
+// TestCleanerStreamsCompactedBombs (issue 25): the log cleaner decompressed
+// a whole stored batch in memory. Stored batches of a few KB holding a
+// 1 GiB record (a 1 MiB window: past the cleaner's 256 MiB bound, read as
+// a stream until then) and a 200 MiB record (a single-segment frame, its
+// whole content as window: more than queued.max.request.bytes allows) are
+// kept as they are, every record of them, while the rest of the log is
+// compacted; the pass allocates little and gives back what it charged to
+// queued.max.request.bytes.
+func TestCleanerStreamsCompactedBombs(t *testing.T) {
+	ts := startTestServer(t, map[string]string{"queued.max.request.bytes": "134217728"})
+	rc := dialRaw(t, ts.addr())
+	rc.createTopic("swept", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024"})
+	p := ts.partition("swept", 0)
+	now := time.Now().UnixMilli()
+	windowed := rawFrame(zstdWindowedBomb(1<<30, 1<<20), 1, 4, now, -1, -1)
+	single := rawFrame(zstdBombRecords(200<<20), 1, 4, now, -1, -1)
+	binary.BigEndian.PutUint64(single[0:], 1)
+	binary.BigEndian.PutUint32(single[17:], crc32.Checksum(single[21:], crc32c))
+	for _, b := range [][]byte{windowed, single} {
+		if len(b) > 64<<10 {
+			t.Fatalf("bomb of %d bytes", len(b))
+		}
+		if _, err := p.Log().AppendReplicated(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range int64(30) {
+		b := batchSpec{producerID: -1, producerEpoch: -1, firstSequence: -1, firstTS: now,
+			records: []recordSpec{{key: []byte{'d', byte('0' + i%3)}, value: make([]byte, 300)}}}.build(t)
+		binary.BigEndian.PutUint64(b[0:], uint64(2+i))
+		binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32c))
+		if _, err := p.Log().AppendReplicated(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	st, err := p.Log().CleanBelowCharged(p.Log().LogEndOffset(), ts.cleanerMemory)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Fatalf("cleaning past two bombs allocated %d MiB", got>>20)
+	}
+	if st.BatchesSkipped < 2 || st.RecordsKept >= st.RecordsRead {
+		t.Fatalf("clean stats %+v: want both bombs kept and the rest compacted", st)
+	}
+	for off, want := range map[int64][]byte{0: windowed, 1: single} {
+		fs, err := p.Log().Read(off, math.MaxInt64, 1<<20, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, fs.Len)
+		if _, err := fs.File.ReadAt(got, fs.Pos); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(got, want[21:]) {
+			t.Fatalf("the batch at offset %d was changed or lost", off)
+		}
+	}
+	if n := ts.network.RequestMemoryInUse(); n != 0 {
+		t.Fatalf("%d bytes of queued.max.request.bytes still held", n)
+	}
+	t.Logf("%d KiB allocated: %+v", (after.TotalAlloc-before.TotalAlloc)>>10, st)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/network"
+	"strata/broker/plog"
 	"strata/controller"
 )
 
@@ -27,6 +28,16 @@ type clientConn struct {
 	// env is set for the request an Envelope carried (58_envelope.go):
 	// the client's principal and address stand for the connection's.
 	env *envelopeOrigin
+}
+
+// memory charges memory a handler holds to the request's share of
+// queued.max.request.bytes (network.Conn.Reserve); nil (no charge) for a
+// connection made by hand in tests.
+func (cc *clientConn) memory() plog.Memory {
+	if cc == nil || cc.nc == nil {
+		return nil
+	}
+	return cc.nc.Reserve
 }
 
 // listener is the name of the listener the connection arrived on ("" for

@@ -274,7 +274,11 @@ func (s *Server) ControlPlaneDialer() (controlPlane, interBroker string, interBr
 
 // validateTLSUpdate refuses new per-broker overrides m that would give an
 // SSL listener a keystore or truststore that does not load (Kafka's
-// dynamic keystore update validates the new keystore first).
+// dynamic keystore update validates the new keystore first), or that the
+// broker would refuse to start with (SSLConfig.Check): a listener that
+// verifies client certificates (ssl.client.auth required or requested)
+// left without a truststore would check them against the system's roots,
+// so that any certificate a public CA issued would log in.
 func (s *Server) validateTLSUpdate(md *controller.Metadata, m map[string]string) error {
 	cur := s.resolver(md)
 	next := cur
@@ -289,6 +293,10 @@ func (s *Server) validateTLSUpdate(md *controller.Metadata, m map[string]string)
 		}
 		if err := network.ValidateTLS(nc); err != nil {
 			return &config.Error{Code: kerr.InvalidConfig, Msg: fmt.Sprintf("listener %s: %v", b.cfg.Name, err)}
+		}
+		if err := nc.Check(b.cfg.Name); err != nil {
+			return &config.Error{Code: kerr.InvalidConfig, Msg: err.Error() +
+				": refused, as the same configuration is refused at startup (without a truststore, client certificates would be checked against the system's roots)"}
 		}
 	}
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -227,5 +230,77 @@ func TestListenersDynamicKeystore(t *testing.T) {
 	// The client's connection, made before, still works.
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("after rotation")}).FirstErr(); err != nil {
 		t.Fatalf("produce on the old connection: %v", err)
+	}
+}
+
+// TestListenersDynamicTruststoreRemovalRefused (issue 25): a dynamic
+// AlterConfigs that took away the truststore of a listener with
+// ssl.client.auth=required was applied, leaving client certificates
+// checked against the system's roots. It is refused with INVALID_CONFIG
+// and the reason, as the same configuration is refused at startup, for
+// the listener's truststore as for the broker's; mTLS goes on with the
+// truststore in force.
+func TestListenersDynamicTruststoreRemovalRefused(t *testing.T) {
+	f := newTLSFiles(t)
+	ts := startTestServer(t, map[string]string{
+		"listeners":                         "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+		"listener.security.protocol.map":    "PLAINTEXT:PLAINTEXT,SSL:SSL",
+		"inter.broker.listener.name":        "PLAINTEXT",
+		"ssl.keystore.location":             f.keystore,
+		"ssl.truststore.location":           f.truststore,
+		"listener.name.ssl.ssl.client.auth": "required",
+	})
+	plainAddr, _ := ts.ListenerAddr("PLAINTEXT")
+	sslAddr, _ := ts.ListenerAddr("SSL")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(plainAddr.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := testCtx(t)
+	adm := kadm.NewClient(cl)
+	alter := func(what string, acs ...kadm.AlterConfig) kadm.AlterConfigsResponse {
+		t.Helper()
+		rs, err := adm.AlterBrokerConfigs(ctx, acs, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return rs[0]
+	}
+	empty := ""
+	mtls := func(cfg *tls.Config) error {
+		c, err := tls.Dial("tcp", sslAddr.String(), cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte{0, 0, 0, 0}); err != nil {
+			return err
+		}
+		var b [1]byte
+		_, err = c.Read(b[:]) // a refused client certificate shows here (TLS 1.3)
+		if errors.Is(err, io.EOF) {
+			return nil // the broker closed the empty request: the handshake passed
+		}
+		return err
+	}
+	waitFor(t, "client certificates required", 15*time.Second, func() bool {
+		return mtls(&tls.Config{RootCAs: f.ca.Pool()}) != nil && mtls(f.clientTLS(t, "alice")) == nil
+	})
+	for name, ac := range map[string]kadm.AlterConfig{
+		"the listener's set empty": {Name: "listener.name.ssl.ssl.truststore.location", Value: &empty},
+		"the broker's set empty":   {Name: "ssl.truststore.location", Value: &empty},
+	} {
+		r := alter(name, ac)
+		if !errors.Is(r.Err, kerr.InvalidConfig) || !strings.Contains(r.ErrMessage, "ssl.client.auth=required needs a truststore") {
+			t.Fatalf("truststore %s under ssl.client.auth=required: %v %q, want INVALID_CONFIG with the reason", name, r.Err, r.ErrMessage)
+		}
+	}
+	if err := mtls(f.clientTLS(t, "alice")); err != nil {
+		t.Fatalf("mTLS after the refused updates: %v", err)
+	}
+	if err := mtls(&tls.Config{RootCAs: f.ca.Pool()}); err == nil {
+		t.Fatal("a client without a certificate got in after the refused updates")
 	}
 }

@@ -217,8 +217,8 @@ func (s *Server) remoteLogEnd(p *partition) (end int64, epoch int32, ok bool) {
 }
 
 // remoteOffsetForTimestamp is the remote part of ListOffsets by timestamp.
-func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64) (off, rts int64, epoch int32, found bool, code int16) {
-	return s.rlm().RemoteOffsetForTimestamp(tierPart{p}, ts)
+func (s *Server) remoteOffsetForTimestamp(p *partition, ts int64, mem plog.Memory) (off, rts int64, epoch int32, found bool, code int16) {
+	return s.rlm().RemoteOffsetForTimestampCharged(tierPart{p}, ts, mem)
 }
 
 // markRestore marks p, which this broker is about to lead, as restoring

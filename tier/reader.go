@@ -321,7 +321,7 @@ func (r *Reader) OffsetForTimestamp(ctx context.Context, m *index.SegmentMetadat
 		if err != nil {
 			return -1, -1, -1, false, err
 		}
-		if off, rts, ep, found := plog.BatchOffsetForTimestamp(b, ts, from); found {
+		if off, rts, ep, found := plog.BatchOffsetForTimestampCharged(b, ts, from, plog.MemoryFromContext(ctx)); found {
 			return off, rts, ep, true, nil
 		}
 		cur = end

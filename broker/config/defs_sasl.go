@@ -41,6 +41,10 @@ var saslDefs = []*Def{
 		Doc: "The JWKS (https://…, or file://…) whose keys sign the OAUTHBEARER tokens; OAUTHBEARER is served only with it set. Fetched at the first login, every sasl.oauthbearer.jwks.endpoint.refresh.ms, and when a token names a key it lacks."},
 	{Name: "sasl.oauthbearer.jwks.endpoint.refresh.ms", Type: Long, Default: str("3600000"), Check: atLeast(1),
 		Doc: "How often the JWKS is fetched again."},
+	{Name: "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", Type: Long, Default: str("100"), Check: atLeast(0),
+		Doc: "After a JWKS fetch that failed, or that lacked the key a token names, the least time before the next; it doubles at each such fetch up to sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms. Tokens that name unknown keys never make the broker fetch more often."},
+	{Name: "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Type: Long, Default: str("10000"), Check: atLeast(0),
+		Doc: "The longest wait between JWKS fetches after failures (see sasl.oauthbearer.jwks.endpoint.retry.backoff.ms)."},
 	{Name: "sasl.oauthbearer.expected.audience", Type: List, Default: str(""),
 		Doc: "The audiences a token's aud claim must name one of; empty: aud is not checked."},
 	{Name: "sasl.oauthbearer.expected.issuer", Type: String, Default: nil,
@@ -50,7 +54,7 @@ var saslDefs = []*Def{
 	{Name: "sasl.oauthbearer.clock.skew.seconds", Type: Int, Default: str("30"), Check: atLeast(0),
 		Doc: "The clock difference allowed when checking a token's exp and nbf."},
 	{Name: "connections.max.reauth.ms", Type: Long, Default: str("0"), Check: atLeast(0),
-		Doc: "KIP-368: the longest a SASL session lasts before the client must re-authenticate; a connection whose session expired is closed at its next request other than a SASL one. 0: sessions do not expire."},
+		Doc: "KIP-368: the longest a SASL session lasts before the client must re-authenticate (an OAUTHBEARER session also ends when its token expires); a connection whose session expired is closed at its next request other than a SaslHandshake starting a re-authentication. 0: sessions do not expire (but for tokens)."},
 }
 
 // saslListenerDef defines listener.name.<listener>.sasl.enabled.mechanisms
@@ -96,12 +100,15 @@ type SASLConfig struct {
 
 // OAuthConfig is how OAUTHBEARER tokens are checked (sasl.oauthbearer.*).
 type OAuthConfig struct {
-	JWKSURL   string
-	Refresh   time.Duration
-	Audience  []string
-	Issuer    string
-	SubClaim  string
-	ClockSkew time.Duration
+	JWKSURL string
+	Refresh time.Duration
+	// RetryBackoff and RetryBackoffMax bound how often the JWKS is
+	// fetched again after a failure or for a kid it lacks.
+	RetryBackoff, RetryBackoffMax time.Duration
+	Audience                      []string
+	Issuer                        string
+	SubClaim                      string
+	ClockSkew                     time.Duration
 }
 
 // SASL returns listener's SASL configuration in force; err tells a JAAS
@@ -134,6 +141,12 @@ func (r Resolver) SASL(listener string) (SASLConfig, error) {
 	var n int64
 	fmt.Sscan(get("sasl.oauthbearer.jwks.endpoint.refresh.ms"), &n)
 	c.OAuth.Refresh = time.Duration(n) * time.Millisecond
+	n = 0
+	fmt.Sscan(get("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms"), &n)
+	c.OAuth.RetryBackoff = time.Duration(n) * time.Millisecond
+	n = 0
+	fmt.Sscan(get("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"), &n)
+	c.OAuth.RetryBackoffMax = time.Duration(n) * time.Millisecond
 	n = 0
 	fmt.Sscan(get("sasl.oauthbearer.clock.skew.seconds"), &n)
 	c.OAuth.ClockSkew = time.Duration(n) * time.Second

@@ -225,6 +225,10 @@ func (r Resolver) SSL(listener string) SSLConfig {
 	}
 }
 
+// Check tells what is missing for listener to serve TLS, as the broker
+// checks it at startup and on a dynamic update (AlterConfigs).
+func (c SSLConfig) Check(listener string) error { return c.check(listener) }
+
 // check tells what is missing for listener to serve TLS.
 func (c SSLConfig) check(listener string) error {
 	p := "listener " + listener + ": "

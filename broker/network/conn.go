@@ -354,6 +354,9 @@ func (cc *Conn) serveFrame(body []byte) (more bool, err error) {
 	if err != nil {
 		return false, err // net.ErrClosed from Drain: broken, closed without a log line
 	}
+	if key == 18 {
+		cc.saslVersionsAnswered(out.Msg)
+	}
 	if out.Msg == nil {
 		return true, nil // acks=0
 	}

@@ -7,6 +7,7 @@ package network
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -163,4 +164,63 @@ func (m *requestMemory) inUse() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.used
+}
+
+// errOverBudget is a charge larger than the whole of
+// queued.max.request.bytes.
+var errOverBudget = errors.New("more than queued.max.request.bytes")
+
+// Reserve charges n more bytes to the connection's request, for memory a
+// handler holds beyond what decoding took (a ListOffsets search
+// decompressing a stored batch), waiting while the pool is full, as a
+// request's reservation does. The bytes go back with release, or when the
+// handler returns. A charge larger than the whole bound is refused.
+func (cc *Conn) Reserve(n int64) (release func(), err error) {
+	mem := cc.s.requestMemory()
+	if mem.max <= 0 || n <= 0 {
+		return func() {}, nil
+	}
+	if n > mem.max {
+		return nil, fmt.Errorf("%d bytes: %w=%d", n, errOverBudget, mem.max)
+	}
+	var deadline time.Time
+	if idle := cc.s.idleTimeout(); idle > 0 {
+		deadline = time.Now().Add(idle)
+	}
+	if err := mem.grow(&cc.mem, n, deadline, cc.s.ctx.Done()); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { mem.shrink(&cc.mem, n) }) }, nil
+}
+
+// ReserveMemory charges n bytes to queued.max.request.bytes for work done
+// outside any request (the log cleaner reading compressed batches),
+// waiting while the pool is full until done is closed. A charge larger
+// than the whole bound is refused.
+func (s *Server) ReserveMemory(n int64, done <-chan struct{}) (release func(), err error) {
+	mem := s.requestMemory()
+	if mem.max <= 0 || n <= 0 {
+		return func() {}, nil
+	}
+	if n > mem.max {
+		return nil, fmt.Errorf("%d bytes: %w=%d", n, errOverBudget, mem.max)
+	}
+	r := new(memReservation)
+	if err := mem.grow(r, n, time.Time{}, done); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(r.release) }, nil
+}
+
+// shrink gives back n of the bytes r holds (what a Reserve added; less if
+// the request has already released them).
+func (m *requestMemory) shrink(r *memReservation, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.m != m || r.n == 0 {
+		return
+	}
+	m.setState(r, max(r.n-n, 0), r.waiting)
 }

@@ -8,9 +8,7 @@ package network
 // (sasl.oauthbearer.expected.audience, when set) and the issuer
 // (sasl.oauthbearer.expected.issuer, when set). The principal is the
 // claim sasl.oauthbearer.sub.claim.name (sub). A token that fails a check
-// is refused with a message that says which. The keys are fetched at the
-// first login, again after sasl.oauthbearer.jwks.endpoint.refresh.ms,
-// and when a token names a kid they lack (at most every 10 seconds).
+// is refused with a message that says which. The keys are cached (jwks).
 
 import (
 	"context"
@@ -26,6 +24,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"os"
@@ -37,14 +36,32 @@ import (
 	"strata/broker/config"
 )
 
-// jwks caches one JWKS endpoint's keys.
+// jwks caches one JWKS endpoint's keys. The endpoint is fetched on
+// behalf of clients that have not authenticated, so nothing they send
+// makes it fetched more often than this: at the first login, when the keys
+// are older than sasl.oauthbearer.jwks.endpoint.refresh.ms, and when a
+// token names a kid the keys lack; after a fetch that failed or still
+// lacked a kid, none is tried again before a backoff that starts at
+// sasl.oauthbearer.jwks.endpoint.retry.backoff.ms and doubles up to
+// sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms (Kafka's
+// RefreshingHttpsJwks). A failed fetch keeps the keys it had. Clients are
+// told only "JWKS unavailable" or "key not found"; the endpoint's errors
+// are logged at WARN, once per retry.backoff.max.ms.
 type jwks struct {
 	mu      sync.Mutex
 	url     string
 	keys    map[string]crypto.PublicKey
-	fetched time.Time
-	tried   time.Time
+	fetched time.Time // when keys were fetched
+	next    time.Time // no fetch before then (zero: any time)
+	backoff time.Duration
+	warned  time.Time
 }
+
+// errJWKSUnavailable and errKeyNotFound are what a client is told.
+var (
+	errJWKSUnavailable = errors.New("JWKS unavailable")
+	errKeyNotFound     = errors.New("key not found")
+)
 
 // jwksFor returns the server's cache of url's keys.
 func (s *Server) jwksFor(url string) *jwks {
@@ -62,7 +79,7 @@ func (s *Server) jwksFor(url string) *jwks {
 }
 
 // key returns the key named kid ("" when the set has one key).
-func (j *jwks) key(ctx context.Context, kid string, refresh time.Duration) (crypto.PublicKey, error) {
+func (j *jwks) key(ctx context.Context, kid string, cfg config.OAuthConfig, log *slog.Logger) (crypto.PublicKey, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	find := func() (crypto.PublicKey, bool) {
@@ -74,25 +91,42 @@ func (j *jwks) key(ctx context.Context, kid string, refresh time.Duration) (cryp
 		k, ok := j.keys[kid]
 		return k, ok
 	}
-	stale := j.keys == nil || (refresh > 0 && time.Since(j.fetched) > refresh)
-	if k, ok := find(); ok && !stale {
-		return k, nil
-	}
-	if stale || time.Since(j.tried) > 10*time.Second {
-		j.tried = time.Now()
-		keys, err := fetchJWKS(ctx, j.url)
-		if err != nil {
-			if k, ok := find(); ok {
-				return k, nil // keep the keys we have
-			}
-			return nil, fmt.Errorf("could not get the keys from sasl.oauthbearer.jwks.endpoint.url: %v", err)
+	now := time.Now()
+	stale := j.keys == nil || (cfg.Refresh > 0 && now.Sub(j.fetched) > cfg.Refresh)
+	k, found := find()
+	if (found && !stale) || now.Before(j.next) {
+		if found {
+			return k, nil
 		}
-		j.keys, j.fetched = keys, time.Now()
+		if j.keys == nil {
+			return nil, errJWKSUnavailable
+		}
+		return nil, errKeyNotFound
 	}
-	if k, ok := find(); ok {
+	keys, err := fetchJWKS(ctx, j.url)
+	if err == nil {
+		j.keys, j.fetched = keys, now
+		k, found = find()
+	}
+	minBackoff, maxBackoff := max(cfg.RetryBackoff, time.Millisecond), max(cfg.RetryBackoffMax, cfg.RetryBackoff, time.Millisecond)
+	if err != nil || !found {
+		j.backoff = min(max(2*j.backoff, minBackoff), maxBackoff)
+		j.next = now.Add(j.backoff)
+	} else {
+		j.backoff, j.next = 0, time.Time{}
+	}
+	if err != nil && now.Sub(j.warned) >= maxBackoff {
+		j.warned = now
+		log.Warn("OAUTHBEARER: could not fetch sasl.oauthbearer.jwks.endpoint.url; logins go on with the keys fetched before, if any",
+			"url", j.url, "err", err, "retry_in", j.backoff)
+	}
+	switch {
+	case found:
 		return k, nil
+	case j.keys == nil:
+		return nil, errJWKSUnavailable
 	}
-	return nil, fmt.Errorf("no key with the token's kid %q at sasl.oauthbearer.jwks.endpoint.url", kid)
+	return nil, errKeyNotFound
 }
 
 // fetchJWKS reads a JWK set from an http(s) or file URL.
@@ -176,6 +210,7 @@ type oauthServer struct {
 	cfg    config.OAuthConfig
 	keys   *jwks
 	ctx    context.Context
+	log    *slog.Logger
 	user   string
 	expiry time.Time
 }
@@ -253,7 +288,7 @@ func (o *oauthServer) validate(token string) (string, time.Time, error) {
 	if h == nil || !slices.Contains([]string{"RS", "PS", "ES"}, hdr.Alg[:2]) {
 		return "", time.Time{}, fmt.Errorf("the token's algorithm %q is not accepted (RS256, PS256, ES256 and their 384 and 512 forms are)", hdr.Alg)
 	}
-	key, err := o.keys.key(o.ctx, hdr.Kid, o.cfg.Refresh)
+	key, err := o.keys.key(o.ctx, hdr.Kid, o.cfg, o.log)
 	if err != nil {
 		return "", time.Time{}, err
 	}

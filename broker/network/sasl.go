@@ -4,9 +4,9 @@ package network
 // SaslServerAuthenticator: the connection state that the network layer
 // keeps, because it gates what may be served.
 //
-// Before a connection has authenticated, only ApiVersions (handed to the
-// Handler), SaslHandshake and SaslAuthenticate (served here) are read;
-// any other request closes the connection, as Kafka does, and a frame is
+// Before a connection has authenticated, only one ApiVersions (handed to
+// the Handler), then SaslHandshake and SaslAuthenticate (served here) are
+// read; any other request closes the connection, as Kafka does, and a frame is
 // at most 512 KiB (Kafka's sasl.server.max.receive.size). SaslHandshake
 // picks a mechanism of sasl.enabled.mechanisms (an unknown one is
 // answered UNSUPPORTED_SASL_MECHANISM and closes); SaslAuthenticate
@@ -15,11 +15,12 @@ package network
 // SASL_AUTHENTICATION_FAILED with a message, then the connection closes.
 // On success the connection's principal is User:<name>.
 //
-// KIP-368: with connections.max.reauth.ms set, SaslAuthenticate v1+
-// answers the session's lifetime; the client re-authenticates with a new
-// SaslHandshake v1 and SaslAuthenticate (same mechanism, same principal)
-// before it ends. A request other than those on a connection whose
-// session has expired closes it.
+// KIP-368: with connections.max.reauth.ms set, or a credential that
+// expires (an OAUTHBEARER token), SaslAuthenticate v1+ answers the
+// session's lifetime; the client re-authenticates with a new SaslHandshake
+// v1 and SaslAuthenticate (same mechanism, same principal) before it
+// ends. A request other than those on a connection whose session has
+// expired closes it (saslGate has the whole state machine).
 
 import (
 	"crypto/subtle"
@@ -63,7 +64,9 @@ type saslState struct {
 	authenticated bool
 	authMech      string    // the mechanism the connection authenticated with
 	authVersion   int16     // the SaslAuthenticate version it authenticated with
-	expiry        time.Time // the session's end (connections.max.reauth.ms); zero: none
+	expiry        time.Time // the session's end (connections.max.reauth.ms, the credential's); zero: none
+	versions      bool      // an ApiVersions was answered before authentication
+	reauthStart   time.Time // when the latest re-authentication started
 }
 
 func (s *scramServer) username() string { return s.user }
@@ -115,28 +118,79 @@ func (cc *Conn) saslMaxFrame(max int32) int32 {
 	return max
 }
 
-// saslGate decides a request on a SASL listener: served here (handled),
-// handed on (ApiVersions, or any request once authenticated within the
-// session), or the connection closes (err).
+// minReauthInterval is Kafka's least time between the starts of two
+// re-authentications of a connection (KafkaChannel's
+// MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS).
+const minReauthInterval = time.Second
+
+// saslGate decides a request on a SASL listener, as Kafka's
+// SaslServerAuthenticator and SocketServer do: served here (handled),
+// handed on (ApiVersions before authentication, or any request once
+// authenticated within the session), or the connection closes (err).
+//
+//   - Before authentication: one ApiVersions (answered without error;
+//     one answered with an error, an unsupported version, may be tried
+//     again), then SaslHandshake, then only SaslAuthenticate until the
+//     exchange ends. Anything else closes the connection unanswered.
+//   - Once authenticated: a SaslHandshake starts a re-authentication
+//     (KIP-368) when the session has an end and no re-authentication
+//     started in the last second, even if the session has already ended
+//     (Kafka's KafkaChannel.maybeBeginServerReauthentication); during it
+//     only SaslAuthenticate is read. Any other request after the session's
+//     end closes the connection. Within the session, a SaslHandshake that
+//     starts nothing, or a SaslAuthenticate outside an exchange, is
+//     answered ILLEGAL_SASL_STATE, as Kafka's request handlers answer.
 func (cc *Conn) saslGate(req *Request) (handled, more bool, err error) {
-	switch req.Key {
-	case 17, 36:
-		more, err = cc.serveSASL(req)
+	st := &cc.sasl
+	name := kmsg.NameForKey(req.Key)
+	now := time.Now()
+	switch {
+	case st.mech != "": // an exchange in progress (a SaslHandshake is answered ILLEGAL_SASL_STATE, then closes)
+		if req.Key != 36 && req.Key != 17 {
+			return true, false, fmt.Errorf("unexpected %s request during SASL authentication", name)
+		}
+		more, err = cc.serveSASL(req, false)
 		return true, more, err
-	case 18:
-		return false, true, nil
-	}
-	if !cc.sasl.authenticated {
-		return true, false, fmt.Errorf("unexpected %s request before SASL authentication", kmsg.NameForKey(req.Key))
-	}
-	if !cc.sasl.expiry.IsZero() && time.Now().After(cc.sasl.expiry) {
-		return true, false, errors.New("SASL session expired (connections.max.reauth.ms) without re-authentication")
+	case !st.authenticated:
+		switch {
+		case req.Key == 18 && !st.versions:
+			return false, true, nil // answered by the Handler; serveFrame marks it done
+		case req.Key == 17:
+			more, err = cc.serveSASL(req, false)
+			return true, more, err
+		case req.Key == 18:
+			return true, false, errors.New("a second ApiVersions request before SASL authentication")
+		}
+		return true, false, fmt.Errorf("unexpected %s request before SASL authentication", name)
+	case req.Key == 17 && !st.expiry.IsZero() && (st.reauthStart.IsZero() || now.Sub(st.reauthStart) >= minReauthInterval):
+		st.reauthStart = now
+		more, err = cc.serveSASL(req, false)
+		return true, more, err
+	case !st.expiry.IsZero() && now.After(st.expiry):
+		return true, false, errors.New("SASL session expired (connections.max.reauth.ms or the credential's lifetime) without re-authentication")
+	case req.Key == 17 || req.Key == 36:
+		more, err = cc.serveSASL(req, true)
+		return true, more, err
 	}
 	return false, true, nil
 }
 
-// serveSASL answers a SaslHandshake or SaslAuthenticate.
-func (cc *Conn) serveSASL(req *Request) (bool, error) {
+// saslVersionsAnswered records an ApiVersions answered before
+// authentication: only an answer without error counts (KIP-511: a client
+// told its version is unsupported tries again with one the broker
+// supports).
+func (cc *Conn) saslVersionsAnswered(resp kmsg.Response) {
+	if cc.listener.SASL == nil || cc.sasl.authenticated {
+		return
+	}
+	if r, ok := resp.(*kmsg.ApiVersionsResponse); ok && r.ErrorCode == 0 {
+		cc.sasl.versions = true
+	}
+}
+
+// serveSASL answers a SaslHandshake or SaslAuthenticate; with illegal, it
+// answers ILLEGAL_SASL_STATE and changes nothing.
+func (cc *Conn) serveSASL(req *Request, illegal bool) (bool, error) {
 	kreq := kmsg.RequestForKey(req.Key)
 	maxV := int16(1)
 	if req.Key == 36 {
@@ -160,8 +214,21 @@ func (cc *Conn) serveSASL(req *Request) (bool, error) {
 	var closeErr error
 	switch q := kreq.(type) {
 	case *kmsg.SASLHandshakeRequest:
+		if illegal {
+			r := q.ResponseKind().(*kmsg.SASLHandshakeResponse)
+			r.Version, r.ErrorCode = q.Version, kerr.IllegalSaslState.Code
+			resp = r
+			break
+		}
 		resp, closeErr = cc.saslHandshake(q)
 	case *kmsg.SASLAuthenticateRequest:
+		if illegal {
+			r := q.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+			msg := "SaslAuthenticate request received after successful authentication"
+			r.Version, r.ErrorCode, r.ErrorMessage = q.Version, kerr.IllegalSaslState.Code, &msg
+			resp = r
+			break
+		}
 		resp, closeErr = cc.saslAuthenticate(q)
 	}
 	if !cc.respond(outResp{corr: req.Correlation, Response: Response{Msg: resp}}) {
@@ -209,7 +276,7 @@ func (cc *Conn) saslHandshake(q *kmsg.SASLHandshakeRequest) (kmsg.Response, erro
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 			return resp, errors.New("OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url")
 		}
-		st.server = &oauthServer{cfg: cfg.OAuth, keys: cc.s.jwksFor(cfg.OAuth.JWKSURL), ctx: cc.s.ctx}
+		st.server = &oauthServer{cfg: cfg.OAuth, keys: cc.s.jwksFor(cfg.OAuth.JWKSURL), ctx: cc.s.ctx, log: cc.s.log}
 	default:
 		h := ScramHash(q.Mechanism)
 		if h == nil {
@@ -277,14 +344,17 @@ func (cc *Conn) saslStep(msg []byte) (out []byte, done bool, err error) {
 		// known: refuse rather than grant one that never expires.
 		return nil, false, errors.New("Authentication failed: the listener's SASL configuration is unusable")
 	}
+	// KIP-368, as Kafka's ReauthInfo: the session ends after
+	// connections.max.reauth.ms, or when the credential expires (an
+	// OAUTHBEARER token) if sooner, even with connections.max.reauth.ms
+	// unset.
 	st.expiry = time.Time{}
 	if cfg.ReauthMs > 0 {
 		st.expiry = time.Now().Add(time.Duration(cfg.ReauthMs) * time.Millisecond)
-		// KIP-368: a credential that expires sooner (an OAUTHBEARER
-		// token) ends the session then.
-		if e, ok := st.server.(interface{ sessionEnd() time.Time }); ok && e.sessionEnd().Before(st.expiry) {
-			st.expiry = e.sessionEnd()
-		}
+	}
+	if e, ok := st.server.(interface{ sessionEnd() time.Time }); ok && !e.sessionEnd().IsZero() &&
+		(st.expiry.IsZero() || e.sessionEnd().Before(st.expiry)) {
+		st.expiry = e.sessionEnd()
 	}
 	if !st.authenticated {
 		cc.log = cc.log.With("principal", p.String())

@@ -210,4 +210,7 @@ type CleanStats struct {
 	BytesWritten     int64
 	RecordsRead      int64
 	RecordsKept      int64
+	// BatchesSkipped counts the batches kept as they were because they
+	// could not be read within the bounds on memory (clean_stream.go).
+	BatchesSkipped int64
 }

@@ -33,7 +33,6 @@ package plog
 //     records are not removed yet (issue 26).
 
 import (
-	"crypto/md5"
 	"errors"
 	"fmt"
 	"math"
@@ -65,6 +64,13 @@ func (l *Log) Clean() (CleanStats, error) {
 // passes the high watermark (Kafka does not clean beyond the last stable
 // offset).
 func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
+	return l.CleanBelowCharged(maxOffset, nil)
+}
+
+// CleanBelowCharged is CleanBelow that charges what reading compressed
+// batches holds to mem (the broker's queued.max.request.bytes); a batch
+// whose charge is refused is kept as it is (clean_stream.go).
+func (l *Log) CleanBelowCharged(maxOffset int64, mem Memory) (CleanStats, error) {
 	cfg := l.cfg.Load()
 	if !cfg.Compact {
 		return CleanStats{}, nil
@@ -76,7 +82,7 @@ func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
 	if err != nil || !p.eligible {
 		return CleanStats{DirtyRatio: p.ratio, FirstDirtyOffset: p.firstDirty}, err
 	}
-	c := &cleaner{l: l, cfg: cfg, now: nowMs, upper: p.firstUncleanable, offsets: offsetMap{m: map[[16]byte]int64{}}}
+	c := &cleaner{l: l, cfg: cfg, mem: mem, now: nowMs, upper: p.firstUncleanable, offsets: offsetMap{m: map[[16]byte]int64{}}}
 	c.stats = CleanStats{Cleaned: true, DirtyRatio: p.ratio, FirstDirtyOffset: p.firstDirty}
 	end, err := c.buildOffsetMap(p)
 	if err != nil {
@@ -87,6 +93,12 @@ func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
 		return c.stats, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	c.stats.EndOffset = end
+	defer func() {
+		if c.skip.err != nil {
+			l.logger.Warn("log cleaner keeps batches it cannot read within its memory bounds as they are",
+				"dir", l.dir, "batches", c.stats.BatchesSkipped, "first_offset", c.skip.offset, "bytes", c.skip.bytes, "err", c.skip.err)
+		}
+	}()
 	if end > p.firstDirty {
 		for _, g := range groupSegments(p.views, end, cfg, p.firstUncleanable) {
 			aborted, err := c.cleanGroup(p, g)
@@ -252,12 +264,19 @@ type offsetMap struct {
 type cleaner struct {
 	l       *Log
 	cfg     *Config
+	mem     Memory // charged for reading compressed batches
 	now     int64
 	upper   int64 // first uncleanable offset
 	offsets offsetMap
 	stats   CleanStats
 	// lastOffsets: the last offset of each active idempotent producer.
 	lastOffsets map[int64]int64
+	// skip is the first batch kept because it could not be read within
+	// the bounds on memory (logged once per pass).
+	skip struct {
+		offset, bytes int64
+		err           error
+	}
 }
 
 // buildOffsetMap collects the keys of [firstDirty, firstUncleanable) and
@@ -281,14 +300,8 @@ func (c *cleaner) buildOffsetMap(p cleanPlan) (int64, error) {
 				if len(c.offsets.m)+int(h.RecordCount) > maxOffsetMapEntries && len(c.offsets.m) > 0 {
 					return c.offsets.latest + 1, nil // full
 				}
-				_, recs, err := decodeRecords(sc.batch)
-				if err != nil {
+				if err := c.mapBatch(sc.batch, &h, p.firstDirty); err != nil {
 					return 0, fmt.Errorf("segment %d: %w", v.base, err)
-				}
-				for _, r := range recs {
-					if r.key != nil && r.offset >= p.firstDirty {
-						c.offsets.m[md5.Sum(r.key)] = r.offset
-					}
 				}
 			}
 			c.offsets.latest = h.lastOffset()
@@ -298,6 +311,39 @@ func (c *cleaner) buildOffsetMap(p cleanPlan) (int64, error) {
 		}
 	}
 	return c.offsets.latest + 1, nil
+}
+
+// mapBatch adds the keys of batch b (header h) at or after firstDirty to
+// the offset map, reading its records as a stream charged to c.mem. A
+// batch that cannot be read within the bounds on memory adds the keys read
+// before it stopped, with a WARN; filterBatch then keeps it whole.
+func (c *cleaner) mapBatch(b []byte, h *batchHeader, firstDirty int64) error {
+	s, err := openRecordStream(b, h, c.mem, 0)
+	if err == nil {
+		defer s.close()
+		for i := int32(0); i < h.RecordCount; i++ {
+			var r streamRecord
+			if err = s.next(i, &r); err != nil {
+				break
+			}
+			if !r.keyNull && r.offset >= firstDirty {
+				c.offsets.m[r.digest] = r.offset
+			}
+		}
+	}
+	if err != nil && beyondBounds(err) {
+		c.skipped(h, err)
+		return nil
+	}
+	return err
+}
+
+// skipped notes a batch kept as it is because it could not be read within
+// the bounds on memory; the pass logs the first at WARN with their count.
+func (c *cleaner) skipped(h *batchHeader, err error) {
+	if c.skip.err == nil {
+		c.skip.offset, c.skip.bytes, c.skip.err = h.BaseOffset, h.size(), err
+	}
 }
 
 // groupSegments groups the segments below end (Kafka's
@@ -340,7 +386,10 @@ func groupSegments(segs []segView, end int64, cfg *Config, firstUncleanable int6
 }
 
 // filterBatch returns what of batch b the cleaned segment keeps: b itself,
-// a rebuilt batch, a header-only batch, or nil.
+// a rebuilt batch, a header-only batch, or nil. Its records are read as a
+// stream, twice when the batch is rebuilt (which records stay, then
+// writing them), with what that holds charged to c.mem; a batch that
+// cannot be read within the bounds on memory is kept as it is.
 func (c *cleaner) filterBatch(b []byte) ([]byte, error) {
 	h := parseHeader(b)
 	c.stats.RecordsRead += int64(h.RecordCount)
@@ -350,49 +399,107 @@ func (c *cleaner) filterBatch(b []byte) ([]byte, error) {
 	}
 	last, active := c.lastOffsets[h.ProducerID]
 	retainEmpty := (h.ProducerID >= 0 && active && last == h.lastOffset()) || h.lastOffset()+1 == c.upper
-	_, recs, err := decodeRecords(b)
-	if err != nil {
-		return nil, err
-	}
 	horizon := int64(-1)
 	if h.Attributes&attrDeleteHorizon != 0 {
 		horizon = h.BaseTimestamp
 	}
-	kept := make([]rawRecord, 0, len(recs))
+	if h.RecordCount < 0 || h.size() > int64(len(b)) || h.size() < batchHeaderSize {
+		return nil, fmt.Errorf("%w: record count %d", errBadRecords, h.RecordCount)
+	}
+	data := b[batchHeaderSize:h.size()]
+	if int64(h.RecordCount) > maxStreamRecords(data, h.codec()) {
+		return nil, fmt.Errorf("%w: batch at offset %d: %d records cannot fit in it", errBadRecords, h.BaseOffset, h.RecordCount)
+	}
+	if h.codec() != codecNone {
+		// The stream, the record marks, and a rebuild's compressor and
+		// output, held through both readings.
+		release, err := c.mem.charge(streamMemory(data, h.codec()) + (int64(h.RecordCount)+63)/8 +
+			writeMemory(h.codec()) + int64(rebuildOutputLimit(len(data))))
+		if err != nil {
+			return c.unreadable(b, &h, err)
+		}
+		defer release()
+	}
+	s, err := openRecordStream(b, &h, nil, 0)
+	if err != nil {
+		return c.unreadable(b, &h, err)
+	}
+	keep := newBitset(h.RecordCount)
+	var kept int32
 	tombstones := false
-	for _, r := range recs {
-		if c.keep(r, horizon) {
-			kept = append(kept, r)
+	baseTs, maxTs := int64(0), int64(math.MinInt64)
+	for i := int32(0); i < h.RecordCount; i++ {
+		var r streamRecord
+		if err := s.next(i, &r); err != nil {
+			s.close()
+			return c.unreadable(b, &h, err)
+		}
+		if c.keep(&r, horizon) {
+			if kept == 0 {
+				baseTs = r.ts
+			}
+			keep.set(i)
+			kept++
+			maxTs = max(maxTs, r.ts)
 			tombstones = tombstones || r.valueNull
 		}
 	}
-	c.stats.RecordsKept += int64(len(kept))
+	err = s.end()
+	s.close()
+	if err != nil {
+		return c.unreadable(b, &h, err)
+	}
 	needHorizon := tombstones && horizon < 0
 	switch {
-	case len(kept) > 0 && len(kept) == len(recs) && !needHorizon:
+	case kept > 0 && kept == h.RecordCount && !needHorizon:
+		c.stats.RecordsKept += int64(kept)
 		return b, nil
-	case len(kept) > 0:
+	case kept > 0:
 		if needHorizon {
 			horizon = math.MaxInt64
 			if c.cfg.DeleteRetentionMs < math.MaxInt64-c.now {
 				horizon = c.now + max(c.cfg.DeleteRetentionMs, 0)
 			}
 		}
-		return rebuildBatch(&h, kept, horizon)
+		out, ok, err := c.rebuild(b, &h, keep, kept, baseTs, maxTs, horizon)
+		if err != nil {
+			return c.unreadable(b, &h, err)
+		}
+		if !ok {
+			c.l.logger.Warn("log cleaner keeps a batch whose kept records compress worse than the original",
+				"dir", c.l.dir, "offset", h.BaseOffset, "bytes", h.size())
+			c.stats.RecordsKept += int64(h.RecordCount)
+			return b, nil
+		}
+		c.stats.RecordsKept += int64(kept)
+		return out, nil
 	case retainEmpty:
 		return emptyBatch(&h), nil
 	}
 	return nil, nil
 }
 
-func (c *cleaner) keep(r rawRecord, horizon int64) bool {
+// unreadable decides for a batch whose records could not be read: one
+// beyond the bounds on memory is kept as it is (all its records), with a
+// WARN; a corrupt one fails the pass.
+func (c *cleaner) unreadable(b []byte, h *batchHeader, err error) ([]byte, error) {
+	if !beyondBounds(err) {
+		return nil, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+	}
+	c.skipped(h, err)
+	c.stats.BatchesSkipped++
+	c.stats.RecordsKept += int64(h.RecordCount)
+	return b, nil
+}
+
+func (c *cleaner) keep(r *streamRecord, horizon int64) bool {
 	if r.offset > c.offsets.latest {
 		return true
 	}
-	if r.key == nil {
+	if r.keyNull {
 		return false
 	}
-	if found, ok := c.offsets.m[md5.Sum(r.key)]; ok && r.offset < found {
+	if found, ok := c.offsets.m[r.digest]; ok && r.offset < found {
 		return false
 	}
 	return !r.valueNull || horizon < 0 || c.now < horizon

@@ -1,137 +1,107 @@
 package plog
 
-// Records inside a batch, decoded far enough to compact them: keys (for
-// the offset map and the null-key check), null values (tombstones), and
-// the bytes needed to write a kept record back unchanged. A v2 record:
+// Records inside a batch, as the cleaner reads and rewrites them. A v2
+// record:
 //
 //	varint length, int8 attributes, varint timestampDelta, varint
 //	offsetDelta, varint keyLength (-1 = null), key, varint valueLength
 //	(-1 = null), value, varint headerCount, headers.
 //
-// A rebuilt batch keeps the original base offset, last offset delta,
-// producer id/epoch, base sequence, leader epoch, codec, timestamp type and
-// transactional/control bits (so offsets and sequences never move, as in
-// Kafka's MemoryRecords.filterTo), gets a new record count, base and max
-// timestamp and CRC, and has its records recompressed with the batch's
-// codec. Attribute bit 6 marks a delete horizon (KIP-534): the base
-// timestamp then holds the time after which the batch's tombstones may be
-// removed, and record timestamp deltas are relative to it.
+// The cleaner reads a batch's records as a stream (clean_stream.go): its
+// keys as MD5 digests for the offset map and the keep decision, its null
+// values (tombstones). A rebuilt batch keeps the original base offset,
+// last offset delta, producer id/epoch, base sequence, leader epoch,
+// codec, timestamp type and transactional/control bits (so offsets and
+// sequences never move, as in Kafka's MemoryRecords.filterTo), gets a new
+// record count, base and max timestamp and CRC, and has its kept records
+// recompressed with the batch's codec as they stream by: each keeps its
+// bytes from the key length on verbatim, with its length, timestamp delta
+// and offset delta written anew. Attribute bit 6 marks a delete horizon
+// (KIP-534): the base timestamp then holds the time after which the
+// batch's tombstones may be removed, and record timestamp deltas are
+// relative to it.
 
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 )
 
 const attrDeleteHorizon = 0x40
 
-// rawRecord is one record of a batch.
-type rawRecord struct {
-	offset    int64 // absolute offset
-	ts        int64 // absolute timestamp (base timestamp + delta)
-	attrs     byte
-	key       []byte // nil when the key is null
-	valueNull bool
-	tail      []byte // key length, key, value length, value, headers: copied verbatim
+// rebuildOutputLimit bounds the compressed records of a batch rebuilt from
+// a records section of n bytes: it keeps fewer records than the original,
+// so more than twice its size means the records compress worse than they
+// did (the original had a larger window); the original is kept instead.
+func rebuildOutputLimit(n int) int {
+	return max(2*n, 64<<10)
 }
 
-// decodeRecords decodes every record of the batch b (whole batch bytes,
-// CRC already checked), decompressing as needed.
-func decodeRecords(b []byte) (batchHeader, []rawRecord, error) {
-	h := parseHeader(b)
-	if h.RecordCount < 0 || h.size() > int64(len(b)) {
-		return h, nil, fmt.Errorf("%w: record count %d", errBadRecords, h.RecordCount)
-	}
-	data, err := decompressRecords(b[batchHeaderSize:h.size()], h.codec())
+// rebuild writes the batch h (bytes b) with the records keep marks, read
+// again from the batch's stream; baseTs and maxTs are the new batch's
+// timestamps, deleteHorizon >= 0 sets the delete-horizon bit. ok is false
+// when the kept records compress past rebuildOutputLimit.
+func (c *cleaner) rebuild(b []byte, h *batchHeader, keep bitset, kept int32, baseTs, maxTs, deleteHorizon int64) (out []byte, ok bool, err error) {
+	s, err := openRecordStream(b, h, nil, 0) // charged by filterBatch
 	if err != nil {
-		return h, nil, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		return nil, false, err
 	}
-	// Each record takes at least 7 bytes; do not trust the count for the
-	// allocation.
-	recs := make([]rawRecord, 0, min(int(h.RecordCount), len(data)/7+1))
-	for i := int32(0); i < h.RecordCount; i++ {
-		r, n, err := decodeRecord(data, &h)
-		if err != nil {
-			return h, nil, fmt.Errorf("batch at offset %d record %d: %w", h.BaseOffset, i, err)
-		}
-		recs = append(recs, r)
-		data = data[n:]
+	defer s.close()
+	w, err := newRecordsWriter(h.codec(), rebuildOutputLimit(int(h.size()-batchHeaderSize)))
+	if err != nil {
+		return nil, false, fmt.Errorf("recompress batch at offset %d: %w", h.BaseOffset, err)
 	}
-	if len(data) != 0 {
-		return h, nil, fmt.Errorf("%w: %d bytes after the last record of batch at offset %d", errBadRecords, len(data), h.BaseOffset)
-	}
-	return h, recs, nil
-}
-
-func decodeRecord(data []byte, h *batchHeader) (rawRecord, int, error) {
-	length, n := binary.Varint(data)
-	if n <= 0 || length < 1 || length > int64(len(data)-n) {
-		return rawRecord{}, 0, errBadRecords
-	}
-	total := n + int(length)
-	rec := data[n:total]
-	r := rawRecord{attrs: rec[0]}
-	rec = rec[1:]
-	tsDelta, n := binary.Varint(rec)
-	if n <= 0 {
-		return rawRecord{}, 0, errBadRecords
-	}
-	rec = rec[n:]
-	offDelta, n := binary.Varint(rec)
-	if n <= 0 || offDelta < 0 || offDelta > int64(h.LastOffsetDelta) {
-		return rawRecord{}, 0, errBadRecords
-	}
-	rec = rec[n:]
-	r.offset, r.ts, r.tail = h.BaseOffset+offDelta, h.BaseTimestamp+tsDelta, rec
-	keyLen, n := binary.Varint(rec)
-	if n <= 0 || keyLen < -1 || keyLen > int64(len(rec)-n) {
-		return rawRecord{}, 0, errBadRecords
-	}
-	rec = rec[n:]
-	if keyLen >= 0 {
-		r.key = rec[:keyLen:keyLen]
-		rec = rec[keyLen:]
-	}
-	valLen, n := binary.Varint(rec)
-	if n <= 0 || valLen < -1 || valLen > int64(len(rec)-n) {
-		return rawRecord{}, 0, errBadRecords
-	}
-	r.valueNull = valLen < 0
-	return r, total, nil
-}
-
-// rebuildBatch writes a batch holding the kept records of the original
-// batch h. deleteHorizon >= 0 sets the delete-horizon bit and base
-// timestamp.
-func rebuildBatch(h *batchHeader, kept []rawRecord, deleteHorizon int64) ([]byte, error) {
-	base := kept[0].ts
 	if deleteHorizon >= 0 {
-		base = deleteHorizon
+		baseTs = deleteHorizon
 	}
-	maxTs := int64(math.MinInt64)
-	var recs []byte
-	for _, r := range kept {
-		maxTs = max(maxTs, r.ts)
-		var body []byte
-		body = append(body, r.attrs)
-		body = binary.AppendVarint(body, r.ts-base)
-		body = binary.AppendVarint(body, r.offset-h.BaseOffset)
-		body = append(body, r.tail...)
-		recs = binary.AppendVarint(recs, int64(len(body)))
-		recs = append(recs, body...)
+	var head []byte
+	for i := int32(0); i < h.RecordCount; i++ {
+		var r streamRecord
+		if err := s.head(i, &r); err != nil {
+			w.finish()
+			return nil, false, err
+		}
+		if !keep.has(i) {
+			if err := s.body(i, &r, nil); err != nil {
+				w.finish()
+				return nil, false, err
+			}
+			continue
+		}
+		tsDelta, offDelta := r.ts-baseTs, r.offset-h.BaseOffset
+		length := r.length - int64(r.tsLen+r.offLen) + int64(varintLen(tsDelta)+varintLen(offDelta))
+		head = binary.AppendVarint(head[:0], length)
+		head = append(head, r.attrs)
+		head = binary.AppendVarint(head, tsDelta)
+		head = binary.AppendVarint(head, offDelta)
+		w.Write(head)
+		if err := s.body(i, &r, w); err != nil {
+			w.finish()
+			return nil, false, err
+		}
+		if w.err != nil {
+			break // the output is full (finish says so): read no further
+		}
+	}
+	recs, err := w.finish()
+	if err == errOutputFull {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("recompress batch at offset %d: %w", h.BaseOffset, err)
 	}
 	if h.logAppendTime() {
 		maxTs = h.MaxTimestamp
-	}
-	recs, err := compressRecords(recs, h.codec())
-	if err != nil {
-		return nil, fmt.Errorf("recompress batch at offset %d: %w", h.BaseOffset, err)
 	}
 	attrs := h.Attributes &^ attrDeleteHorizon
 	if deleteHorizon >= 0 {
 		attrs |= attrDeleteHorizon
 	}
-	return encodeBatch(h, attrs, base, maxTs, int32(len(kept)), recs), nil
+	return encodeBatch(h, attrs, baseTs, maxTs, kept, recs), true, nil
+}
+
+func varintLen(v int64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutVarint(b[:], v)
 }
 
 // emptyBatch is the header-only batch Kafka keeps in place of a batch whose

@@ -489,17 +489,17 @@ func TestDecompressCorruptNeverPanics(t *testing.T) {
 		if err != nil || string(got) != string(src) {
 			t.Fatalf("codec %d: round trip: %v", codec, err)
 		}
-		if got, err := decompressRecords(c, codec); err != nil || string(got) != string(src) {
+		if got, err := decompressWhole(c, codec); err != nil || string(got) != string(src) {
 			t.Fatalf("codec %d: own round trip: %v", codec, err)
 		}
 		for i := 0; i < len(c); i += max(len(c)/50, 1) {
 			bad := append([]byte(nil), c...)
 			bad[i] ^= 0x5a
-			decompressRecords(bad, codec)
-			decompressRecords(bad[:i], codec)
+			decompressWhole(bad, codec)
+			decompressWhole(bad[:i], codec)
 		}
 	}
-	if _, err := decompressRecords([]byte{1, 2, 3}, 7); err == nil {
+	if _, err := decompressWhole([]byte{1, 2, 3}, 7); err == nil {
 		t.Fatal("unknown codec accepted")
 	}
 }

@@ -31,7 +31,7 @@ func FuzzValidateBatch(f *testing.F) {
 				t.Fatalf("stamped batch fails its check: %v", err)
 			}
 			n := 0
-			_ = walkRecords(b[p:p+int(h.size())], -1, func(o, ts int64) bool { n++; return n < 1000 })
+			_ = walkRecords(b[p:p+int(h.size())], -1, nil, func(o, ts int64) bool { n++; return n < 1000 })
 			p += int(h.size())
 		}
 	})

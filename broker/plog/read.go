@@ -241,6 +241,12 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 // whose timestamp is >= ts, with its timestamp and its batch's leader
 // epoch (ListOffsets by timestamp).
 func (l *Log) OffsetForTimestamp(ts int64) (int64, int64, int32, bool) {
+	return l.OffsetForTimestampCharged(ts, nil)
+}
+
+// OffsetForTimestampCharged is OffsetForTimestamp charging what
+// decompressing the batch that holds the answer takes to mem (records.go).
+func (l *Log) OffsetForTimestampCharged(ts int64, mem Memory) (int64, int64, int32, bool) {
 	for i := 0; ; i++ {
 		l.mu.Lock()
 		if l.closed {
@@ -257,7 +263,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, int64, int32, bool) {
 		v := l.segs[i].snapshot()
 		logStart := l.logStart
 		l.mu.Unlock()
-		off, rts, epoch, ok, err := v.offsetForTimestamp(ts, logStart)
+		off, rts, epoch, ok, err := v.offsetForTimestamp(ts, logStart, mem)
 		if err != nil {
 			// A failed read fails the log (the next request on the
 			// partition answers KAFKA_STORAGE_ERROR); this one finds
@@ -272,7 +278,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, int64, int32, bool) {
 }
 
 // offsetForTimestamp searches the segment; err is a failed read.
-func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, bool, error) {
+func (v *segView) offsetForTimestamp(ts, logStart int64, mem Memory) (int64, int64, int32, bool, error) {
 	from := v.idx.lookup(logStart)
 	if o, ok := v.tidx.lookupBefore(ts); ok {
 		from = max(from, v.idx.lookup(o))
@@ -288,7 +294,7 @@ func (v *segView) offsetForTimestamp(ts, logStart int64) (int64, int64, int32, b
 			if err != nil {
 				return -1, -1, -1, false, fmt.Errorf("segment %d: %w", v.base, err)
 			}
-			off, rts := recordForTimestamp(b, &h, ts, logStart)
+			off, rts := recordForTimestamp(b, &h, ts, logStart, mem)
 			return off, rts, h.LeaderEpoch, true, nil
 		}
 		if errors.Is(sc.err, errBadBatch) && from != 0 {
@@ -314,9 +320,9 @@ func mayHoldTimestamp(h *batchHeader, ts, from int64) bool {
 // of the batch b (whole batch bytes, header h, mayHoldTimestamp true) at or
 // after from with a timestamp >= ts; unreadable records answer with the
 // batch (its base offset, at least from, and max timestamp).
-func recordForTimestamp(b []byte, h *batchHeader, ts, from int64) (int64, int64) {
+func recordForTimestamp(b []byte, h *batchHeader, ts, from int64, mem Memory) (int64, int64) {
 	var rOff, rTs int64 = -1, -1
-	if err := walkRecords(b, from, func(o, t int64) bool {
+	if err := walkRecords(b, from, mem, func(o, t int64) bool {
 		if o >= from && t >= ts {
 			rOff, rTs = o, t
 			return false
@@ -332,6 +338,12 @@ func recordForTimestamp(b []byte, h *batchHeader, ts, from int64) (int64, int64)
 // largest timestamp, and its batch's leader epoch (KIP-734); offset -1 when
 // the log holds no timestamps.
 func (l *Log) MaxTimestamp() (int64, int64, int32) {
+	return l.MaxTimestampCharged(nil)
+}
+
+// MaxTimestampCharged is MaxTimestamp charging what decompressing the
+// batch of the largest timestamp takes to mem (records.go).
+func (l *Log) MaxTimestampCharged(mem Memory) (int64, int64, int32) {
 	l.mu.Lock()
 	best := -1
 	for i, s := range l.segs {
@@ -358,7 +370,7 @@ func (l *Log) MaxTimestamp() (int64, int64, int32) {
 		return at, maxTs, h.LeaderEpoch
 	}
 	off := int64(-1)
-	_ = walkRecords(b, -1, func(o, t int64) bool {
+	_ = walkRecords(b, -1, mem, func(o, t int64) bool {
 		if o > at {
 			return false
 		}

@@ -12,14 +12,19 @@ import (
 // remote_read.go), reads it as a stream and stops at the answer; it takes
 // a lookup slot, then a decompression slot (codec.go), so that however
 // often clients repeat it, searches use at most half the decompression
-// slots and little memory.
+// slots. What the stream holds (streamMemory: the codec's window and
+// buffers) is charged to the caller's Memory first, the requesting
+// connection's share of queued.max.request.bytes; a batch whose charge is
+// refused is not decompressed, and answers as unreadable records do (its
+// base offset and max timestamp).
 
 var errBadRecords = errors.New("malformed records")
 
 // walkRecords calls fn with the offset and timestamp of each record of the
 // batch b (whole batch bytes) at or after offset from, in order, until fn
-// returns false.
-func walkRecords(b []byte, from int64, fn func(offset, ts int64) bool) error {
+// returns false. What decompressing holds is charged to mem first (a
+// refused charge is a *MemoryError, and nothing is decompressed).
+func walkRecords(b []byte, from int64, mem Memory, fn func(offset, ts int64) bool) error {
 	h := parseHeader(b)
 	if h.logAppendTime() {
 		// Every record carries the batch's max timestamp.
@@ -31,6 +36,14 @@ func walkRecords(b []byte, from int64, fn func(offset, ts int64) bool) error {
 		return nil
 	}
 	if h.codec() != codecNone {
+		if h.size() < batchHeaderSize || h.size() > int64(len(b)) {
+			return fmt.Errorf("%w: batch at offset %d: bad length", errBadRecords, h.BaseOffset)
+		}
+		release, err := mem.charge(streamMemory(b[batchHeaderSize:h.size()], h.codec()))
+		if err != nil {
+			return fmt.Errorf("records of batch at offset %d: %w", h.BaseOffset, err)
+		}
+		defer release()
 		defer acquire(lookupSlots)()
 	}
 	// Bounded (maxDecompressedBatch) and panic-free: the batch may come

@@ -18,12 +18,12 @@ func TestWalkRecordsBoundsDecompression(t *testing.T) {
 	for codec := range testCodecs {
 		b := kvBatchSpec{recs: []kv{{key: []byte("k"), value: make([]byte, 2<<20)}}, ts: 1000, codec: codec}.bytes(t)
 		n := 0
-		if err := walkRecords(b, -1, func(int64, int64) bool { n++; return true }); err != nil || n != 1 {
+		if err := walkRecords(b, -1, nil, func(int64, int64) bool { n++; return true }); err != nil || n != 1 {
 			t.Fatalf("codec %d: %d records, %v", codec, n, err)
 		}
 		old := maxDecompressedBatch
 		maxDecompressedBatch = 1 << 20
-		err := walkRecords(b, -1, func(int64, int64) bool { return true })
+		err := walkRecords(b, -1, nil, func(int64, int64) bool { return true })
 		maxDecompressedBatch = old
 		if !errors.Is(err, errBadRecords) {
 			t.Fatalf("codec %d: a batch inflating past the bound: %v, want errBadRecords", codec, err)

@@ -63,6 +63,12 @@ const BatchHeaderSize = batchHeaderSize
 // records answer with the batch's base offset and max timestamp), with
 // the batch's leader epoch.
 func BatchOffsetForTimestamp(b []byte, ts, from int64) (offset, timestamp int64, epoch int32, ok bool) {
+	return BatchOffsetForTimestampCharged(b, ts, from, nil)
+}
+
+// BatchOffsetForTimestampCharged is BatchOffsetForTimestamp charging what
+// decompressing the batch takes to mem (records.go).
+func BatchOffsetForTimestampCharged(b []byte, ts, from int64, mem Memory) (offset, timestamp int64, epoch int32, ok bool) {
 	if len(b) < batchHeaderSize || b[offMagic] != 2 {
 		return -1, -1, -1, false
 	}
@@ -73,6 +79,6 @@ func BatchOffsetForTimestamp(b []byte, ts, from int64) (offset, timestamp int64,
 	if !mayHoldTimestamp(&h, ts, from) {
 		return -1, -1, -1, false
 	}
-	off, rts := recordForTimestamp(b, &h, ts, from)
+	off, rts := recordForTimestamp(b, &h, ts, from, mem)
 	return off, rts, h.LeaderEpoch, true
 }

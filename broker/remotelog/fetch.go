@@ -50,6 +50,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"strata/broker/plog"
 	"strata/index"
 	"strata/tier"
 )
@@ -236,12 +237,19 @@ func (rm *Manager) RemoteLogEnd(p Partition) (end int64, epoch int32, ok bool) {
 // false when the remote log has none below the local log start (the
 // local log answers then); a failed read is an error code.
 func (rm *Manager) RemoteOffsetForTimestamp(p Partition, ts int64) (off, rts int64, epoch int32, found bool, code int16) {
+	return rm.RemoteOffsetForTimestampCharged(p, ts, nil)
+}
+
+// RemoteOffsetForTimestampCharged is RemoteOffsetForTimestamp charging
+// what decompressing the batch that holds the answer takes to mem
+// (plog/records.go).
+func (rm *Manager) RemoteOffsetForTimestampCharged(p Partition, ts int64, mem plog.Memory) (off, rts int64, epoch int32, found bool, code int16) {
 	from, ok := rm.RemoteLogStart(p)
 	if !ok {
 		return -1, -1, -1, false, 0
 	}
 	localStart := p.Log().LogStartOffset()
-	ctx, cancel := context.WithTimeout(rm.ctx, remoteReadTimeout)
+	ctx, cancel := context.WithTimeout(plog.ContextWithMemory(rm.ctx, mem), remoteReadTimeout)
 	defer cancel()
 	tp := tierPartition(p)
 	for range 64 { // segments whose records at or after from are all older: try the next
