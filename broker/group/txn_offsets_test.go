@@ -18,6 +18,9 @@ import (
 type partLog struct {
 	t *testing.T
 	l *plog.Log
+	// gate, if set, holds a replay after it took the log end, which it
+	// tells on atEnd.
+	gate, atEnd chan struct{}
 }
 
 func (p *partLog) Append(b []byte) (int64, error) {
@@ -32,6 +35,10 @@ func (p *partLog) WaitDurable(int64) error { return nil }
 
 func (p *partLog) Replay(fn func([]byte) error) error {
 	end := p.l.LogEndOffset()
+	if p.gate != nil {
+		p.atEnd <- struct{}{}
+		<-p.gate
+	}
 	for off := p.l.LogStartOffset(); off < end; {
 		fs, err := p.l.Read(off, end, 1<<20, true)
 		if err != nil {
@@ -336,5 +343,158 @@ func TestTxnOffsetCommitFencesZombieMembers(t *testing.T) {
 		if code := txnCommit(c, "gs", 8, 0, "t", 0, 3, txnCommitOpts{gen: sgen, member: r2.MemberID, instance: inst}); code != 0 {
 			t.Fatalf("new static member: code %d", code)
 		}
+	})
+}
+
+// Loading replays transactional offsets and markers in log order: a
+// commit or abort written before a failover (and never applied by the old
+// coordinator) is honoured, a transaction still open stays pending, also
+// after a restart of the partition log; its later marker completes it.
+func TestTxnOffsetsAfterFailoverAndRestart(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	pl := openPartLog(t, fs)
+	c1 := electLoaded(t, pl)
+	for _, step := range []func() int16{
+		func() int16 { return commit(c1, "g", "", -1, "t", 0, 1, "") },
+		func() int16 { return txnCommit(c1, "g", 1, 0, "t", 0, 10, txnCommitOpts{}) },  // committed
+		func() int16 { return txnCommit(c1, "g", 2, 0, "t", 1, 20, txnCommitOpts{}) },  // aborted
+		func() int16 { return txnCommit(c1, "g", 3, 0, "t", 2, 30, txnCommitOpts{}) },  // open
+		func() int16 { return txnCommit(c1, "g2", 1, 0, "u", 0, 40, txnCommitOpts{}) }, // committed, a group known only by it
+	} {
+		if code := step(); code != 0 {
+			t.Fatalf("commit: %d", code)
+		}
+	}
+	// The markers reach the log, then the coordinator moves before it
+	// applied them.
+	pl.marker(1, 0, true)
+	pl.marker(2, 0, false)
+	c1.Resign(0)
+
+	check := func(c *Coordinator) {
+		t.Helper()
+		wantOffset(t, c, "g", "t", 0, 10)
+		wantOffset(t, c, "g", "t", 1, -1)
+		wantOffset(t, c, "g2", "u", 0, 40)
+		if off, code := fetched(c, "g", "t", 2); code != 0 || off != -1 {
+			t.Fatalf("open transaction's offset visible: %d code %d", off, code)
+		}
+		wantUnstable(t, c, "g", "t", 2)
+		if p, ok := c.PendingTxnOffsets(0, 3); !ok || p["g"][TopicPartition{"t", 2}].Offset != 30 {
+			t.Fatalf("pending offsets of producer 3: %v (loaded %v)", p, ok)
+		}
+	}
+	c2 := electLoaded(t, pl)
+	check(c2)
+	c2.Close()
+
+	// A restart: the partition log recovers from its files.
+	if err := pl.l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pl = openPartLog(t, fs)
+	defer pl.l.Close()
+	if _, ok := pl.l.OpenTransaction(3); !ok {
+		t.Fatal("the open transaction is not open in the recovered partition log")
+	}
+	c3 := electLoaded(t, pl)
+	check(c3)
+	pl.marker(3, 0, true)
+	c3.CompleteTxn(0, 3, true)
+	wantOffset(t, c3, "g", "t", 2, 30)
+	c3.Close()
+	c4 := electLoaded(t, pl)
+	wantOffset(t, c4, "g", "t", 2, 30)
+	wantOffset(t, c4, "g", "t", 0, 10)
+}
+
+// A marker written while the partition loads, after the replay took the
+// log end, is applied once loaded.
+func TestTxnCompletionDuringLoad(t *testing.T) {
+	pl := openPartLog(t, vfs.NewCrashableMem())
+	defer pl.l.Close()
+	c1 := electLoaded(t, pl)
+	txnCommit(c1, "g", 5, 0, "t", 0, 50, txnCommitOpts{})
+	txnCommit(c1, "g", 6, 0, "t", 1, 60, txnCommitOpts{})
+	c1.Close()
+
+	pl.gate, pl.atEnd = make(chan struct{}), make(chan struct{})
+	c := New(testConfig())
+	defer c.Close()
+	c.Elect(0, pl)
+	<-pl.atEnd
+	pl.marker(5, 0, true)
+	c.CompleteTxn(0, 5, true)
+	pl.marker(6, 0, false)
+	c.CompleteTxn(0, 6, false)
+	if off, code := fetched(c, "g", "t", 0); code != codeCoordinatorLoadInProgress {
+		t.Fatalf("fetch while loading: offset %d code %d", off, code)
+	}
+	close(pl.gate)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := c.PartitionOffsets(0); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not loaded")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	wantOffset(t, c, "g", "t", 0, 50)
+	wantOffset(t, c, "g", "t", 1, -1)
+}
+
+// Deleting offsets or the group drops pending transactional offsets (a
+// later commit marker brings nothing back), and retention keeps an
+// offset that a transaction may still commit.
+func TestTxnOffsetsDeletedWithTheGroup(t *testing.T) {
+	pl := openPartLog(t, vfs.NewCrashableMem())
+	defer pl.l.Close()
+	c := electLoaded(t, pl)
+	commit(c, "g", "", -1, "t", 0, 1, "")
+	txnCommit(c, "g", 9, 0, "t", 0, 10, txnCommitOpts{})
+	txnCommit(c, "g", 9, 0, "t", 1, 11, txnCommitOpts{})
+	d := kmsg.NewPtrDeleteGroupsRequest()
+	d.Groups = []string{"g"}
+	if code := c.DeleteGroups(d).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("delete group: %d", code)
+	}
+	pl.marker(9, 0, true)
+	c.CompleteTxn(0, 9, true)
+	wantOffset(t, c, "g", "t", 0, -1)
+	wantOffset(t, c, "g", "t", 1, -1)
+	c.Resign(0)
+	c2 := electLoaded(t, pl)
+	wantOffset(t, c2, "g", "t", 0, -1)
+	wantOffset(t, c2, "g", "t", 1, -1)
+}
+
+// Retention never expires an offset a pending transaction may commit,
+// nor deletes its group.
+func TestTxnOffsetsSurviveRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &testLog{}
+		c := startCoord(t, l, nil)
+		commit(c, "g", "", -1, "t", 0, 1, "")
+		commit(c, "g", "", -1, "t", 5, 2, "")
+		txnCommit(c, "g", 4, 0, "t", 0, 10, txnCommitOpts{})
+		txnCommit(c, "h", 4, 0, "t", 0, 20, txnCommitOpts{}) // a group with only pending offsets
+		time.Sleep(2 * time.Minute)                          // past offsets.retention (60s here)
+		c.ExpireOffsets()
+		wantOffset(t, c, "g", "t", 5, -1) // expired
+		if off, _ := fetched(c, "g", "t", 0); off != 1 {
+			t.Fatalf("offset with a pending transaction expired: %d", off)
+		}
+		l.Append(plog.ControlBatch(4, 0, plog.EndTxnMarker{Type: plog.ControlCommit}, 0))
+		c.CompleteTxn(0, 4, true)
+		wantOffset(t, c, "g", "t", 0, 10)
+		wantOffset(t, c, "h", "t", 0, 20)
+		// And so does a reload of the in-memory log.
+		c.Close()
+		c2 := startCoord(t, l, nil)
+		wantOffset(t, c2, "g", "t", 0, 10)
+		wantOffset(t, c2, "h", "t", 0, 20)
+		wantOffset(t, c2, "g", "t", 5, -1)
 	})
 }
