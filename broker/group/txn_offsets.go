@@ -234,10 +234,8 @@ func (s *shard) validateTxnCommitLocked(group string, gen int32, member string, 
 	if gen != g.generation {
 		return codeIllegalGeneration
 	}
-	if g.is(stateStable) || g.is(statePreparingRebalance) {
-		m := g.members[member]
-		s.scheduleHeartbeat(g, m, m.sessionTimeoutMs)
-	}
+	// Unlike an OffsetCommit, it does not count as the member's
+	// heartbeat (Kafka's commitTransactionalOffset).
 	return 0
 }
 
