@@ -14,7 +14,7 @@
 // all guarded by one mutex. Timers (time.AfterFunc) take the same mutex
 // and check a sequence number so that a timer that lost a race does
 // nothing. Lock order: Coordinator.mu, then shard.mu, then the partition
-// log's own lock (inside Log.Append).
+// log's own lock (inside Log.Append and SequenceLog.NextSequence).
 //
 // # Classic group state machine (Kafka's GroupCoordinator)
 //
@@ -135,8 +135,8 @@
 // Kafka appends a transactional offset commit as the coordinator, with
 // base sequence 0 and no sequence check; here the partition log checks
 // it as any producer's batch, so the coordinator writes the sequence the
-// log expects. TxnOffsetCommit v6 (topic ids) and KIP-890's verification
-// of the transaction before the write are not served. OffsetCommit/OffsetFetch v10 (topic ids) and
-// FindCoordinator v6 (share groups) are not served. Protocol ties are
-// broken by name rather than by Java's hash order.
+// log expects. TxnOffsetCommit v5 (KIP-890's verification of the
+// transaction before the write) and v6, OffsetCommit/OffsetFetch v10
+// (topic ids) and FindCoordinator v6 (share groups) are not served.
+// Protocol ties are broken by name rather than by Java's hash order.
 package group

@@ -5,7 +5,7 @@ package group
 // persisted to. One mutex (mu) guards everything in it, including every
 // group's state; timers take it when they fire. Lock order: Coordinator.mu
 // before shard.mu; nothing else is held with shard.mu except the
-// partition log's own lock inside Log.Append.
+// partition log's own lock inside Log.Append and SequenceLog.NextSequence.
 
 import (
 	"fmt"

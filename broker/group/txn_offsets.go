@@ -66,8 +66,9 @@ type txnCompletion struct {
 	commit     bool
 }
 
-// TxnOffsetCommit serves a TxnOffsetCommit request (v0-v5; topics by
-// name). The caller has checked the transactional id and ACLs.
+// TxnOffsetCommit serves a TxnOffsetCommit request (v0-v5, topics by
+// name). The caller has checked the transactional id and ACLs (and, for
+// v5, that the transaction holds the partition: KIP-890).
 func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	now := nowMs()

@@ -498,3 +498,32 @@ func TestTxnOffsetsSurviveRetention(t *testing.T) {
 		wantOffset(t, c2, "g", "t", 5, -1)
 	})
 }
+
+// KIP-848 consumer groups: a transactional commit naming a member must
+// carry its epoch; one without member fields is accepted (Kafka's
+// ConsumerGroup.validateOffsetCommit with isTransactional).
+func TestTxnOffsetCommitConsumerGroup(t *testing.T) {
+	topics := testTopics(map[string]int32{"a": 4})
+	c := newTestCoordinator(t, ConsumerGroupConfig{SessionTimeout: time.Minute}, topics, &memLog{})
+	waitCond(t, "partition loaded", func() bool {
+		r, code := coordHB(t, c, topics, joinReq("m1", "a"))
+		return code == 0 && r.ErrorCode == 0
+	})
+	for _, tc := range []struct {
+		name string
+		o    txnCommitOpts
+		want int16
+	}{
+		{"member at its epoch", txnCommitOpts{gen: 1, member: "m1"}, 0},
+		{"newer epoch", txnCommitOpts{gen: 2, member: "m1"}, kerr.StaleMemberEpoch.Code},
+		{"unknown member", txnCommitOpts{gen: 1, member: "zombie"}, codeUnknownMemberID},
+		{"no member fields", txnCommitOpts{}, 0},
+	} {
+		if code := txnCommit(c, "grp", 11, 0, "a", 0, 3, tc.o); code != tc.want {
+			t.Errorf("%s: code %d, want %d", tc.name, code, tc.want)
+		}
+	}
+	wantUnstable(t, c, "grp", "a", 0)
+	c.CompleteTxn(0, 11, true)
+	wantOffset(t, c, "grp", "a", 0, 3)
+}
