@@ -253,12 +253,13 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	}
 	var recs []Record
 	offs := s.offsets[req.Group]
+	pending := s.pendingTPs(req.Group)
 	for _, t := range todo {
 		if subscribed(t.tp.Topic) {
 			*t.code = codeGroupSubscribedToTopic
 			continue
 		}
-		if _, ok := offs[t.tp]; ok {
+		if _, ok := offs[t.tp]; ok || pending[t.tp] {
 			recs = append(recs, Record{Key: offsetCommitKey(req.Group, t.tp)})
 			delete(offs, t.tp)
 			s.dropPendingLocked(req.Group, t.tp) // as the tombstone does on replay

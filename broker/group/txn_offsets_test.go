@@ -446,8 +446,7 @@ func TestTxnCompletionDuringLoad(t *testing.T) {
 }
 
 // Deleting offsets or the group drops pending transactional offsets (a
-// later commit marker brings nothing back), and retention keeps an
-// offset that a transaction may still commit.
+// later commit marker brings nothing back, also after a reload).
 func TestTxnOffsetsDeletedWithTheGroup(t *testing.T) {
 	pl := openPartLog(t, vfs.NewCrashableMem())
 	defer pl.l.Close()
@@ -455,6 +454,23 @@ func TestTxnOffsetsDeletedWithTheGroup(t *testing.T) {
 	commit(c, "g", "", -1, "t", 0, 1, "")
 	txnCommit(c, "g", 9, 0, "t", 0, 10, txnCommitOpts{})
 	txnCommit(c, "g", 9, 0, "t", 1, 11, txnCommitOpts{})
+	// OffsetDelete of a partition with only a pending offset.
+	txnCommit(c, "od", 10, 0, "t", 0, 12, txnCommitOpts{})
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "od"
+	odt := kmsg.NewOffsetDeleteRequestTopic()
+	odt.Topic = "t"
+	odt.Partitions = append(odt.Partitions, kmsg.NewOffsetDeleteRequestTopicPartition())
+	od.Topics = append(od.Topics, odt)
+	if r := c.OffsetDelete(od); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("offset delete: %+v", r)
+	}
+	if off, code := stableFetch(c, "od", "t", 0); code != 0 || off != -1 {
+		t.Fatalf("after OffsetDelete: %d code %d", off, code)
+	}
+	pl.marker(10, 0, true)
+	c.CompleteTxn(0, 10, true)
+	wantOffset(t, c, "od", "t", 0, -1)
 	d := kmsg.NewPtrDeleteGroupsRequest()
 	d.Groups = []string{"g"}
 	if code := c.DeleteGroups(d).Groups[0].ErrorCode; code != 0 {
@@ -468,6 +484,7 @@ func TestTxnOffsetsDeletedWithTheGroup(t *testing.T) {
 	c2 := electLoaded(t, pl)
 	wantOffset(t, c2, "g", "t", 0, -1)
 	wantOffset(t, c2, "g", "t", 1, -1)
+	wantOffset(t, c2, "od", "t", 0, -1)
 }
 
 // Retention never expires an offset a pending transaction may commit,
