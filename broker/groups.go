@@ -241,6 +241,12 @@ func (l *offsetsLog) Append(batch []byte) (int64, error) {
 	return info.LastOffset + 1, nil
 }
 
+// NextSequence is the base sequence of the coordinator's next
+// transactional offset commit batch of a producer (group.SequenceLog).
+func (l *offsetsLog) NextSequence(producerID int64, producerEpoch int16) int32 {
+	return group.PartitionLogSequence(l.p.Log(), producerID, producerEpoch)
+}
+
 // WaitDurable waits for the high watermark to reach end, and fails as an
 // acks=-1 produce does when the ISR fell below min.insync.replicas.
 //

@@ -150,6 +150,14 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	for tp := range s.offsets[id] {
 		recs = append(recs, Record{Key: offsetCommitKey(id, tp)})
 	}
+	// Pending transactional offsets get tombstones too, so that a
+	// transaction committed later does not bring the group back
+	// (Kafka's deleteAllOffsets).
+	for tp := range s.pendingTPs(id) {
+		if _, ok := s.offsets[id][tp]; !ok {
+			recs = append(recs, Record{Key: offsetCommitKey(id, tp)})
+		}
+	}
 	if mg := s.modern[id]; mg != nil {
 		if !mg.IsEmpty() {
 			s.mu.Unlock()
@@ -174,7 +182,11 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 			recs = append(recs, Record{Key: classicGroupKey(id)})
 		}
 	}
+	for tp := range s.pendingTPs(id) {
+		s.dropPendingLocked(id, tp)
+	}
 	delete(s.offsets, id)
+	delete(s.commitPos, id)
 	end, err := s.appendLocked(recs)
 	s.mu.Unlock()
 	if err == nil {
@@ -241,14 +253,16 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	}
 	var recs []Record
 	offs := s.offsets[req.Group]
+	pending := s.pendingTPs(req.Group)
 	for _, t := range todo {
 		if subscribed(t.tp.Topic) {
 			*t.code = codeGroupSubscribedToTopic
 			continue
 		}
-		if _, ok := offs[t.tp]; ok {
+		if _, ok := offs[t.tp]; ok || pending[t.tp] {
 			recs = append(recs, Record{Key: offsetCommitKey(req.Group, t.tp)})
 			delete(offs, t.tp)
+			s.dropPendingLocked(req.Group, t.tp) // as the tombstone does on replay
 		}
 	}
 	end, err := s.appendLocked(recs)

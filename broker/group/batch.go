@@ -21,14 +21,29 @@ type Record struct {
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 const (
-	batchHeaderLen = 61 // baseOffset .. recordCount
-	attrCodecMask  = 0x07
-	attrControl    = 0x20
+	batchHeaderLen    = 61 // baseOffset .. recordCount
+	attrCodecMask     = 0x07
+	attrTransactional = 0x10
+	attrControl       = 0x20
 )
 
 // encodeBatch builds one uncompressed v2 record batch with base offset 0
 // (the log assigns offsets) and every record stamped with now.
 func encodeBatch(recs []Record, now time.Time) []byte {
+	return encodeProducerBatch(recs, now, batchProducer{id: -1, epoch: -1, seq: -1})
+}
+
+// batchProducer is the producer a batch is written for: none (id -1), or
+// a transactional offset commit's producer (txn_offsets.go).
+type batchProducer struct {
+	id    int64
+	epoch int16
+	seq   int32 // base sequence
+	txn   bool  // the transactional attribute
+}
+
+// encodeProducerBatch is encodeBatch with the producer fields of p.
+func encodeProducerBatch(recs []Record, now time.Time, p batchProducer) []byte {
 	ts := now.UnixMilli()
 	b := make([]byte, batchHeaderLen, batchHeaderLen+64*len(recs))
 	var body []byte
@@ -50,17 +65,21 @@ func encodeBatch(recs []Record, now time.Time) []byte {
 		b = append(b, body...)
 	}
 	be := binary.BigEndian
-	be.PutUint64(b[0:], 0)                    // base offset
-	be.PutUint32(b[8:], uint32(len(b)-12))    // batch length
-	be.PutUint32(b[12:], 0xffffffff)          // partition leader epoch (the log stamps it)
-	b[16] = 2                                 // magic
-	be.PutUint16(b[21:], 0)                   // attributes
+	be.PutUint64(b[0:], 0)                 // base offset
+	be.PutUint32(b[8:], uint32(len(b)-12)) // batch length
+	be.PutUint32(b[12:], 0xffffffff)       // partition leader epoch (the log stamps it)
+	b[16] = 2                              // magic
+	var attrs uint16
+	if p.txn {
+		attrs = attrTransactional
+	}
+	be.PutUint16(b[21:], attrs)               // attributes
 	be.PutUint32(b[23:], uint32(len(recs)-1)) // last offset delta
 	be.PutUint64(b[27:], uint64(ts))          // first timestamp
 	be.PutUint64(b[35:], uint64(ts))          // max timestamp
-	be.PutUint64(b[43:], 0xffffffffffffffff)  // producer id
-	be.PutUint16(b[51:], 0xffff)              // producer epoch
-	be.PutUint32(b[53:], 0xffffffff)          // base sequence
+	be.PutUint64(b[43:], uint64(p.id))        // producer id
+	be.PutUint16(b[51:], uint16(p.epoch))     // producer epoch
+	be.PutUint32(b[53:], uint32(p.seq))       // base sequence
 	be.PutUint32(b[57:], uint32(len(recs)))   // record count
 	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32c))
 	return b
@@ -68,10 +87,29 @@ func encodeBatch(recs []Record, now time.Time) []byte {
 
 var errShortBatch = errors.New("truncated record batch")
 
+// batchHead is what the loader needs of a batch's header.
+type batchHead struct {
+	baseOffset    int64
+	producerID    int64
+	producerEpoch int16
+	txn, control  bool
+}
+
 // decodeBatches calls fn for every record of every data batch in data,
 // which holds whole batches. Control batches are skipped; compressed
 // batches are an error (the coordinator never writes them).
 func decodeBatches(data []byte, fn func(Record) error) error {
+	return walkBatches(data, func(h batchHead, b []byte) error {
+		if h.control {
+			return nil
+		}
+		return batchRecords(b, func(_ int64, r Record) error { return fn(r) })
+	})
+}
+
+// walkBatches calls fn with the header and bytes of every batch in data,
+// which holds whole batches, after checking its frame and CRC.
+func walkBatches(data []byte, fn func(h batchHead, b []byte) error) error {
 	be := binary.BigEndian
 	for len(data) > 0 {
 		if len(data) < 12 {
@@ -90,44 +128,63 @@ func decodeBatches(data []byte, fn func(Record) error) error {
 			return errors.New("record batch CRC mismatch")
 		}
 		attrs := be.Uint16(b[21:])
-		if attrs&attrControl != 0 {
-			continue
+		h := batchHead{
+			baseOffset:    int64(be.Uint64(b[0:])),
+			producerID:    int64(be.Uint64(b[43:])),
+			producerEpoch: int16(be.Uint16(b[51:])),
+			txn:           attrs&attrTransactional != 0,
+			control:       attrs&attrControl != 0,
 		}
-		if attrs&attrCodecMask != 0 {
-			return fmt.Errorf("compressed record batch (codec %d) in __consumer_offsets", attrs&attrCodecMask)
-		}
-		count := int32(be.Uint32(b[57:]))
-		rest := b[batchHeaderLen:]
-		for i := int32(0); i < count; i++ {
-			r, tail, err := decodeRecord(rest)
-			if err != nil {
-				return err
-			}
-			rest = tail
-			if err := fn(r); err != nil {
-				return err
-			}
+		if err := fn(h, b); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// decodeRecord reads one record of a v2 batch and returns the bytes after
-// it.
-func decodeRecord(b []byte) (Record, []byte, error) {
+// batchRecords calls fn with the offset delta and content of every record
+// of a data batch b (whole, frame checked by walkBatches).
+func batchRecords(b []byte, fn func(offsetDelta int64, r Record) error) error {
+	be := binary.BigEndian
+	if attrs := be.Uint16(b[21:]); attrs&attrCodecMask != 0 {
+		return fmt.Errorf("compressed record batch (codec %d) in __consumer_offsets", attrs&attrCodecMask)
+	}
+	count := int32(be.Uint32(b[57:]))
+	rest := b[batchHeaderLen:]
+	for i := int32(0); i < count; i++ {
+		r, delta, tail, err := decodeRecord(rest)
+		if err != nil {
+			return err
+		}
+		rest = tail
+		if err := fn(delta, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeRecord reads one record of a v2 batch and returns its offset
+// delta and the bytes after it.
+func decodeRecord(b []byte) (Record, int64, []byte, error) {
 	bad := errors.New("malformed record")
 	l, n := binary.Varint(b)
 	if n <= 0 || l < 0 || int64(len(b)-n) < l {
-		return Record{}, nil, bad
+		return Record{}, 0, nil, bad
 	}
 	body, rest := b[n:n+int(l)], b[n+int(l):]
 	if len(body) < 1 {
-		return Record{}, nil, bad
+		return Record{}, 0, nil, bad
 	}
 	body = body[1:] // attributes
-	for range 2 {   // timestamp delta, offset delta
-		if _, n = binary.Varint(body); n <= 0 {
-			return Record{}, nil, bad
+	var delta int64
+	for i := range 2 { // timestamp delta, offset delta
+		v, n := binary.Varint(body)
+		if n <= 0 {
+			return Record{}, 0, nil, bad
+		}
+		if i == 1 {
+			delta = v
 		}
 		body = body[n:]
 	}
@@ -135,7 +192,7 @@ func decodeRecord(b []byte) (Record, []byte, error) {
 	for i := range 2 {
 		fl, n := binary.Varint(body)
 		if n <= 0 || fl < -1 || int64(len(body)-n) < fl {
-			return Record{}, nil, bad
+			return Record{}, 0, nil, bad
 		}
 		body = body[n:]
 		var f []byte
@@ -152,5 +209,5 @@ func decodeRecord(b []byte) (Record, []byte, error) {
 			}
 		}
 	}
-	return r, rest, nil
+	return r, delta, rest, nil
 }

@@ -14,7 +14,7 @@
 // all guarded by one mutex. Timers (time.AfterFunc) take the same mutex
 // and check a sequence number so that a timer that lost a race does
 // nothing. Lock order: Coordinator.mu, then shard.mu, then the partition
-// log's own lock (inside Log.Append).
+// log's own lock (inside Log.Append and SequenceLog.NextSequence).
 //
 // # Classic group state machine (Kafka's GroupCoordinator)
 //
@@ -53,7 +53,8 @@
 // # Records in __consumer_offsets
 //
 // Kafka's schemas, encoded with kmsg's generated types; every write is one
-// uncompressed v2 record batch (batch.go) with no producer id:
+// uncompressed v2 record batch (batch.go) with no producer id, except a
+// transactional offset commit's (below):
 //
 //	key OffsetCommitKey v1 {group, topic, partition}
 //	    value OffsetCommitValue v3 {offset, leaderEpoch, metadata, commitTimestamp}
@@ -72,6 +73,24 @@
 // (groups that only ever stored offsets, generation 0, have none).
 // Readers accept OffsetCommitValue v0-v4 and GroupMetadataValue v0-v4.
 //
+// # Transactional offset commits (txn_offsets.go)
+//
+// TxnOffsetCommit writes the same OffsetCommit records in one batch with
+// the transactional attribute, the producer id and epoch of the
+// transaction (base sequence: the producer's next one in the partition,
+// see SequenceLog), so the partition log opens a transaction for that
+// producer. The offsets stay pending per producer id, invisible to
+// OffsetFetch (require_stable, v7+: UNSTABLE_OFFSET_COMMIT for their
+// partitions), until the transaction's marker (a control batch) is
+// written to the partition: the marker writer calls CompleteTxn, and the
+// loader reads the control batch. COMMIT makes them the committed offsets,
+// except for partitions whose committed offset comes from a record later
+// in the partition; ABORT drops them. A transaction still open at a
+// failover stays pending. KIP-447 member fencing: a commit that names a
+// member or generation must match the group's (ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); one without (v0-v2) needs none,
+// and CompletingRebalance does not refuse it.
+//
 // # Durability
 //
 // A commit, a SyncGroup assignment, a static member's takeover, a group
@@ -89,7 +108,9 @@
 //
 // When a partition is elected it is replayed from its start to its log
 // end at election (last record per key wins, tombstones delete) aside
-// from the live state and installed at once. A new leader first waits for
+// from the live state and installed at once. Transactional batches and
+// markers are applied in log order (Kafka's loadGroupsAndOffsets); markers
+// passed to CompleteTxn while the partition loads are applied after it. A new leader first waits for
 // its high watermark to reach that log end: it holds the previous
 // leader's records, acknowledged commits among them, beyond the high
 // watermark it learnt as a follower. Until then its groups answer
@@ -111,8 +132,11 @@
 //
 // # Deviations
 //
-// Transactions are not implemented (TxnOffsetCommit, RequireStable has
-// nothing to wait for). OffsetCommit/OffsetFetch v10 (topic ids) and
-// FindCoordinator v6 (share groups) are not served. Protocol ties are
-// broken by name rather than by Java's hash order.
+// Kafka appends a transactional offset commit as the coordinator, with
+// base sequence 0 and no sequence check; here the partition log checks
+// it as any producer's batch, so the coordinator writes the sequence the
+// log expects. TxnOffsetCommit v5 (KIP-890's verification of the
+// transaction before the write) and v6, OffsetCommit/OffsetFetch v10
+// (topic ids) and FindCoordinator v6 (share groups) are not served.
+// Protocol ties are broken by name rather than by Java's hash order.
 package group

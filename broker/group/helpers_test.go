@@ -1,6 +1,7 @@
 package group
 
 import (
+	"encoding/binary"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -23,11 +24,16 @@ func (l *testLog) Append(b []byte) (int64, error) {
 	if l.fail != nil {
 		return 0, l.fail
 	}
-	l.batches = append(l.batches, append([]byte(nil), b...))
+	b = append([]byte(nil), b...)
+	// Offsets as the log assigns them (the CRC does not cover them).
 	n := 0
-	if err := decodeBatches(b, func(Record) error { n++; return nil }); err != nil {
-		panic(err)
+	for p := b; len(p) >= batchHeaderLen; {
+		size := 12 + int(binary.BigEndian.Uint32(p[8:]))
+		binary.BigEndian.PutUint64(p, uint64(l.next+int64(n)))
+		n += int(binary.BigEndian.Uint32(p[57:]))
+		p = p[size:]
 	}
+	l.batches = append(l.batches, b)
 	l.next += int64(n)
 	return l.next, nil
 }

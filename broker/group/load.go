@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/plog"
 )
 
 type loadState struct {
@@ -20,9 +22,87 @@ type loadState struct {
 	offsets map[string]map[TopicPartition]OffsetEntry
 	modern  map[string]ModernGroup
 	bad     int
+
+	// Transactional offsets (txn_offsets.go): the partition offset of
+	// each committed offset's record, and the pending offsets of open
+	// transactions by producer id.
+	pos     map[string]map[TopicPartition]int64
+	pending map[int64]map[string]map[TopicPartition]txnOffset
 }
 
-func (ls *loadState) apply(r Record) error {
+func newLoadState(s *shard) *loadState {
+	return &loadState{s: s, groups: map[string]*kmsg.GroupMetadataValue{}, offsets: map[string]map[TopicPartition]OffsetEntry{},
+		modern: map[string]ModernGroup{}, pos: map[string]map[TopicPartition]int64{}, pending: map[int64]map[string]map[TopicPartition]txnOffset{}}
+}
+
+// applyBatches replays whole batches in log order: a transaction marker
+// (control batch) completes its producer's pending offsets, a
+// transactional batch adds to them (Kafka's loadGroupsAndOffsets).
+func (ls *loadState) applyBatches(data []byte) error {
+	return walkBatches(data, func(h batchHead, b []byte) error {
+		if h.control {
+			if h.producerID < 0 {
+				return nil
+			}
+			m, err := plog.DecodeControlBatch(b)
+			if err != nil {
+				ls.bad++
+				return nil
+			}
+			ls.endTxn(h.producerID, m.Type == plog.ControlCommit)
+			return nil
+		}
+		txnPID := int64(-1)
+		if h.txn && h.producerID >= 0 {
+			txnPID = h.producerID
+		}
+		return batchRecords(b, func(delta int64, r Record) error {
+			return ls.applyAt(r, h.baseOffset+delta, txnPID)
+		})
+	})
+}
+
+// endTxn applies a marker read from the log.
+func (ls *loadState) endTxn(pid int64, commit bool) {
+	byGroup := ls.pending[pid]
+	delete(ls.pending, pid)
+	if !commit {
+		return
+	}
+	for gid, m := range byGroup {
+		for tp, o := range m {
+			if _, ok := ls.offsets[gid][tp]; ok {
+				if pos, known := ls.pos[gid][tp]; known && pos > o.pos {
+					continue
+				}
+			}
+			ls.setOffset(gid, tp, o.entry, o.pos)
+		}
+	}
+}
+
+func (ls *loadState) setOffset(gid string, tp TopicPartition, e OffsetEntry, pos int64) {
+	m := ls.offsets[gid]
+	if m == nil {
+		m = map[TopicPartition]OffsetEntry{}
+		ls.offsets[gid] = m
+	}
+	m[tp] = e
+	pm := ls.pos[gid]
+	if pm == nil {
+		pm = map[TopicPartition]int64{}
+		ls.pos[gid] = pm
+	}
+	pm[tp] = pos
+}
+
+// apply replays one record of a non-transactional batch at an unknown
+// offset.
+func (ls *loadState) apply(r Record) error { return ls.applyAt(r, -1, -1) }
+
+// applyAt replays one record written at pos; txnPID is the producer of a
+// transactional batch, else -1.
+func (ls *loadState) applyAt(r Record, pos, txnPID int64) error {
 	v, err := keyVersion(r.Key)
 	if err != nil {
 		ls.bad++
@@ -38,11 +118,22 @@ func (ls *loadState) apply(r Record) error {
 			return nil
 		}
 		if r.Value == nil {
+			if txnPID >= 0 {
+				if m := ls.pending[txnPID][gid]; m != nil {
+					delete(m, tp)
+				}
+				return nil
+			}
 			if m := ls.offsets[gid]; m != nil {
 				delete(m, tp)
 				if len(m) == 0 {
 					delete(ls.offsets, gid)
 				}
+			}
+			// A tombstone also drops the pending offsets of its
+			// partition.
+			for _, byGroup := range ls.pending {
+				delete(byGroup[gid], tp)
 			}
 			return nil
 		}
@@ -51,12 +142,21 @@ func (ls *loadState) apply(r Record) error {
 			ls.bad++
 			return nil
 		}
-		m := ls.offsets[gid]
-		if m == nil {
-			m = map[TopicPartition]OffsetEntry{}
-			ls.offsets[gid] = m
+		if txnPID >= 0 {
+			byGroup := ls.pending[txnPID]
+			if byGroup == nil {
+				byGroup = map[string]map[TopicPartition]txnOffset{}
+				ls.pending[txnPID] = byGroup
+			}
+			m := byGroup[gid]
+			if m == nil {
+				m = map[TopicPartition]txnOffset{}
+				byGroup[gid] = m
+			}
+			m[tp] = txnOffset{entry: e, pos: pos}
+			return nil
 		}
-		m[tp] = e
+		ls.setOffset(gid, tp, e, pos)
 	case v == 2:
 		gid, err := parseClassicGroupKey(r.Key)
 		if err != nil {
@@ -97,8 +197,8 @@ func (ls *loadState) apply(r Record) error {
 // load replays the partition and installs its groups.
 func (s *shard) load() {
 	start := time.Now()
-	ls := &loadState{s: s, groups: map[string]*kmsg.GroupMetadataValue{}, offsets: map[string]map[TopicPartition]OffsetEntry{}, modern: map[string]ModernGroup{}}
-	err := s.log.Replay(func(b []byte) error { return decodeBatches(b, ls.apply) })
+	ls := newLoadState(s)
+	err := s.log.Replay(ls.applyBatches)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gone {
@@ -133,12 +233,33 @@ func (s *shard) load() {
 		}
 		s.groups[gid] = groupFromValue(gid, gv)
 	}
-	s.offsets = ls.offsets
+	s.offsets, s.commitPos = ls.offsets, ls.pos
+	s.pending = map[int64]map[string]map[TopicPartition]txnOffset{}
+	for pid, byGroup := range ls.pending {
+		for gid, m := range byGroup {
+			for tp, o := range m {
+				s.addPendingLocked(pid, gid, tp, o)
+			}
+		}
+	}
 	for gid := range s.offsets {
 		if s.groups[gid] == nil && s.modern[gid] == nil {
 			s.groups[gid] = newClassicGroup(gid, -1) // offsets only (simple consumers)
 		}
 	}
+	for _, byGroup := range s.pending {
+		for gid := range byGroup {
+			if s.groups[gid] == nil && s.modern[gid] == nil {
+				s.groups[gid] = newClassicGroup(gid, -1)
+			}
+		}
+	}
+	// Markers written while the partition was read: applied after what
+	// the log held (applying one the replay saw again changes nothing).
+	for _, e := range s.early {
+		s.completeTxnLocked(e.producerID, e.commit)
+	}
+	s.early = nil
 	s.loaded = true
 	for _, g := range s.groups {
 		for _, m := range g.members {

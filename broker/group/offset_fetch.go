@@ -2,12 +2,14 @@ package group
 
 // OffsetFetch: one group (v0-v7) or several (v8+); null topics (v2+) ask
 // for every committed offset of the group. Offsets are served whatever the
-// group's state (simple consumers have no group state); RequireStable
-// (v7+) needs nothing more while there are no transactions.
+// group's state (simple consumers have no group state). With
+// RequireStable (v7+), a partition with pending transactional offsets
+// answers UNSTABLE_OFFSET_COMMIT (txn_offsets.go) and the client retries.
 
 import (
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,7 +31,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			if req.Version >= 9 {
 				epoch = rg.MemberEpoch
 			}
-			code, out := c.fetchGroup(rg.Group, topics, rg.Topics == nil, rg.MemberID, epoch)
+			code, out := c.fetchGroup(rg.Group, topics, rg.Topics == nil, req.RequireStable, rg.MemberID, epoch)
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group, sg.ErrorCode = rg.Group, code
 			for _, t := range out {
@@ -51,7 +53,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 	}
 	all := req.Topics == nil && req.Version >= 2
-	code, out := c.fetchGroup(req.Group, topics, all, nil, -1)
+	code, out := c.fetchGroup(req.Group, topics, all, req.Version >= 7 && req.RequireStable, nil, -1)
 	if code != 0 {
 		if req.Version >= 2 {
 			resp.ErrorCode = code
@@ -78,19 +80,23 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 
 // fetchGroup answers one group in request order (all: sorted by topic
 // and partition).
-func (c *Coordinator) fetchGroup(groupID string, topics []fetchTopic, all bool, memberID *string, epoch int32) (int16, []kmsg.OffsetFetchResponseTopic) {
+func (c *Coordinator) fetchGroup(groupID string, topics []fetchTopic, all, requireStable bool, memberID *string, epoch int32) (int16, []kmsg.OffsetFetchResponseTopic) {
 	want := map[string][]int32{}
 	for _, t := range topics {
 		want[t.topic] = append(want[t.topic], t.parts...)
 	}
-	code, got := c.fetchOffsets(groupID, want, all, memberID, epoch)
+	code, got := c.fetchOffsets(groupID, want, all, requireStable, memberID, epoch)
 	if code != 0 {
 		return code, nil
 	}
 	byTP := make(map[TopicPartition]OffsetEntry, len(got))
+	unstable := map[TopicPartition]bool{}
 	for _, p := range got {
 		if p.found {
 			byTP[p.tp] = p.entry
+		}
+		if p.unstable {
+			unstable[p.tp] = true
 		}
 	}
 	if all {
@@ -119,7 +125,10 @@ func (c *Coordinator) fetchGroup(groupID string, topics []fetchTopic, all bool, 
 		for _, p := range t.parts {
 			sp := kmsg.NewOffsetFetchResponseTopicPartition()
 			sp.Partition, sp.Offset, sp.LeaderEpoch, sp.Metadata = p, -1, -1, kmsg.StringPtr("")
-			if e, ok := byTP[TopicPartition{t.topic, p}]; ok {
+			tp := TopicPartition{t.topic, p}
+			if unstable[tp] {
+				sp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			} else if e, ok := byTP[tp]; ok {
 				sp.Offset, sp.LeaderEpoch, sp.Metadata = e.Offset, e.LeaderEpoch, kmsg.StringPtr(e.Metadata)
 			}
 			st.Partitions = append(st.Partitions, sp)

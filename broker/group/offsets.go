@@ -86,9 +86,9 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	}
 	end, err := s.appendLocked(recs)
 	if err == nil {
-		offs := s.groupOffsets(req.Group)
-		for _, t := range ok {
-			offs[t.tp] = t.entry
+		first := end - int64(len(recs))
+		for i, t := range ok {
+			s.setOffsetLocked(req.Group, t.tp, t.entry, first+int64(i))
 		}
 	}
 	s.mu.Unlock()
@@ -152,11 +152,14 @@ type offsetFetchPartition struct {
 	tp    TopicPartition
 	entry OffsetEntry
 	found bool
+	// unstable: the fetch requires stable offsets and a transaction
+	// holds pending offsets of tp.
+	unstable bool
 }
 
 // fetchOffsets returns the committed offsets of a group (every one when
 // topics is nil); unknown partitions come back with found=false.
-func (c *Coordinator) fetchOffsets(groupID string, topics map[string][]int32, all bool, memberID *string, epoch int32) (int16, []offsetFetchPartition) {
+func (c *Coordinator) fetchOffsets(groupID string, topics map[string][]int32, all, requireStable bool, memberID *string, epoch int32) (int16, []offsetFetchPartition) {
 	s, code := c.lockShard(groupID)
 	if code != 0 {
 		return code, nil
@@ -171,10 +174,14 @@ func (c *Coordinator) fetchOffsets(groupID string, topics map[string][]int32, al
 	if g := s.groups[groupID]; g != nil && g.is(stateDead) {
 		offs = nil
 	}
+	var unstable map[TopicPartition]bool
+	if requireStable {
+		unstable = s.pendingTPs(groupID)
+	}
 	var out []offsetFetchPartition
 	if all {
 		for tp, e := range offs {
-			out = append(out, offsetFetchPartition{tp: tp, entry: e, found: true})
+			out = append(out, offsetFetchPartition{tp: tp, entry: e, found: true, unstable: unstable[tp]})
 		}
 		return 0, out
 	}
@@ -182,7 +189,7 @@ func (c *Coordinator) fetchOffsets(groupID string, topics map[string][]int32, al
 		for _, p := range ps {
 			tp := TopicPartition{t, p}
 			e, ok := offs[tp]
-			out = append(out, offsetFetchPartition{tp: tp, entry: e, found: ok})
+			out = append(out, offsetFetchPartition{tp: tp, entry: e, found: ok, unstable: unstable[tp]})
 		}
 	}
 	return 0, out

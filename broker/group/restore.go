@@ -61,9 +61,8 @@ func (c *Coordinator) RestoreOffsets(offs map[string]map[TopicPartition]OffsetEn
 				return restored, unknown, aerr
 			}
 			end = e
-			m := s.groupOffsets(gid)
-			for _, tp := range todo[:n] {
-				m[tp] = offs[gid][tp]
+			for i, tp := range todo[:n] {
+				s.setOffsetLocked(gid, tp, offs[gid][tp], e-int64(n)+int64(i))
 			}
 			if s.groups[gid] == nil && s.modern[gid] == nil {
 				s.groups[gid] = newClassicGroup(gid, nowMs())

@@ -6,7 +6,8 @@ package group
 // expire after their commit only for topics it no longer subscribes to;
 // offsets committed with an explicit retention (OffsetCommit v1-v4)
 // expire at their expire timestamp. An Empty group left without offsets
-// is deleted. Expirations are written as tombstones.
+// is deleted. Expirations are written as tombstones. Offsets with
+// pending transactional offsets, and groups that have some, stay.
 
 func (s *shard) expireOffsets() {
 	s.mu.Lock()
@@ -18,9 +19,10 @@ func (s *shard) expireOffsets() {
 	var recs []Record
 	expire := func(id string, base func(OffsetEntry) int64, keep func(topic string) bool) {
 		offs := s.offsets[id]
+		pending := s.pendingTPs(id)
 		for tp, e := range offs {
-			if keep(tp.Topic) {
-				continue
+			if keep(tp.Topic) || pending[tp] {
+				continue // a transaction may still commit it (Kafka's cleanupExpiredOffsets)
 			}
 			expired := now-base(e) >= retention
 			if e.ExpireTimestamp >= 0 {
@@ -28,11 +30,13 @@ func (s *shard) expireOffsets() {
 			}
 			if expired {
 				delete(offs, tp)
+				delete(s.commitPos[id], tp)
 				recs = append(recs, Record{Key: offsetCommitKey(id, tp)})
 			}
 		}
 		if len(offs) == 0 {
 			delete(s.offsets, id)
+			delete(s.commitPos, id)
 		}
 	}
 	byCommit := func(e OffsetEntry) int64 { return e.CommitTimestamp }
@@ -51,7 +55,7 @@ func (s *shard) expireOffsets() {
 		case g.is(stateStable) && g.isConsumerGroup() && g.subscribedTopics != nil:
 			expire(id, byCommit, g.isSubscribedTo)
 		}
-		if g.is(stateEmpty) && !s.hasOffsets(id) && len(g.pendingMembers) == 0 {
+		if g.is(stateEmpty) && !s.hasOffsets(id) && len(g.pendingMembers) == 0 && !s.hasPendingLocked(id) {
 			g.transition(stateDead, now)
 			delete(s.groups, id)
 			if g.generation > 0 {

@@ -5,7 +5,7 @@ package group
 // persisted to. One mutex (mu) guards everything in it, including every
 // group's state; timers take it when they fire. Lock order: Coordinator.mu
 // before shard.mu; nothing else is held with shard.mu except the
-// partition log's own lock inside Log.Append.
+// partition log's own lock inside Log.Append and SequenceLog.NextSequence.
 
 import (
 	"fmt"
@@ -24,14 +24,26 @@ type shard struct {
 	groups  map[string]*classicGroup
 	modern  map[string]ModernGroup
 	offsets map[string]map[TopicPartition]OffsetEntry
+	// commitPos is the offset in the partition of the record each
+	// committed offset came from (-1 or absent: unknown), so that a
+	// transaction's commit does not replace a newer commit.
+	commitPos map[string]map[TopicPartition]int64
+	// pending are the transactional offsets of open transactions, by
+	// producer id (txn_offsets.go).
+	pending map[int64]map[string]map[TopicPartition]txnOffset
+	// early are transaction completions that arrived while loading,
+	// applied once loaded.
+	early []txnCompletion
 }
 
 func newShard(c *Coordinator, part int32, l Log) *shard {
 	return &shard{
 		c: c, part: part, log: l,
-		groups:  map[string]*classicGroup{},
-		modern:  map[string]ModernGroup{},
-		offsets: map[string]map[TopicPartition]OffsetEntry{},
+		groups:    map[string]*classicGroup{},
+		modern:    map[string]ModernGroup{},
+		offsets:   map[string]map[TopicPartition]OffsetEntry{},
+		commitPos: map[string]map[TopicPartition]int64{},
+		pending:   map[int64]map[string]map[TopicPartition]txnOffset{},
 	}
 }
 
@@ -95,6 +107,7 @@ func (s *shard) unload() {
 		mg.Close()
 	}
 	s.groups, s.modern, s.offsets = map[string]*classicGroup{}, map[string]ModernGroup{}, map[string]map[TopicPartition]OffsetEntry{}
+	s.commitPos, s.pending, s.early = map[string]map[TopicPartition]int64{}, map[int64]map[string]map[TopicPartition]txnOffset{}, nil
 }
 
 // groupOffsets returns the offsets map of a group, creating it.
@@ -108,3 +121,15 @@ func (s *shard) groupOffsets(id string) map[TopicPartition]OffsetEntry {
 }
 
 func (s *shard) hasOffsets(id string) bool { return len(s.offsets[id]) > 0 }
+
+// setOffsetLocked makes e, written at pos of the partition (-1:
+// unknown), a group's committed offset of tp.
+func (s *shard) setOffsetLocked(id string, tp TopicPartition, e OffsetEntry, pos int64) {
+	s.groupOffsets(id)[tp] = e
+	m := s.commitPos[id]
+	if m == nil {
+		m = map[TopicPartition]int64{}
+		s.commitPos[id] = m
+	}
+	m[tp] = pos
+}
