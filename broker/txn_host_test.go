@@ -433,8 +433,8 @@ func TestTransactionACLs(t *testing.T) {
 
 // The coordinator fails over with the leadership of its
 // __transaction_state partition: the new leader loads the transactional
-// id (same producer id, same epoch, its committed state) and the producer
-// goes on with its next transaction there.
+// id (same producer id, same epoch, its committed state), and a producer
+// of that id is served there from the loaded state.
 func TestTransactionCoordinatorFailover(t *testing.T) {
 	c := &testCluster{t: t, sets: map[string]string{
 		"transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "2",
@@ -444,31 +444,29 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 	for _, s := range c.servers {
 		standInMarkers(s)
 	}
-	var seeds []string
-	for _, s := range c.servers {
-		seeds = append(seeds, s.Addr().String())
+	seeds := func() (out []string) {
+		for _, s := range c.servers {
+			out = append(out, s.Addr().String())
+		}
+		return out
 	}
 	ctx := testCtx(t)
 	c.createTopic("txn", []int32{0, 1}, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-f"), kgo.DefaultProduceTopic("txn"),
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	// A new admin client each time: kgo keeps a coordinator it found
-	// until a request to it fails with a coordinator error, and a dead
-	// broker fails at the dial.
-	admin := func() *kadm.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	// New clients each time: kgo keeps a coordinator it found until a
+	// request to it fails with a coordinator error, and a dead broker
+	// fails at the dial (or is unknown once the metadata drops it).
+	client := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds()...)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(cl.Close)
-		return kadm.NewClient(cl)
+		return cl
 	}
+	admin := func() *kadm.Client { return kadm.NewClient(client()) }
 	txnOnce := func(n int) {
 		t.Helper()
+		cl := client(kgo.TransactionalID("tx-f"), kgo.DefaultProduceTopic("txn"))
 		if err := cl.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
@@ -484,23 +482,22 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 	c.waitISR(txnStateTopic, 0, 1)
 	old := c.partition(txnStateTopic).Leader
 	c.kill(old)
-	waitFor(t, "a new leader of "+txnStateTopic, 10*time.Second, func() bool {
-		l := c.partition(txnStateTopic).Leader
-		return l >= 0 && l != old
-	})
-	var live []string
-	for _, s := range c.servers {
-		live = append(live, s.Addr().String())
+	for _, topic := range []string{txnStateTopic, "txn"} {
+		waitFor(t, "a new leader of "+topic, 10*time.Second, func() bool {
+			l := c.partition(topic).Leader
+			return l >= 0 && l != old
+		})
 	}
-	seeds = live
 	after := waitTxnState(t, ctx, admin(), "tx-f", "CompleteCommit")
 	if after.ProducerID != before.ProducerID || after.ProducerEpoch != before.ProducerEpoch || after.Coordinator == old {
 		t.Errorf("after failover: %+v, before: %+v", after, before)
 	}
-	txnOnce(2) // the same producer, at the new coordinator
+	// A producer of the same id at the new coordinator: the loaded id's
+	// epoch is bumped (a new id would get a new producer id at epoch 0).
+	txnOnce(2)
 	d := waitTxnState(t, ctx, admin(), "tx-f", "CompleteCommit")
-	if d.ProducerID != before.ProducerID || d.ProducerEpoch != before.ProducerEpoch {
-		t.Errorf("after a transaction at the new coordinator: %+v", d)
+	if d.ProducerID != before.ProducerID || d.ProducerEpoch != before.ProducerEpoch+1 {
+		t.Errorf("after a transaction at the new coordinator: %+v, before the failover: %+v", d, before)
 	}
 }
 
