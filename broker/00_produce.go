@@ -60,8 +60,10 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 				setErr(&sp, kerr.UnsupportedVersion.Code, "produce requests below v3 are not supported")
 			case badAcks:
 				setErr(&sp, kerr.InvalidRequiredAcks.Code, "")
-			case req.TransactionID != nil:
+			case req.TransactionID != nil && s.txns == nil:
 				setErr(&sp, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported yet")
+			case req.TransactionID != nil && !s.authorized(cc, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID):
+				setErr(&sp, errTxnIDAuth, "")
 			case !allowed:
 				setErr(&sp, errTopicAuth, "")
 			case !validTopicName(rt.Topic):

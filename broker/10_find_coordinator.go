@@ -4,9 +4,12 @@ package broker
 //
 // Group keys (type 0): the coordinator is the leader of partition
 // abs(hashCode(group)) % partitions of __consumer_offsets, which is
-// created on first use. Transactions do not exist yet: transaction keys
-// (type 1) are answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a
-// message saying so. It is the one refusal every client treats as fatal
+// created on first use. Transaction keys (type 1), with transactions on
+// (Options.Transactions, txns.go), need Describe on the transactional id
+// and name the leader of its __transaction_state partition, created on
+// first use. With transactions off (the default: they are not finished)
+// they are answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message
+// saying so. It is the one refusal every client treats as fatal
 // (librdkafka retries any other FindCoordinator error, UNSUPPORTED_VERSION
 // included), so a transactional producer fails at once instead of
 // retrying COORDINATOR_NOT_AVAILABLE until its own timeout; librdkafka and
@@ -46,7 +49,14 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 			}
 			msg = s.findGroupCoordinator(cc, &c)
 		case 1:
-			c.ErrorCode, msg = kerr.TransactionalIDAuthorizationFailed.Code, errTransactionsUnsupported
+			switch {
+			case s.txns == nil:
+				c.ErrorCode, msg = kerr.TransactionalIDAuthorizationFailed.Code, errTransactionsUnsupported
+			case !s.authorized(cc, acl.OpDescribe, acl.ResourceTransactionalID, k):
+				c.ErrorCode = errTxnIDAuth
+			default:
+				msg = s.findTxnCoordinator(cc, &c) // txns.go
+			}
 		default:
 			c.ErrorCode, msg = kerr.InvalidRequest.Code, "unknown coordinator type"
 		}

@@ -25,7 +25,7 @@ func handleApiVersions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	resp.ApiKeys = apiVersionKeys()
+	resp.ApiKeys = apiVersionKeys(s.txns != nil)
 	return resp, nil
 }
 

@@ -4,10 +4,12 @@ package broker
 //
 // Without a transactional id every call hands out a new producer id at
 // epoch 0, as Kafka does; ids are reserved from the controller in blocks
-// of 1000 so they are unique across restarts. Transactional ids need the
-// transaction coordinator, which does not exist yet: such requests get
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the refusal every client treats
-// as fatal, as FindCoordinator does for transaction keys.
+// of 1000 so they are unique across restarts. Transactional ids go to the
+// transaction coordinator when transactions are on (Options.Transactions,
+// txn_handlers.go); otherwise they get TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+// the refusal every client treats as fatal, as FindCoordinator does for
+// transaction keys. v6 (KIP-939's keepPreparedTxn, two-phase commit) is not
+// served: it is not advertised, and a v6 request closes the connection.
 
 import (
 	"context"
@@ -25,6 +27,9 @@ func handleInitProducerID(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Re
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
+		if s.txns != nil {
+			return s.initTransactionalProducerID(cc, req, resp) // txn_handlers.go
+		}
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"runtime"
 	"strconv"
 	"testing"
@@ -235,7 +236,9 @@ func amplifierBodies(n int, each func(body []byte)) {
 func TestDecodeAmplification(t *testing.T) {
 	const n = 8 << 10
 	worst, worstWhat := 0.0, ""
-	for key, e := range apis {
+	all := maps.Clone(apis)
+	maps.Copy(all, txnAPIs) // served with Options.Transactions
+	for key, e := range all {
 		versions := []int16{e.min, e.max}
 		if f := flexibleFrom(key); f > e.min && f <= e.max {
 			versions = append(versions, f-1, f)

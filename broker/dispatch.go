@@ -78,7 +78,7 @@ func (d dispatcher) ServeRequest(c *network.Conn, req *network.Request) (network
 	s := d.s
 	key, version := req.Key, req.Version
 	cc := &clientConn{nc: c, conn: c.NetConn(), clientID: c.ClientID()}
-	entry, ok := apis[key]
+	entry, ok := s.apiEntry(key)
 	if key == 18 && (!ok || version > entry.max || version < 0) {
 		// KIP-511: answer at v0 without parsing the body.
 		return network.Response{Msg: unsupportedApiVersions()}, nil

@@ -381,13 +381,13 @@ func (l *offsetsLog) waitHW(end int64) error {
 	defer tick.Stop()
 	for l.p.HW() < end {
 		if !l.s.isLeader(l.p) {
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
+			return fmt.Errorf("load %s-%d: %w", l.p.Topic(), l.p.Index(), kerr.NotLeaderForPartition)
 		}
 		select {
 		case <-ch:
 		case <-tick.C:
 		case <-l.s.ctx.Done():
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
+			return fmt.Errorf("load %s-%d: %w", l.p.Topic(), l.p.Index(), kerr.NotLeaderForPartition)
 		}
 	}
 	return nil

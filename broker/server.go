@@ -50,6 +50,11 @@ type Options struct {
 	// none. It is used when remote.log.storage.system.enable is true
 	// (broker/remotelog).
 	TierStore tier.ObjectStore
+	// Transactions turns on the transaction coordinator and the
+	// transactional APIs (txns.go). Transaction markers are not written
+	// yet, so cmd/strata never sets it: without it transactional
+	// producers are refused as they always were.
+	Transactions bool
 	// FS is the filesystem for partition logs; nil means the OS.
 	FS     vfs.FS
 	Logger *slog.Logger
@@ -109,6 +114,7 @@ type Server struct {
 	network *network.Server
 
 	groups *groupsHost // group coordinator (groups.go)
+	txns   *txnHost    // transaction coordinator (txns.go); nil without Options.Transactions
 
 	ldir logDirState // offline after an I/O error (logdir.go)
 
@@ -180,6 +186,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.groups = newGroupsHost(s)
+	if opts.Transactions {
+		s.txns = newTxnHost(s)
+	}
 	return s, nil
 }
 
@@ -331,6 +340,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.finalGroupSnapshots() // the commits since the snapshot loop's last check
 	s.groups.close()        // answers waiting JoinGroup/SyncGroup requests
+	s.txns.close()
 	s.closeListeners()
 	s.network.Close() // stops accepting, closes the connections
 	s.replicas.StopFetchers()
@@ -439,6 +449,7 @@ func (s *Server) housekeeping() {
 func (s *Server) reconcile(md *controller.Metadata) error {
 	md = s.newestMetadata(md)
 	defer s.syncGroups(md) // after the partition set is unlocked
+	defer s.syncTxns(md)
 	s.updateDraining(md)
 	ps := s.replicas.Edit()
 	defer ps.Done()

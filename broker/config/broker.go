@@ -167,7 +167,15 @@ type Broker struct {
 	GroupInitialRebalanceDelayMs    int32
 	TransactionalIDExpirationMs     int32
 	TransactionMaxTimeoutMs         int32
-	ProducerIDExpirationMs          int32
+	// transaction.state.log.* (the __transaction_state topic) and the
+	// transaction coordinator's cleanup intervals.
+	TransactionStateLogNumPartitions   int32
+	TransactionStateLogReplication     int16
+	TransactionStateLogMinISR          int32
+	TransactionStateLogSegmentBytes    int32
+	TransactionAbortTimedOutIntervalMs int64
+	TransactionRemoveExpiredIntervalMs int64
+	ProducerIDExpirationMs             int32
 
 	// Static holds every known key given in server.properties or --set, in
 	// canonical form (see Def.Canonical); ignored keys are left out.
@@ -320,6 +328,12 @@ func Load(props map[string]string) (*Broker, error) {
 	b.GroupInitialRebalanceDelayMs = int32(g.int("group.initial.rebalance.delay.ms"))
 	b.TransactionalIDExpirationMs = int32(g.int("transactional.id.expiration.ms"))
 	b.TransactionMaxTimeoutMs = int32(g.int("transaction.max.timeout.ms"))
+	b.TransactionStateLogNumPartitions = int32(g.int("transaction.state.log.num.partitions"))
+	b.TransactionStateLogReplication = int16(g.int("transaction.state.log.replication.factor"))
+	b.TransactionStateLogMinISR = int32(g.int("transaction.state.log.min.isr"))
+	b.TransactionStateLogSegmentBytes = int32(g.int("transaction.state.log.segment.bytes"))
+	b.TransactionAbortTimedOutIntervalMs = g.int("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+	b.TransactionRemoveExpiredIntervalMs = g.int("transaction.remove.expired.transaction.cleanup.interval.ms")
 	b.ProducerIDExpirationMs = int32(g.int("producer.id.expiration.ms"))
 
 	if err := b.Validate(); err != nil {
@@ -354,6 +368,9 @@ func (b *Broker) Validate() error {
 		atLeast("replica.high.watermark.checkpoint.interval.ms", b.ReplicaHighWatermarkCheckpointIntervalMs, 1),
 		atLeast("offsets.topic.num.partitions", int64(b.OffsetsTopicNumPartitions), 1),
 		atLeast("offsets.topic.replication.factor", int64(b.OffsetsTopicReplicationFactor), 1),
+		atLeast("transaction.state.log.num.partitions", int64(b.TransactionStateLogNumPartitions), 1),
+		atLeast("transaction.state.log.replication.factor", int64(b.TransactionStateLogReplication), 1),
+		atLeast("transaction.state.log.min.isr", int64(b.TransactionStateLogMinISR), 1),
 		atLeast("remote.log.manager.task.interval.ms", b.RemoteLogManagerTaskIntervalMs, 1),
 		atLeast("remote.log.storage.lifecycle.margin.ms", b.RemoteLogStorageLifecycleMarginMs, 0),
 		atLeast("remote.log.reconciliation.grace.ms", b.RemoteLogReconciliationGraceMs, 0),
@@ -442,6 +459,20 @@ func (b *Broker) OffsetsReplicationFactor(brokers int) int16 {
 		rf = int16(brokers)
 	}
 	return rf
+}
+
+// TransactionStateReplicationFactor is
+// transaction.state.log.replication.factor capped at the number of
+// brokers, and the min.insync.replicas of __transaction_state:
+// transaction.state.log.min.isr capped at that factor (so that a cluster
+// smaller than the defaults assume can still run transactions; Kafka
+// refuses to create the topic then).
+func (b *Broker) TransactionStateReplicationFactor(brokers int) (rf int16, minISR int32) {
+	rf = b.TransactionStateLogReplication
+	if brokers > 0 && int(rf) > brokers {
+		rf = int16(brokers)
+	}
+	return rf, min(b.TransactionStateLogMinISR, int32(rf))
 }
 
 // getter reads canonical values with Kafka's defaults; the values were

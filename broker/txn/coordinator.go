@@ -67,8 +67,11 @@ type Config struct {
 // ConfigFromBroker fills a Config from the broker's settings.
 func ConfigFromBroker(b *config.Broker) Config {
 	return Config{
+		NumPartitions:               b.TransactionStateLogNumPartitions,
 		MaxTimeoutMs:                b.TransactionMaxTimeoutMs,
 		TransactionalIDExpirationMs: int64(b.TransactionalIDExpirationMs),
+		AbortTimedOutIntervalMs:     b.TransactionAbortTimedOutIntervalMs,
+		RemoveExpiredIntervalMs:     b.TransactionRemoveExpiredIntervalMs,
 		TransactionVersion:          2,
 	}
 }

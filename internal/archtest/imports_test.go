@@ -36,14 +36,14 @@ var rules = map[string][]string{
 	// The catalog of metrics, and its generator of docs/metrics.md, which
 	// imports the packages that declare metrics (a tool, like cmd/).
 	"internal/obs": {},
-	"internal/obs/metricsdoc": {"broker", "broker/acl", "broker/config", "broker/plog", "broker/group", "broker/network",
+	"internal/obs/metricsdoc": {"broker", "broker/acl", "broker/config", "broker/plog", "broker/group", "broker/txn", "broker/network",
 		"broker/replica", "broker/remotelog", "controller", "controller/zk", "tier", "index", "internal/vfs", "internal/obs"},
 	// The container image's builder (make image) and the deploy files'
 	// checks: outside the broker.
 	"internal/image":         {},
 	"internal/image/mkimage": {"internal/image"},
 	"bench":                  {"tier", "index", "broker/plog", "internal/vfs"},
-	"cmd/strata": {"bench", "broker", "broker/acl", "broker/config", "broker/plog", "broker/group", "broker/network",
+	"cmd/strata": {"bench", "broker", "broker/acl", "broker/config", "broker/plog", "broker/group", "broker/txn", "broker/network",
 		"broker/replica", "broker/remotelog", "controller", "controller/zk", "tier", "index", "internal/vfs", "internal/obs"},
 	// Test-only packages: they may use anything but each other's tests.
 	"internal/testenv":  {},

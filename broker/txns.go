@@ -1,0 +1,239 @@
+package broker
+
+// Wiring of the transaction coordinator (package txn) into the broker: the
+// __transaction_state topic, which of its partitions this broker
+// coordinates (the ones it leads, handed over with their leader epoch),
+// and the log adapter, the group coordinator's (groups.go) with a replay
+// of its own.
+//
+// Transactions are off unless Options.Transactions is set: transaction
+// markers are not written yet, so a committed transaction's records are
+// never marked committed in its partitions. With them off there is no
+// host (Server.txns is nil), the transactional APIs are neither
+// advertised nor served, and FindCoordinator, InitProducerId and Produce
+// refuse transactional ids as before.
+//
+// The coordinator aborts timed-out transactions and expires idle
+// transactional ids itself, every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms and
+// transaction.remove.expired.transaction.cleanup.interval.ms.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/group"
+	"strata/broker/txn"
+	"strata/controller"
+)
+
+// txnStateTopic is Kafka's internal topic of transaction states.
+const txnStateTopic = "__transaction_state"
+
+// txnHost owns the transaction coordinator and the partitions it was
+// given.
+type txnHost struct {
+	s     *Server
+	coord *txn.Coordinator
+
+	// writeMarkers receives the markers of every ended transaction
+	// (txn.Config.SendMarkers). It is writeTxnMarkersNotBuilt until the
+	// marker writer (WriteTxnMarkers) exists; tests stand in for it.
+	writeMarkers atomic.Pointer[func(txn.Markers)]
+
+	mu  sync.Mutex
+	led map[int32]*txnStateLog
+}
+
+func newTxnHost(s *Server) *txnHost {
+	h := &txnHost{s: s, led: map[int32]*txnStateLog{}}
+	notBuilt := h.writeTxnMarkersNotBuilt
+	h.writeMarkers.Store(&notBuilt)
+	cfg := txn.ConfigFromBroker(s.cfg)
+	cfg.Logger = s.log.With("component", "transaction-coordinator")
+	cfg.NextProducerID = s.nextProducerID // 22_init_producer_id.go
+	cfg.OffsetsPartitionFor = s.offsetsPartitionFor
+	cfg.SendMarkers = func(mk txn.Markers) { (*h.writeMarkers.Load())(mk) }
+	h.coord = txn.New(cfg)
+	return h
+}
+
+// writeTxnMarkersNotBuilt is the missing step of transactions: it should
+// write a COMMIT or ABORT control batch at the producer's id and epoch in
+// every partition of the transaction (WriteTxnMarkers to their leaders),
+// then call coord.CompleteTxn. Nothing is written yet, so an ended
+// transaction stays in PrepareCommit or PrepareAbort (its transactional
+// id answers CONCURRENT_TRANSACTIONS from then on).
+func (h *txnHost) writeTxnMarkersNotBuilt(mk txn.Markers) {
+	h.s.log.Warn("transaction markers not written: the marker writer is not built yet",
+		"transactional.id", mk.TransactionalID, "commit", mk.Commit, "partitions", len(mk.Partitions))
+}
+
+func (h *txnHost) close() {
+	if h != nil {
+		h.coord.Close()
+	}
+}
+
+// offsetsPartitionFor is the __consumer_offsets partition of a group
+// (AddOffsetsToTxn), as FindCoordinator computes it.
+func (s *Server) offsetsPartitionFor(groupID string) int32 {
+	n := s.cfg.OffsetsTopicNumPartitions
+	if t := s.ctrl.Metadata().Topics[offsetsTopic]; t != nil {
+		n = int32(len(t.Partitions))
+	}
+	return group.PartitionFor(groupID, n)
+}
+
+// syncTxns hands the coordinator the __transaction_state partitions this
+// broker leads, with their leader epochs, and takes back the others, as
+// syncGroups does for the group coordinator. It runs after every
+// reconcile.
+func (s *Server) syncTxns(*controller.Metadata) {
+	h := s.txns
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	md := s.ctrl.Metadata()
+	type wanted struct {
+		p    *partition
+		term leaderTerm
+	}
+	want := map[int32]wanted{}
+	if t := md.Topics[txnStateTopic]; t != nil {
+		h.coord.SetNumPartitions(int32(len(t.Partitions)))
+		for _, pm := range t.Partitions {
+			if pm.Leader != s.cfg.ID {
+				continue
+			}
+			p := s.partition(txnStateTopic, pm.Index)
+			if p == nil || p.TopicID() != t.ID {
+				continue
+			}
+			// Only once this broker leads locally in the metadata's
+			// leader epoch (see syncGroups).
+			if term, ok := localLeaderTerm(p); ok && term.epoch == pm.LeaderEpoch {
+				want[pm.Index] = wanted{p, term}
+			}
+		}
+	}
+	for idx, l := range h.led {
+		if w, ok := want[idx]; !ok || w.p != l.p || w.term != l.term {
+			h.coord.Resign(idx)
+			delete(h.led, idx)
+		}
+	}
+	for idx, w := range want {
+		if h.led[idx] == nil {
+			l := &txnStateLog{&offsetsLog{s: s, p: w.p, term: w.term}}
+			h.led[idx] = l
+			// The leader epoch is the coordinator epoch of the markers.
+			h.coord.Elect(idx, w.term.epoch, l)
+		}
+	}
+}
+
+// ensureTxnStateTopic creates __transaction_state if it does not exist:
+// compacted, uncompressed, transaction.state.log.num.partitions
+// partitions, transaction.state.log.replication.factor capped at the live
+// brokers, and transaction.state.log.min.isr capped at that factor.
+func (s *Server) ensureTxnStateTopic() (*controller.Topic, error) {
+	md := s.ctrl.Metadata()
+	if t := md.Topics[txnStateTopic]; t != nil {
+		return t, nil
+	}
+	rf, minISR := s.cfg.TransactionStateReplicationFactor(len(md.Brokers))
+	_, err := s.createTopic(s.ctx, controller.CreateTopicRequest{
+		Name:              txnStateTopic,
+		NumPartitions:     s.cfg.TransactionStateLogNumPartitions,
+		ReplicationFactor: rf,
+		Configs: map[string]string{
+			"cleanup.policy":                 "compact",
+			"compression.type":               "uncompressed",
+			"min.insync.replicas":            strconv.Itoa(int(minISR)),
+			"segment.bytes":                  strconv.Itoa(int(s.cfg.TransactionStateLogSegmentBytes)),
+			"unclean.leader.election.enable": "false",
+		},
+	})
+	if err != nil && !errors.Is(err, controller.ErrTopicExists) {
+		return nil, fmt.Errorf("create %s: %w", txnStateTopic, err)
+	}
+	md = s.ctrl.Metadata()
+	if err := s.reconcile(md); err != nil {
+		s.log.Error("open transaction state partitions", "err", err)
+	}
+	t := md.Topics[txnStateTopic]
+	if t == nil {
+		return nil, fmt.Errorf("%s not in metadata after creation", txnStateTopic)
+	}
+	s.log.Info("created internal topic", "topic", txnStateTopic, "partitions", len(t.Partitions))
+	return t, nil
+}
+
+// findTxnCoordinator fills c for a transactional id; it returns an error
+// message when there is no coordinator to name.
+func (s *Server) findTxnCoordinator(cc *clientConn, c *kmsg.FindCoordinatorResponseCoordinator) string {
+	t, err := s.ensureTxnStateTopic()
+	if err != nil {
+		s.log.Warn("find coordinator", "err", err)
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return err.Error()
+	}
+	p := txn.PartitionFor(c.Key, int32(len(t.Partitions)))
+	leader := t.Partitions[p].Leader
+	if b, ok := s.ctrl.Metadata().Broker(leader); ok {
+		host, port, ok := cc.endpoint(b)
+		if !ok {
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return "the coordinator has no endpoint on listener " + cc.listener()
+		}
+		c.NodeID, c.Host, c.Port = b.ID, host, port
+		return ""
+	}
+	c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	return "the coordinator's partition has no live leader"
+}
+
+// txnStateLog is the coordinator's view of one __transaction_state
+// partition: the group coordinator's adapter (appends as an acks=-1
+// produce, durability bound to the leader term it was loaded for), with
+// a plain replay (no bucket snapshot to seed it from).
+type txnStateLog struct{ *offsetsLog }
+
+// Replay reads the partition from its start to the log end offset it has
+// when the load starts, once the high watermark has reached that offset
+// (see offsetsLog.Replay: a new leader holds acknowledged records beyond
+// its own high watermark).
+func (l txnStateLog) Replay(fn func([]byte) error) error {
+	end := l.p.Log().LogEndOffset()
+	if err := l.waitHW(end); err != nil {
+		return err
+	}
+	off := l.p.Log().LogStartOffset()
+	for off < end {
+		fs, err := l.p.Log().Read(off, end, 1<<20, true)
+		if err != nil {
+			return fmt.Errorf("read %s-%d at %d: %w", txnStateTopic, l.p.Index(), off, err)
+		}
+		if fs.Len == 0 {
+			return nil
+		}
+		buf := make([]byte, fs.Len)
+		if _, err := fs.File.ReadAt(buf, fs.Pos); err != nil {
+			return fmt.Errorf("read %s-%d at %d: %w", txnStateTopic, l.p.Index(), off, err)
+		}
+		if err := fn(buf); err != nil {
+			return fmt.Errorf("replay %s-%d at %d: %w", txnStateTopic, l.p.Index(), off, err)
+		}
+		off = fs.LastOffset + 1
+	}
+	return nil
+}
