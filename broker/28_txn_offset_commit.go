@@ -16,8 +16,8 @@ package broker
 // TOPIC_AUTHORIZATION_FAILED, unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 //
 // Not served yet: v5 (KIP-890 transaction version 2: the coordinator
-// verifies the transaction before writing) and v6 (topic ids). The handler
-// is registered with the transaction coordinator (key 28, v0-4).
+// verifies the transaction before writing) and v6 (topic ids). Served
+// only with transactions on (txns.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +28,8 @@ import (
 // txnOffsetCommitMaxVersion is the highest version handleTxnOffsetCommit
 // serves.
 const txnOffsetCommitMaxVersion = 4
+
+func init() { registerTxn(28, 0, txnOffsetCommitMaxVersion, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)

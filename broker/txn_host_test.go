@@ -86,7 +86,7 @@ func (m *markerStandIn) markers() []txn.Markers {
 	return slices.Clone(m.got)
 }
 
-var txnAPIKeys = []int16{24, 25, 26, 65, 66}
+var txnAPIKeys = []int16{24, 25, 26, 27, 28, 65, 66}
 
 func advertised(t *testing.T, ctx context.Context, cl *kgo.Client) map[int16][2]int16 {
 	t.Helper()
@@ -124,7 +124,7 @@ func TestTransactionalAPIsOnlyWithTransactions(t *testing.T) {
 	on := startTxnServer(t, nil)
 	onCl := on.client(t)
 	got = advertised(t, ctx, onCl)
-	want := map[int16][2]int16{24: {0, 3}, 25: {0, 4}, 26: {0, 4}, 65: {0, 0}, 66: {0, 2}, 22: {0, 5}, 10: {0, 5}}
+	want := map[int16][2]int16{24: {0, 3}, 25: {0, 4}, 26: {0, 4}, 27: {0, 2}, 28: {0, 4}, 65: {0, 0}, 66: {0, 2}, 22: {0, 5}, 10: {0, 5}}
 	for k, w := range want {
 		if got[k] != w {
 			t.Errorf("%s advertised %v with transactions on, want %v", kmsg.NameForKey(k), got[k], w)

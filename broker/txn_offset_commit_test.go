@@ -12,8 +12,7 @@ import (
 )
 
 // TestTxnOffsetCommitHandler calls the TxnOffsetCommit handler in-process
-// (it is not in the API table until the transaction coordinator is) on a
-// broker with the authorizer on: Kafka's ACL checks, then offsets that
+// (served only with transactions on) on a broker with the authorizer on: Kafka's ACL checks, then offsets that
 // OffsetFetch with require_stable reports unstable until a COMMIT marker
 // is written to __consumer_offsets and handed to the group coordinator.
 func TestTxnOffsetCommitHandler(t *testing.T) {

@@ -6,12 +6,13 @@ package broker
 // and the log adapter, the group coordinator's (groups.go) with a replay
 // of its own.
 //
-// Transactions are off unless Options.Transactions is set: transaction
-// markers are not written yet, so a committed transaction's records are
-// never marked committed in its partitions. With them off there is no
-// host (Server.txns is nil), the transactional APIs are neither
-// advertised nor served, and FindCoordinator, InitProducerId and Produce
-// refuse transactional ids as before.
+// Transactions are off unless Options.Transactions is set (cmd/strata
+// never sets it: see docs/transactions.md for what is missing). With them
+// off there is no host (Server.txns is nil), the transactional APIs are
+// neither advertised nor served, and FindCoordinator, InitProducerId and
+// Produce refuse transactional ids as before. With them on, the markers
+// of ended transactions are written by the marker sender
+// (txn_markers.go) through WriteTxnMarkers (27_write_txn_markers.go).
 //
 // The coordinator aborts timed-out transactions and expires idle
 // transactional ids itself, every
@@ -43,9 +44,10 @@ type txnHost struct {
 	coord *txn.Coordinator
 
 	// writeMarkers receives the markers of every ended transaction
-	// (txn.Config.SendMarkers). It is writeTxnMarkersNotBuilt until the
-	// marker writer (WriteTxnMarkers) exists; tests stand in for it.
+	// (txn.Config.SendMarkers): the marker sender's send; tests may
+	// stand in for it.
 	writeMarkers atomic.Pointer[func(txn.Markers)]
+	markers      *markerSender
 
 	mu  sync.Mutex
 	led map[int32]*txnStateLog
@@ -53,8 +55,9 @@ type txnHost struct {
 
 func newTxnHost(s *Server) *txnHost {
 	h := &txnHost{s: s, led: map[int32]*txnStateLog{}}
-	notBuilt := h.writeTxnMarkersNotBuilt
-	h.writeMarkers.Store(&notBuilt)
+	h.markers = newMarkerSender(h)
+	send := h.markers.send
+	h.writeMarkers.Store(&send)
 	cfg := txn.ConfigFromBroker(s.cfg)
 	cfg.Logger = s.log.With("component", "transaction-coordinator")
 	cfg.NextProducerID = s.nextProducerID // 22_init_producer_id.go
@@ -64,20 +67,10 @@ func newTxnHost(s *Server) *txnHost {
 	return h
 }
 
-// writeTxnMarkersNotBuilt is the missing step of transactions: it should
-// write a COMMIT or ABORT control batch at the producer's id and epoch in
-// every partition of the transaction (WriteTxnMarkers to their leaders),
-// then call coord.CompleteTxn. Nothing is written yet, so an ended
-// transaction stays in PrepareCommit or PrepareAbort (its transactional
-// id answers CONCURRENT_TRANSACTIONS from then on).
-func (h *txnHost) writeTxnMarkersNotBuilt(mk txn.Markers) {
-	h.s.log.Warn("transaction markers not written: the marker writer is not built yet",
-		"transactional.id", mk.TransactionalID, "commit", mk.Commit, "partitions", len(mk.Partitions))
-}
-
 func (h *txnHost) close() {
 	if h != nil {
 		h.coord.Close()
+		h.markers.close() // its writers end with the broker's context
 	}
 }
 

@@ -128,6 +128,23 @@ func (p *Partition) AppendAsLeader(records []byte) (plog.AppendInfo, error) {
 	return p.log.Append(records, epoch)
 }
 
+// AppendControlAsLeader appends a transaction marker (WriteTxnMarkers)
+// for producerID, stamped with the leader epoch of the leadership this
+// broker has applied, under the same role lock as AppendAsLeader: it is
+// refused with NOT_LEADER_OR_FOLLOWER when no leadership is applied, and
+// the role cannot change during the append.
+func (p *Partition) AppendControlAsLeader(producerID int64, producerEpoch int16, m plog.EndTxnMarker, transactionVersion int16) (plog.AppendInfo, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	p.rs.mu.Lock()
+	leader, epoch := p.rs.leader, p.rs.leaderEpoch
+	p.rs.mu.Unlock()
+	if !leader {
+		return plog.AppendInfo{}, kerr.NotLeaderForPartition
+	}
+	return p.log.AppendControl(producerID, producerEpoch, m, epoch, transactionVersion)
+}
+
 // ApplyLeader resets the follower states for a new leader epoch (or
 // adopts a newer ISR for the current one). The high watermark continues.
 func (p *Partition) ApplyLeader(self int32, pm controller.Partition, now time.Time) {

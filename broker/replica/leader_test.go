@@ -82,3 +82,34 @@ func TestAppendAsLeaderUsesTheAppliedEpoch(t *testing.T) {
 		t.Fatalf("append after following again: %v", err)
 	}
 }
+
+// TestAppendControlAsLeader: a transaction marker, as a producer's
+// append, is refused until a leadership is applied and after the broker
+// follows, and is stamped with the applied leader epoch.
+func TestAppendControlAsLeader(t *testing.T) {
+	m := vfs.NewCrashableMem()
+	m.MkdirAll("t-0", 0o755)
+	l, err := plog.Open(plog.Options{FS: m, Dir: "t-0", Config: plog.DefaultConfig(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := NewPartition("t", 0, [16]byte{}, l)
+	p.SetLeaderEpoch(6)
+	commit := plog.EndTxnMarker{Type: plog.ControlCommit, CoordinatorEpoch: 2}
+	if _, err := p.AppendControlAsLeader(7, 0, commit, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("marker before the leadership was applied: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+	p.ApplyLeader(1, controller.Partition{Leader: 1, LeaderEpoch: 6, Replicas: []int32{1}, ISR: []int32{1}}, time.Now())
+	info, err := p.AppendControlAsLeader(7, 0, commit, 0)
+	if err != nil || info.FirstOffset != 0 || info.NumRecords != 1 {
+		t.Fatalf("marker as leader: %+v, %v", info, err)
+	}
+	if e := l.LatestEpoch(); e != 6 {
+		t.Fatalf("the epoch cache's latest epoch is %d after a marker at epoch 6", e)
+	}
+	p.ApplyFollower(1, controller.Partition{Leader: 2, LeaderEpoch: 7, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	if _, err := p.AppendControlAsLeader(7, 0, commit, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("marker after following: %v", err)
+	}
+}
