@@ -60,7 +60,7 @@ func startTxnServer(t testing.TB, sets map[string]string) *testServer {
 	return &testServer{Server: s, dir: dir, sets: sets}
 }
 
-// markerStandIn stands in for the marker writer, which is not built: it
+// markerStandIn stands in for the marker sender (txn_markers.go): it
 // records the markers the coordinator hands out and completes each
 // transaction at once (no control batch is written in its partitions).
 type markerStandIn struct {

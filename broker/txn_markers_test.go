@@ -1,0 +1,436 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/txn"
+)
+
+// txnProduce produces one record per partition named in a transaction of
+// cl, and ends it with commit.
+func txnProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, commit bool, parts ...int32) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		r := &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%s-%d-%v", topic, p, commit)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("produce to %s-%d: %v", topic, p, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end transaction (commit %v): %v", commit, err)
+	}
+}
+
+// waitStable waits until partition topic-part of s has its last stable
+// offset at its log end offset (every transaction in it ended, its
+// marker below the high watermark), and returns that offset.
+func waitStable(t *testing.T, s *Server, topic string, part int32) int64 {
+	t.Helper()
+	var lso, leo int64
+	waitFor(t, fmt.Sprintf("the last stable offset of %s-%d at its log end", topic, part), 10*time.Second, func() bool {
+		p := s.partition(topic, part)
+		if p == nil {
+			return false
+		}
+		leo = p.Log().LogEndOffset()
+		lso = p.Log().LastStableOffset(p.HW())
+		return lso == leo
+	})
+	return lso
+}
+
+// consumeUncommitted reads topic from its start with read_uncommitted until it
+// has want records, and returns them by partition.
+func consumeUncommitted(t *testing.T, ctx context.Context, seeds []string, topic string, want int) map[int32][]*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond)) // a waiting fetch holds the server's Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[int32][]*kgo.Record{}
+	n := 0
+	for n < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records of %s: %v", n, want, topic, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("consume %s: %v", topic, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			out[r.Partition] = append(out[r.Partition], r)
+			n++
+		})
+	}
+	return out
+}
+
+func recordOffsets(rs []*kgo.Record) []int64 {
+	var out []int64
+	for _, r := range rs {
+		out = append(out, r.Offset)
+	}
+	return out
+}
+
+// On one broker: a transactional producer commits a transaction and
+// aborts the next, over two partitions. Each partition gets a COMMIT and
+// an ABORT marker (its log end counts them), a read_uncommitted consumer
+// gets every data record and no marker, the last stable offset passes
+// both markers, and the partition's .txnindex holds the aborted
+// transaction.
+func TestTxnMarkersCommitAndAbort(t *testing.T) {
+	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
+	ctx := testCtx(t)
+	adm := ts.admin(t)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "m"); err != nil {
+		t.Fatal(err)
+	}
+	cl := ts.client(t, kgo.TransactionalID("tx-m"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	txnProduce(t, ctx, cl, "m", true, 0, 0, 1) // p0: 0 1 C2, p1: 0 C1
+	waitTxnState(t, ctx, adm, "tx-m", "CompleteCommit")
+	txnProduce(t, ctx, cl, "m", false, 0, 1) // p0: 3 A4, p1: 2 A3
+	d := waitTxnState(t, ctx, adm, "tx-m", "CompleteAbort")
+
+	wantLEO := map[int32]int64{0: 5, 1: 4}
+	wantData := map[int32][]int64{0: {0, 1, 3}, 1: {0, 2}}
+	wantAborted := map[int32]int64{0: 3, 1: 2} // first offset of the aborted transaction
+	for part, leo := range wantLEO {
+		if got := waitStable(t, ts.Server, "m", part); got != leo {
+			t.Errorf("m-%d: last stable offset %d, want %d (past both markers)", part, got, leo)
+		}
+		p := ts.partition("m", part)
+		ab := p.Log().AbortedTransactions(0, leo)
+		if len(ab) != 1 || ab[0].ProducerID != d.ProducerID || ab[0].FirstOffset != wantAborted[part] || ab[0].LastOffset != leo-1 {
+			t.Errorf("m-%d: aborted transactions %+v, want producer %d from %d to the marker at %d", part, ab, d.ProducerID, wantAborted[part], leo-1)
+		}
+		if _, open := p.Log().OpenTransaction(d.ProducerID); open {
+			t.Errorf("m-%d: the producer's transaction is still open", part)
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part, leo := range wantLEO {
+		if o, _ := ends.Lookup("m", part); o.Offset != leo {
+			t.Errorf("m-%d: end offset %d, want %d", part, o.Offset, leo)
+		}
+	}
+	got := consumeUncommitted(t, ctx, []string{ts.addr()}, "m", 5)
+	for part, want := range wantData {
+		if offs := recordOffsets(got[part]); !slices.Equal(offs, want) {
+			t.Errorf("m-%d: read_uncommitted consumer got offsets %v, want %v (the markers skipped)", part, offs, want)
+		}
+	}
+}
+
+// franz-go's GroupTransactSession, consume-transform-produce on one
+// broker: every input record is copied to the output in transactions
+// that also commit the group's offsets (TxnOffsetCommit, whose markers in
+// __consumer_offsets complete them). Afterwards the group's committed
+// offsets are the input's end offsets, and the output, read with
+// read_uncommitted and filtered by the partitions' aborted transactions
+// (their .txnindex: what a read_committed fetch would drop), holds each
+// input record exactly once.
+func TestTxnMarkersGroupTransactSession(t *testing.T) {
+	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1",
+		"group.initial.rebalance.delay.ms": "0"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := ts.admin(t)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "out"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	prod := ts.client(t, kgo.DefaultProduceTopic("in"))
+	for i := range n {
+		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%7), Value: fmt.Appendf(nil, "v%d", i)}
+		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(ts.addr()), kgo.TransactionalID("tx-gts"),
+		kgo.ConsumerGroup("g-gts"), kgo.ConsumeTopics("in"), kgo.DefaultProduceTopic("out"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond)) // a waiting fetch holds the server's Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	copied, txns := 0, 0
+	for copied < n {
+		fs := sess.PollRecords(ctx, 40) // several transactions
+		if ctx.Err() != nil {
+			t.Fatalf("copied %d of %d records: %v", copied, n, ctx.Err())
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("consume %s-%d: %v", topic, p, err) })
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		var batch int
+		fs.EachRecord(func(r *kgo.Record) {
+			batch++
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("end transaction %d: %v", txns, err)
+		}
+		if committed {
+			copied += batch
+			txns++
+		}
+	}
+	if txns < 2 {
+		t.Errorf("%d transactions, want several", txns)
+	}
+
+	ends, err := adm.ListEndOffsets(ctx, "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the group's committed offsets at the input's end", 10*time.Second, func() bool {
+		os, err := adm.FetchOffsets(ctx, "g-gts")
+		if err != nil {
+			return false
+		}
+		ok := true
+		ends.Each(func(e kadm.ListedOffset) {
+			o, found := os.Lookup(e.Topic, e.Partition)
+			ok = ok && found && o.Err == nil && o.At == e.Offset
+		})
+		return ok
+	})
+	// OffsetFetch with require_stable: nothing pending after the markers.
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version, of.Group, of.RequireStable = 7, "g-gts", true
+	if resp, err := of.RequestWith(ctx, ts.client(t)); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("require_stable offset fetch: %v %v", resp, err)
+	}
+
+	outEnds, err := adm.ListEndOffsets(ctx, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	outEnds.Each(func(e kadm.ListedOffset) {
+		waitStable(t, ts.Server, "out", e.Partition)
+		total += int(e.Offset)
+	})
+	// The output holds at least n data records plus a marker per
+	// transaction and partition; read them all.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr()), kgo.ConsumeTopics("out"),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond)) // a waiting fetch holds the server's Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[string]int{}
+	// The last record of a partition is a marker, which consumers do not
+	// see: the last data record is before it.
+	pos := map[int32]int64{}
+	done := func() bool {
+		ok := true
+		outEnds.Each(func(e kadm.ListedOffset) { ok = ok && pos[e.Partition] >= e.Offset-2 })
+		return ok
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read the output: %v (positions %v, ends %v)", ctx.Err(), pos, outEnds)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			pos[r.Partition] = r.Offset
+			aborted := false
+			for _, a := range ts.partition("out", r.Partition).Log().AbortedTransactions(r.Offset, r.Offset+1) {
+				aborted = aborted || a.ProducerID == r.ProducerID && a.FirstOffset <= r.Offset && r.Offset <= a.LastOffset
+			}
+			if !aborted {
+				seen[string(r.Value)]++
+			}
+		})
+	}
+	for i := range n {
+		if c := seen[fmt.Sprintf("v%d", i)]; c != 1 {
+			t.Errorf("input record v%d is in the committed output %d times", i, c)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("committed output holds %d distinct records, want %d", len(seen), n)
+	}
+}
+
+// startTxnCluster starts two brokers with transactions on, and returns
+// the cluster, the coordinator of __transaction_state's one partition and
+// the other broker.
+func startTxnCluster(t *testing.T) (c *testCluster, coord, other int32) {
+	c = &testCluster{t: t, sets: map[string]string{
+		"transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
+	}, transactions: true}
+	startClusterOf(c, 2)
+	tt, err := c.servers[0].ensureTxnStateTopic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord = tt.Partitions[0].Leader
+	return c, coord, 1 - coord
+}
+
+func (c *testCluster) seeds() (out []string) {
+	for _, s := range c.servers {
+		out = append(out, s.Addr().String())
+	}
+	return out
+}
+
+// On two brokers, the data partition's leader is not the transaction
+// coordinator: the markers of a commit and of an abort go to it in a
+// WriteTxnMarkers on the inter-broker listener, reach its follower too,
+// and the leader's last stable offset passes them.
+func TestTxnMarkersAcrossBrokers(t *testing.T) {
+	c, coord, other := startTxnCluster(t)
+	var sends atomic.Int32
+	hook := func(to int32) {
+		if to == other {
+			sends.Add(1)
+		}
+	}
+	c.servers[coord].txns.markers.beforeSend.Store(&hook)
+	c.createTopic("x", []int32{other, coord}, nil)
+	c.waitISR("x", 0, 1)
+	ctx := testCtx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID("tx-x"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	txnProduce(t, ctx, cl, "x", true, 0, 0)
+	waitTxnState(t, ctx, adm, "tx-x", "CompleteCommit")
+	txnProduce(t, ctx, cl, "x", false, 0)
+	d := waitTxnState(t, ctx, adm, "tx-x", "CompleteAbort")
+	if d.Coordinator != coord {
+		t.Fatalf("coordinator %d, want %d", d.Coordinator, coord)
+	}
+	if got := sends.Load(); got < 2 {
+		t.Errorf("%d WriteTxnMarkers sent to the leader, want one per transaction", got)
+	}
+	// 0 1 C2 3 A4 on the leader, and on its follower.
+	if lso := waitStable(t, c.servers[other], "x", 0); lso != 5 {
+		t.Errorf("leader's last stable offset %d, want 5", lso)
+	}
+	waitFor(t, "the follower to replicate the markers", 10*time.Second, func() bool { return c.leo(coord, "x") == 5 })
+	for _, id := range []int32{other, coord} {
+		ab := c.servers[id].partition("x", 0).Log().AbortedTransactions(0, 5)
+		if len(ab) != 1 || ab[0].ProducerID != d.ProducerID || ab[0].FirstOffset != 3 {
+			t.Errorf("broker %d: aborted transactions %+v, want producer %d from 3", id, ab, d.ProducerID)
+		}
+	}
+	got := consumeUncommitted(t, ctx, c.seeds(), "x", 3)
+	if offs := recordOffsets(got[0]); !slices.Equal(offs, []int64{0, 1, 3}) {
+		t.Errorf("read_uncommitted consumer got offsets %v, want [0 1 3]", offs)
+	}
+
+	// A WriteTxnMarkers from a client to the broker that does not lead
+	// the partition: NOT_LEADER_OR_FOLLOWER; of an unknown topic:
+	// UNKNOWN_TOPIC_OR_PARTITION.
+	req := markersRequest(txn.Markers{ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, Commit: true},
+		[]txn.TopicPartition{{Topic: "x", Partition: 0}, {Topic: "nope", Partition: 0}})
+	resp := c.rc(coord).do(req, 1).(*kmsg.WriteTxnMarkersResponse)
+	codes := map[string]int16{}
+	for _, rt := range resp.Markers[0].Topics {
+		codes[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	wantCode(t, "markers at a follower", codes["x"], kerr.NotLeaderForPartition)
+	wantCode(t, "markers of an unknown topic", codes["nope"], kerr.UnknownTopicOrPartition)
+}
+
+// The data partition's leadership moves while its markers are pending:
+// the first WriteTxnMarkers reaches the old leader after it stepped down
+// (NOT_LEADER_OR_FOLLOWER), and the sender retries at the new leader,
+// which is the coordinator's broker itself.
+func TestTxnMarkersRetryAfterLeaderChange(t *testing.T) {
+	c, coord, other := startTxnCluster(t)
+	c.createTopic("y", []int32{other, coord}, nil)
+	c.waitISR("y", 0, 1)
+	var once sync.Once
+	var sends atomic.Int32
+	moved := make(chan error, 1)
+	hook := func(to int32) {
+		sends.Add(1)
+		once.Do(func() {
+			// Move the leadership to the coordinator's broker, and send
+			// once the old leader has stepped down.
+			_, err := c.m.ControlledShutdown(context.Background(), other, 0)
+			if err == nil {
+				deadline := time.Now().Add(10 * time.Second)
+				for c.servers[other].isLeader(c.servers[other].partition("y", 0)) {
+					if time.Now().After(deadline) {
+						err = errors.New("the old leader did not step down")
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			moved <- err
+		})
+	}
+	c.servers[coord].txns.markers.beforeSend.Store(&hook)
+	ctx := testCtx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID("tx-y"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	txnProduce(t, ctx, cl, "y", true, 0, 0)
+	select {
+	case err := <-moved:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("no WriteTxnMarkers sent to the leader")
+	}
+	d := waitTxnState(t, ctx, kadm.NewClient(cl), "tx-y", "CompleteCommit")
+	if l := c.partition("y").Leader; l != coord {
+		t.Fatalf("leader of y is %d, want %d", l, coord)
+	}
+	// The records 0 1 and the COMMIT marker at 2, written by the new
+	// leader.
+	if lso := waitStable(t, c.servers[coord], "y", 0); lso != 3 {
+		t.Errorf("new leader's last stable offset %d, want 3", lso)
+	}
+	p := c.servers[coord].partition("y", 0)
+	if _, open := p.Log().OpenTransaction(d.ProducerID); open {
+		t.Error("the producer's transaction is still open at the new leader")
+	}
+	if got := sends.Load(); got != 1 {
+		t.Errorf("%d WriteTxnMarkers sent to another broker, want 1 (the retry is local)", got)
+	}
+}
