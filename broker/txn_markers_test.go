@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/txn"
+	"strata/controller"
 )
 
 // txnProduce produces one record per partition named in a transaction of
@@ -161,8 +162,25 @@ func TestTxnMarkersGroupTransactSession(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "out"); err != nil {
 		t.Fatal(err)
 	}
+	copyInTransactions(t, ctx, []string{ts.addr()}, func(string, int32) *Server { return ts.Server })
+}
+
+// copyInTransactions copies topic "in" to topic "out" with franz-go's
+// GroupTransactSession (group g-gts), then checks the group's committed
+// offsets and the committed output; leaderOf names the broker leading a
+// partition.
+func copyInTransactions(t *testing.T, ctx context.Context, seeds []string, leaderOf func(topic string, part int32) *Server) {
+	newClient := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	adm := kadm.NewClient(newClient())
 	const n = 300
-	prod := ts.client(t, kgo.DefaultProduceTopic("in"))
+	prod := newClient(kgo.DefaultProduceTopic("in"))
 	for i := range n {
 		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%7), Value: fmt.Appendf(nil, "v%d", i)}
 		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
@@ -170,7 +188,7 @@ func TestTxnMarkersGroupTransactSession(t *testing.T) {
 		}
 	}
 
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(ts.addr()), kgo.TransactionalID("tx-gts"),
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-gts"),
 		kgo.ConsumerGroup("g-gts"), kgo.ConsumeTopics("in"), kgo.DefaultProduceTopic("out"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond)) // a waiting fetch holds the server's Close
@@ -229,7 +247,7 @@ func TestTxnMarkersGroupTransactSession(t *testing.T) {
 	// OffsetFetch with require_stable: nothing pending after the markers.
 	of := kmsg.NewPtrOffsetFetchRequest()
 	of.Version, of.Group, of.RequireStable = 7, "g-gts", true
-	if resp, err := of.RequestWith(ctx, ts.client(t)); err != nil || resp.ErrorCode != 0 {
+	if resp, err := of.RequestWith(ctx, newClient()); err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("require_stable offset fetch: %v %v", resp, err)
 	}
 
@@ -239,12 +257,12 @@ func TestTxnMarkersGroupTransactSession(t *testing.T) {
 	}
 	total := 0
 	outEnds.Each(func(e kadm.ListedOffset) {
-		waitStable(t, ts.Server, "out", e.Partition)
+		waitStable(t, leaderOf("out", e.Partition), "out", e.Partition)
 		total += int(e.Offset)
 	})
 	// The output holds at least n data records plus a marker per
 	// transaction and partition; read them all.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr()), kgo.ConsumeTopics("out"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("out"),
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond)) // a waiting fetch holds the server's Close
 	if err != nil {
@@ -268,7 +286,7 @@ func TestTxnMarkersGroupTransactSession(t *testing.T) {
 		fs.EachRecord(func(r *kgo.Record) {
 			pos[r.Partition] = r.Offset
 			aborted := false
-			for _, a := range ts.partition("out", r.Partition).Log().AbortedTransactions(r.Offset, r.Offset+1) {
+			for _, a := range leaderOf("out", r.Partition).partition("out", r.Partition).Log().AbortedTransactions(r.Offset, r.Offset+1) {
 				aborted = aborted || a.ProducerID == r.ProducerID && a.FirstOffset <= r.Offset && r.Offset <= a.LastOffset
 			}
 			if !aborted {
@@ -292,6 +310,7 @@ func TestTxnMarkersGroupTransactSession(t *testing.T) {
 func startTxnCluster(t *testing.T) (c *testCluster, coord, other int32) {
 	c = &testCluster{t: t, sets: map[string]string{
 		"transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
+		"group.initial.rebalance.delay.ms": "0",
 	}, transactions: true}
 	startClusterOf(c, 2)
 	tt, err := c.servers[0].ensureTxnStateTopic()
@@ -432,5 +451,132 @@ func TestTxnMarkersRetryAfterLeaderChange(t *testing.T) {
 	}
 	if got := sends.Load(); got != 1 {
 		t.Errorf("%d WriteTxnMarkers sent to another broker, want 1 (the retry is local)", got)
+	}
+}
+
+// WriteTxnMarkers is a broker's request: with the authorizer on it needs
+// ClusterAction on the cluster, and it is served only on the inter-broker
+// listener (here PLAINTEXT, the default); otherwise every partition
+// answers CLUSTER_AUTHORIZATION_FAILED and nothing is written.
+func TestWriteTxnMarkersNeedsClusterAction(t *testing.T) {
+	f := newTLSFiles(t)
+	b := &aclBroker{testServer: startTxnServer(t, map[string]string{
+		"listeners":                            "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+		"ssl.keystore.location":                f.keystore,
+		"ssl.truststore.location":              f.truststore,
+		"ssl.client.auth":                      "required",
+		"ssl.principal.mapping.rules":          "RULE:^CN=([^,]*),.*$/$1/,DEFAULT",
+		"authorizer.class.name":                "kafka.security.authorizer.AclAuthorizer",
+		"super.users":                          "User:admin",
+		"transaction.state.log.num.partitions": "1",
+	}), f: f}
+	ctx := testCtx(t)
+	adm := kadm.NewClient(b.as(t, "admin"))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "w"); err != nil {
+		t.Fatal(err)
+	}
+	req := func() *kmsg.WriteTxnMarkersRequest {
+		return markersRequest(txn.Markers{ProducerID: 4000, Commit: true}, []txn.TopicPartition{{Topic: "w", Partition: 0}})
+	}
+	code := func(resp kmsg.Response) int16 {
+		return resp.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}
+	leo := func() int64 { return b.partition("w", 0).Log().LogEndOffset() }
+
+	// No ClusterAction on the inter-broker listener.
+	plain, _ := b.ListenerAddr("PLAINTEXT")
+	wantCode(t, "WriteTxnMarkers without ClusterAction", code(dialRaw(t, plain.String()).do(req(), 1)), kerr.ClusterAuthorizationFailed)
+	// ClusterAction, but on a listener that is not the inter-broker one.
+	mustACLs(t, ctx, adm, kadm.NewACLs().Allow("User:alice", "User:ANONYMOUS").Clusters().Operations(kadm.OpClusterAction))
+	// (franz-go looks the partition's leader up first.)
+	mustACLs(t, ctx, adm, kadm.NewACLs().Allow("User:alice").Topics("w").Operations(kadm.OpDescribe))
+	resp, err := req().RequestWith(ctx, b.as(t, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "WriteTxnMarkers outside the inter-broker listener", code(resp), kerr.ClusterAuthorizationFailed)
+	if got := leo(); got != 0 {
+		t.Fatalf("a refused marker was written: log end %d", got)
+	}
+	// ClusterAction on the inter-broker listener: written (a marker of a
+	// producer with no transaction here is written too, as in Kafka).
+	if c := code(dialRaw(t, plain.String()).do(req(), 1)); c != 0 {
+		t.Fatalf("WriteTxnMarkers with ClusterAction on the inter-broker listener: %v", kerr.ErrorForCode(c))
+	}
+	if got := leo(); got != 1 {
+		t.Fatalf("log end %d after the marker, want 1", got)
+	}
+}
+
+// A topic deleted while its markers are pending is dropped from the
+// transaction (Kafka does the same), which completes with the markers of
+// its other partitions.
+func TestTxnMarkersDeletedTopicDropped(t *testing.T) {
+	c, coord, other := startTxnCluster(t)
+	c.createTopic("gone", []int32{other}, nil)
+	c.createTopic("kept", []int32{coord}, nil)
+	var once sync.Once
+	deleted := make(chan error, 1)
+	hook := func(to int32) {
+		once.Do(func() { deleted <- c.m.DeleteTopic(context.Background(), "gone") })
+	}
+	c.servers[coord].txns.markers.beforeSend.Store(&hook)
+	ctx := testCtx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID("tx-g"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"gone", "kept"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-deleted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("no WriteTxnMarkers sent to the leader of the deleted topic")
+	}
+	waitTxnState(t, ctx, kadm.NewClient(cl), "tx-g", "CompleteCommit")
+	if lso := waitStable(t, c.servers[coord], "kept", 0); lso != 2 {
+		t.Errorf("last stable offset of kept-0: %d, want 2 (past its marker)", lso)
+	}
+}
+
+// GroupTransactSession on two brokers, with the group's
+// __consumer_offsets partition and the output on the broker that is not
+// the transaction coordinator: the markers that commit the group's
+// transactional offsets cross brokers too, and complete them there.
+func TestTxnMarkersGroupTransactSessionAcrossBrokers(t *testing.T) {
+	c, coord, other := startTxnCluster(t)
+	var sends atomic.Int32
+	hook := func(to int32) {
+		if to == other {
+			sends.Add(1)
+		}
+	}
+	c.servers[coord].txns.markers.beforeSend.Store(&hook)
+	if _, err := c.m.CreateTopic(context.Background(), controller.CreateTopicRequest{Name: offsetsTopic,
+		Assignments: [][]int32{{other}}, Configs: map[string]string{"cleanup.policy": "compact"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.createTopic("in", []int32{coord}, nil)
+	c.createTopic("out", []int32{other}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	copyInTransactions(t, ctx, c.seeds(), func(topic string, _ int32) *Server {
+		return c.servers[c.partition(topic).Leader]
+	})
+	if sends.Load() == 0 {
+		t.Error("no WriteTxnMarkers sent to the leader of __consumer_offsets and of the output")
 	}
 }
