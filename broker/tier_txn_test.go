@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"strata/broker/plog"
+	"strata/index"
+	"strata/tier"
+)
+
+// txnRecords is a transactional batch of n records of producer pid,
+// epoch 0, from sequence seq.
+func txnRecords(pid int64, seq int32, n int) []byte {
+	var recs []byte
+	for i := range n {
+		rec := kmsg.Record{OffsetDelta: int32(i), Value: bytes.Repeat([]byte{'t'}, 100)}
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+		recs = rec.AppendTo(recs)
+	}
+	ts := time.Now().UnixMilli()
+	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: 0x10, LastOffsetDelta: int32(n - 1), FirstTimestamp: ts, MaxTimestamp: ts,
+		ProducerID: pid, ProducerEpoch: 0, FirstSequence: seq, NumRecords: int32(n), Records: recs}
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// TestTieredTransactionBoundary runs a tiered partition on a broker
+// with the bucket in memory: while a transaction is open, the tier pass
+// uploads nothing at or after its first offset, however much is sealed
+// after it; once it aborts, the rest goes up, local retention deletes the
+// transaction's first segments, and the aborted transactions that a
+// read_committed fetch of its first records gets (the broker's
+// abortedTransactions, remotelog.Manager.AbortedTransactions) list it,
+// its records in the bucket and its ABORT marker in the local log.
+func TestTieredTransactionBoundary(t *testing.T) {
+	const topic = "txtier"
+	store := tier.NewMemStore()
+	ts, p, tp := tieredBroker(t, store, topic, 1, 300)
+	srv := ts.Server
+	ctx := testCtx(t)
+	cl := ts.client(t, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce := func(n int) {
+		t.Helper()
+		for i := range n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: tierValue(i)}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+	}
+	// The transaction: its data appended as the leader does, the high
+	// watermark moved over it (one replica).
+	const pid = 1 << 40
+	l := p.Log()
+	info, err := l.Append(txnRecords(pid, 0, 3), p.LeaderEpoch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := info.FirstOffset
+	p.AdvanceHW(l.LogEndOffset())
+	// Several segments sealed after it, some with more of its records.
+	for i := range 5 {
+		produce(60)
+		if _, err := l.Append(txnRecords(pid, int32(3*(i+1)), 3), p.LeaderEpoch()); err != nil {
+			t.Fatal(err)
+		}
+		p.AdvanceHW(l.LogEndOffset())
+	}
+	produce(60)
+	// The last offset before the segment holding the transaction's first
+	// records (a local segment: it cannot have been uploaded).
+	below := int64(-2)
+	for _, s := range l.Segments() {
+		if s.BaseOffset <= first && first < s.NextOffset {
+			below = s.BaseOffset - 1
+		}
+	}
+	if below < 0 {
+		t.Fatalf("the transaction at %d is in no local segment after the first: %+v", first, l.Segments())
+	}
+	if sealedAfter := l.Segments()[len(l.Segments())-2].BaseOffset; sealedAfter <= first {
+		t.Fatalf("no segment sealed after the transaction at %d: %+v", first, l.Segments())
+	}
+	if lso := p.LastStableOffset(); lso != first {
+		t.Fatalf("LSO %d, want the transaction's first offset %d", lso, first)
+	}
+	waitFor(t, "uploads up to the transaction", 30*time.Second, func() bool {
+		end, ok, _ := srv.tier.idx.LogEnd(tp)
+		return ok && end >= below
+	})
+	srv.rlm().PausePasses() // the pass under way has finished
+	srv.rlm().ResumePasses()
+	if end, _, _ := srv.tier.idx.LogEnd(tp); end != below {
+		t.Fatalf("remote log end %d with a transaction open from %d: want %d, the end of the segment before it", end, first, below)
+	}
+
+	// Abort: everything sealed goes up; the transaction's first segments
+	// leave the local log, its marker stays.
+	abortAt := time.Now().UnixMilli()
+	minfo, err := l.AppendControl(pid, 0, plog.EndTxnMarker{Type: plog.ControlAbort}, p.LeaderEpoch(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := minfo.FirstOffset
+	p.AdvanceHW(l.LogEndOffset())
+	if lso := p.LastStableOffset(); lso != l.LogEndOffset() {
+		t.Fatalf("LSO %d after the abort, want the log end %d", lso, l.LogEndOffset())
+	}
+	waitFor(t, "the transaction's first records leave the local log", 60*time.Second, func() bool {
+		return l.LogStartOffset() > first
+	})
+	if marker < l.LogStartOffset() {
+		t.Fatalf("the marker at %d left the local log (from %d) too: the test wants it local", marker, l.LogStartOffset())
+	}
+	segs, err := srv.tier.idx.Segments(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range segs {
+		if m.EndOffset >= first && m.EventTimestamp < abortAt {
+			t.Fatalf("segment [%d, %d] holding the open transaction's records finished uploading at %d, before the abort at %d",
+				m.StartOffset, m.EndOffset, m.EventTimestamp, abortAt)
+		}
+		if _, ok := m.Object(index.ObjectTransactionIndex); !ok {
+			t.Fatalf("segment [%d, %d] uploaded without its .txnindex listed", m.StartOffset, m.EndOffset)
+		}
+	}
+	want := []plog.AbortedTxn{{ProducerID: pid, FirstOffset: first, LastOffset: marker}}
+	got, code := srv.abortedTransactions(p, first, first+1)
+	if code != 0 || len(got) != 1 || got[0].ProducerID != pid || got[0].FirstOffset != first || got[0].LastOffset != marker {
+		t.Fatalf("aborted transactions of [%d, %d) (remote records, local marker) = %+v, code %d; want %+v", first, first+1, got, code, want)
+	}
+	// A fetch served locally at the marker's segment lists it too, and one
+	// past the marker does not.
+	if got, _ := srv.abortedTransactions(p, marker, marker+1); len(got) != 1 || got[0].LastOffset != marker {
+		t.Fatalf("aborted transactions at the marker = %+v", got)
+	}
+	if got, _ := srv.abortedTransactions(p, marker+1, l.LogEndOffset()); len(got) != 0 {
+		t.Fatalf("aborted transactions after the marker = %+v", got)
+	}
+}
