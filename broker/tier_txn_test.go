@@ -40,7 +40,9 @@ func txnRecords(pid int64, seq int32, n int) []byte {
 // transaction's first segments, and the aborted transactions that a
 // read_committed fetch of its first records gets (the broker's
 // abortedTransactions, remotelog.Manager.AbortedTransactions) list it,
-// its records in the bucket and its ABORT marker in the local log.
+// its records in the bucket and its ABORT marker in the local log. A
+// leader restored from the bucket then has the transaction open again,
+// from its first offset in the bucket.
 func TestTieredTransactionBoundary(t *testing.T) {
 	const topic = "txtier"
 	store := tier.NewMemStore()
@@ -145,5 +147,45 @@ func TestTieredTransactionBoundary(t *testing.T) {
 	}
 	if got, _ := srv.abortedTransactions(p, marker+1, l.LogEndOffset()); len(got) != 0 {
 		t.Fatalf("aborted transactions after the marker = %+v", got)
+	}
+
+	// Restore from the bucket (a broker on an empty disk leading the
+	// partition): the last uploaded segment ends inside the transaction,
+	// whose marker was not uploaded, so the restored leader has it open
+	// from its first offset in the bucket, and its LSO there; the marker
+	// written again (as its coordinator does) ends it and indexes the
+	// abort over the remote records.
+	srv.rlm().PausePasses()
+	defer srv.rlm().ResumePasses()
+	end, ok, err := srv.tier.idx.LogEnd(tp)
+	if err != nil || !ok || end >= marker {
+		t.Fatalf("remote log end %d (%v, %v): want the marker at %d not uploaded", end, ok, err, marker)
+	}
+	ps := ts.replicas.Edit()
+	if err := l.ResetTo(plog.Reset{Offset: 0}); err != nil {
+		ps.Done()
+		t.Fatal(err)
+	}
+	p.StoreHW(0)
+	ts.tier.ForgetRestore(tierPart{p})
+	ps.Done()
+	waitFor(t, "the leader restored from the bucket", 15*time.Second, func() bool {
+		return l.LogEndOffset() == end+1 && p.HW() == end+1
+	})
+	if open, ok := l.OpenTransaction(pid); !ok || open != first {
+		t.Fatalf("restored leader: transaction of %d open at %d (%v), want open at %d", pid, open, ok, first)
+	}
+	if lso := p.LastStableOffset(); lso != first {
+		t.Fatalf("restored leader's LSO %d, want the open transaction's first offset %d", lso, first)
+	}
+	minfo, err = l.AppendControl(pid, 0, plog.EndTxnMarker{Type: plog.ControlAbort}, p.LeaderEpoch(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.AdvanceHW(l.LogEndOffset())
+	got, code = srv.abortedTransactions(p, first, first+1)
+	if code != 0 || len(got) != 1 || got[0].ProducerID != pid || got[0].FirstOffset != first || got[0].LastOffset != minfo.FirstOffset {
+		t.Fatalf("restored leader: aborted transactions of [%d, %d) = %+v, code %d; want producer %d's from %d to its new marker at %d",
+			first, first+1, got, code, pid, first, minfo.FirstOffset)
 	}
 }

@@ -40,3 +40,20 @@ func (rm *Manager) AbortedTransactions(p Partition, from, upper int64) ([]plog.A
 	}
 	return out, 0
 }
+
+// openTransaction is one producer's open transaction, as logged.
+type openTransaction struct {
+	ProducerID  int64 `json:"producer_id"`
+	FirstOffset int64 `json:"first_offset"`
+}
+
+// openTransactions lists the log's open transactions.
+func openTransactions(l *plog.Log) []openTransaction {
+	var out []openTransaction
+	for _, pi := range l.Producers() {
+		if pi.CurrentTxnStartOffset >= 0 {
+			out = append(out, openTransaction{pi.ProducerID, pi.CurrentTxnStartOffset})
+		}
+	}
+	return out
+}
