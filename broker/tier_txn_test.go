@@ -3,7 +3,10 @@ package broker
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -187,5 +190,105 @@ func TestTieredTransactionBoundary(t *testing.T) {
 	if code != 0 || len(got) != 1 || got[0].ProducerID != pid || got[0].FirstOffset != first || got[0].LastOffset != minfo.FirstOffset {
 		t.Fatalf("restored leader: aborted transactions of [%d, %d) = %+v, code %d; want producer %d's from %d to its new marker at %d",
 			first, first+1, got, code, pid, first, minfo.FirstOffset)
+	}
+}
+
+// TestTieredFollowerRebuildKeepsOpenTransaction: a follower whose disk
+// is wiped rebuilds from the bucket (KIP-1023: it starts after the last
+// tiered offset, with that segment's producer snapshot) at a point where
+// an aborted transaction is open: its records lie in the bucket, its
+// marker in the leader's local log. The rebuilt follower has the
+// transaction open from its first offset in the bucket, so replicating
+// the marker indexes the abort as on the leader, and the aborted
+// transactions a fetch of the remote records gets from it list it.
+func TestTieredFollowerRebuildKeepsOpenTransaction(t *testing.T) {
+	const topic, segBytes, localBytes = "tftxn", 8192, 20000
+	store := tier.NewMemStore()
+	c := startTierCluster(t, 2, tierClusterSets(), store)
+	c.createTopic(topic, []int32{0, 1}, map[string]string{
+		"remote.storage.enable": "true", "segment.bytes": fmt.Sprint(segBytes),
+		"local.retention.bytes": fmt.Sprint(localBytes), "file.delete.delay.ms": "0",
+	})
+	leader := c.partition(topic).Leader
+	follower := 1 - leader
+	c.waitISR(topic, 0, 1)
+	ctx := testCtx(t)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.servers[leader].Addr().String()), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(n int) {
+		t.Helper()
+		for i := range n {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Value: tierValue(i), Partition: 0}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+	}
+	p0 := c.servers[leader].partition(topic, 0)
+	l0 := p0.Log()
+	const pid = 1 << 41
+	produce(100)
+	info, err := l0.Append(txnRecords(pid, 0, 3), p0.LeaderEpoch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := info.FirstOffset
+	for i := range 6 {
+		produce(60)
+		if _, err := l0.Append(txnRecords(pid, int32(3*(i+1)), 3), p0.LeaderEpoch()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(10)
+	minfo, err := l0.AppendControl(pid, 0, plog.EndTxnMarker{Type: plog.ControlAbort}, p0.LeaderEpoch(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := minfo.FirstOffset
+	produce(1) // moves the high watermark over the marker
+	tp := tierPartition(p0)
+	waitFor(t, "uploads past the transaction's first records and local retention", 60*time.Second, func() bool {
+		end, ok, _ := c.servers[leader].tier.idx.LogEnd(tp)
+		return ok && end > first && l0.LogStartOffset() > first
+	})
+	end, _, _ := c.servers[leader].tier.idx.LogEnd(tp)
+	if end >= marker {
+		t.Fatalf("remote log end %d: the test wants the marker at %d local", end, marker)
+	}
+
+	c.kill(follower)
+	if err := os.RemoveAll(c.dirs[follower]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(c.dirs[follower], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.start(follower)
+	c.waitISR(topic, 0, 1)
+	p1 := c.servers[follower].partition(topic, 0)
+	waitFor(t, "the wiped follower caught up", 30*time.Second, func() bool { return p1.Log().LogEndOffset() == l0.LogEndOffset() })
+	if start := p1.Log().LogStartOffset(); start <= first || start > marker {
+		t.Fatalf("the wiped follower's log starts at %d: want it rebuilt from the bucket inside the transaction (%d, %d]", start, first, marker)
+	}
+	if _, ok := p1.Log().OpenTransaction(pid); ok {
+		t.Fatal("the transaction is still open on the follower after its marker was replicated")
+	}
+	want := l0.AbortedTransactions(marker, marker+1)
+	if len(want) != 1 || want[0].FirstOffset != first {
+		t.Fatalf("leader's abort index: %+v", want)
+	}
+	if got := p1.Log().AbortedTransactions(p1.Log().LogStartOffset(), p1.Log().LogEndOffset()); !slices.Equal(got, want) {
+		t.Fatalf("rebuilt follower's abort index %+v, the leader's %+v: the open transaction was not carried over", got, want)
+	}
+	waitFor(t, "the follower's index knows the uploads", 30*time.Second, func() bool {
+		e, ok, _ := c.servers[follower].tier.idx.LogEnd(tp)
+		return ok && e >= end
+	})
+	got, code := c.servers[follower].abortedTransactions(p1, first, first+1)
+	if code != 0 || !slices.Equal(got, want) {
+		t.Fatalf("the follower lists %+v (code %d) for [%d, %d); want %+v", got, code, first, first+1, want)
 	}
 }

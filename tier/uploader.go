@@ -444,6 +444,12 @@ func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, top
 	small = append(small, object{index.ObjectLeaderEpochCheckpoint, bytes.NewReader(ck), int64(len(ck))})
 	if seg.Snapshot != nil {
 		small = append(small, object{index.ObjectProducerSnapshot, bytes.NewReader(seg.Snapshot), int64(len(seg.Snapshot))})
+	} else {
+		// (The roll's snapshot failed, on a full disk.) A replica rebuilt
+		// from this segment's end would start without producers: without
+		// the transactions open there, whose aborts it could not index.
+		u.logger().Warn("uploading a segment without its producer snapshot; a replica rebuilt from its end starts without producer state",
+			"partition", tp.String(), "topic", topic, "base", seg.BaseOffset, "end", seg.NextOffset-1)
 	}
 	// The .txnindex is always listed: with size 0 when the segment holds
 	// no ABORT marker (KIP-1058's txnIndexEmpty), so that reads know the
