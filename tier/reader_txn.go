@@ -48,6 +48,27 @@ func (r *Reader) TxnIndex(ctx context.Context, m *index.SegmentMetadata) ([]plog
 	return v.([]plog.AbortedTxn), nil
 }
 
+// mayEndLater reports whether a transaction that began below upper may
+// have its marker after the remote segment m, which reaches upper: only
+// one open at m's end can, and m's producer snapshot (written at its end,
+// cached with the index objects) lists those. Without a snapshot, or one
+// that does not read, it may.
+func (r *Reader) mayEndLater(ctx context.Context, m *index.SegmentMetadata, upper int64) bool {
+	v, err := r.indexObject(ctx, m, index.ObjectProducerSnapshot, func(b []byte) (any, int64, error) {
+		x, err := plog.SnapshotOpenTransactions(b)
+		return x, int64(len(b)), err
+	})
+	if err != nil || v == nil {
+		return true
+	}
+	for _, first := range v.(map[int64]int64) {
+		if first < upper {
+			return true
+		}
+	}
+	return false
+}
+
 // AbortedTransactions returns the aborted transactions that overlap
 // [from, upper) of a tiered partition whose records lie in the bucket
 // (segs) below the local log's start and in the local log from there on:
@@ -64,8 +85,11 @@ func (r *Reader) TxnIndex(ctx context.Context, m *index.SegmentMetadata) ([]plog
 // one serving from (TxnIndex: cached, no GET for one without aborted
 // transactions), keeping the markers below the local log start, until an
 // entry's last stable offset reaches upper (Kafka's rule: no later
-// transaction can start below upper) or the remote log ends, and then
-// asks the local log for the rest. A marker held both in the bucket and
+// transaction can start below upper), or a segment reaching upper has no
+// transaction begun below upper open at its end (its producer snapshot,
+// cached: so a fetch of a partition without long transactions reads one
+// or two segments' objects, not every remote segment up to the local
+// log), or the remote log ends, and then asks the local log for the rest. A marker held both in the bucket and
 // locally (the segments overlap) is listed once. A
 // fetch at or above the local log start asks only the local log: every
 // marker at or after from is local. local may be nil (a remote read
@@ -112,6 +136,12 @@ func (r *Reader) AbortedTransactions(ctx context.Context, segs SegmentLookup, tp
 			}
 		}
 		off = m.EndOffset + 1
+		if off >= upper && !r.mayEndLater(ctx, &m, upper) {
+			if local == nil || off <= localStart {
+				return out, nil
+			}
+			break // the local log lists the markers of m above its start
+		}
 	}
 	if local == nil {
 		return out, nil

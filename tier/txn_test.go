@@ -359,7 +359,14 @@ func TestAbortedTransactionsAcrossTierBoundary(t *testing.T) {
 	if got, want := l.LogStartOffset(), l.Segments()[segmentOf(l, o.openFirst)].BaseOffset; got != want {
 		t.Fatalf("stage 3: local log from %d, want %d: the segment holding producer 4's open transaction is not uploaded", got, want)
 	}
-	check("all remote but the active segment")
+	check("uploaded up to the open transaction")
+	// A range that no transaction open at its segment's end began in
+	// reads that segment alone (its producer snapshot says so), not every
+	// remote segment up to the local log.
+	cl := &countingLookup{SegmentLookup: u.Index}
+	if got, err := r.AbortedTransactions(ctx, cl, upTP, l, 0, o.abortedFirst); err != nil || len(got) != 0 || cl.n != 1 {
+		t.Fatalf("aborted transactions of [0, %d): %+v, %v, after %d segment lookups; want none after 1", o.abortedFirst, got, err, cl.n)
+	}
 	// The abort entries came from the bucket: a GET of the marker's
 	// .txnindex, cached.
 	if st := r.Stats(); st.IndexBytes == 0 {
@@ -438,4 +445,15 @@ func TestRebuiltReplicaKeepsOpenTransaction(t *testing.T) {
 	}) {
 		t.Fatalf("rebuilt replica's own .txnindex: %+v, want producer 1's abort of [%d, %d]", got, o.abortedFirst, o.abortedMarker)
 	}
+}
+
+// countingLookup counts the segment lookups.
+type countingLookup struct {
+	SegmentLookup
+	n int
+}
+
+func (c *countingLookup) SegmentForOffset(tp index.TopicIDPartition, offset int64) (index.SegmentMetadata, error) {
+	c.n++
+	return c.SegmentLookup.SegmentForOffset(tp, offset)
 }

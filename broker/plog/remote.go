@@ -108,3 +108,21 @@ func (l *Log) OpenSealedSegment(base int64) (*SealedSegment, error) {
 	}
 	return out, nil
 }
+
+// SnapshotOpenTransactions returns the open transactions that a producer
+// snapshot (a remote segment's .snapshot object) records: producer id to
+// the first offset of its transaction. Bad input is an error; it never
+// panics.
+func SnapshotOpenTransactions(b []byte) (map[int64]int64, error) {
+	entries, err := decodeProducerSnapshot(b)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]int64{}
+	for id, e := range entries {
+		if e.txnFirst >= 0 {
+			out[id] = e.txnFirst
+		}
+	}
+	return out, nil
+}
