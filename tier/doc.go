@@ -387,6 +387,22 @@
 // a consumer from offset 0 waits for the first chunk of the partition and
 // rarely for another.
 //
+// Aborted transactions. Reader.TxnIndex reads a segment's .txnindex
+// (whole, checked as plog.DecodeTxnIndex checks a local one, every marker
+// inside the segment) through the index cache; a segment whose manifest
+// lists it with size 0, or not at all, has none and costs no GET.
+// Reader.AbortedTransactions answers a read_committed fetch of [from,
+// upper) of a partition whose log is remote below the local log start
+// and local above it, as Kafka's RemoteLogManager.collectAbortedTransactions:
+// the .txnindex of each remote segment from the one serving from, its
+// markers below the local log start, then the local log's
+// (plog.Log.AbortedTransactions), so that a transaction whose records are
+// remote and whose marker is local, or in a later remote segment, is
+// listed, and a marker held on both sides once. It stops at an entry
+// whose last stable offset reaches upper (Kafka's rule) or at a segment
+// reaching upper whose producer snapshot shows no transaction begun
+// below upper open at its end (any later marker would belong to one).
+//
 // By timestamp. Reader.OffsetForTimestamp answers ListOffsets for a
 // timestamp within one segment as Kafka's LogSegment.findOffsetByTimestamp:
 // the .timeindex (12-byte entries: 8-byte timestamp, 4-byte relative
