@@ -282,9 +282,20 @@ func TestTxnIndexOfOldManifest(t *testing.T) {
 // (A marker is never below its transaction's records, so "records local,
 // marker remote" is a fetch served locally whose transaction began in the
 // bucket: the local log lists it; checked at each stage too.)
+//
+// On the in-memory store and on S3 (MinIO).
 func TestAbortedTransactionsAcrossTierBoundary(t *testing.T) {
+	t.Run("mem", func(t *testing.T) { testAbortedTransactionsAcrossTierBoundary(t, NewMemStore()) })
+	t.Run("s3", func(t *testing.T) {
+		s, _ := newMinIOStore(t, nil)
+		testAbortedTransactionsAcrossTierBoundary(t, s)
+	})
+}
+
+func testAbortedTransactionsAcrossTierBoundary(t *testing.T, store ObjectStore) {
 	l, _, o := txnLog(t)
-	u, store := newTestUploader(t)
+	u, _ := newTestUploader(t)
+	u.Store = store
 	ctx := context.Background()
 	leo := l.LogEndOffset()
 	type rng struct{ from, upper int64 }
