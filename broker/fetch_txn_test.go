@@ -424,3 +424,80 @@ func TestDescribeProducers(t *testing.T) {
 		wantCode(t, "without READ on the topic", sp.ErrorCode, kerr.TopicAuthorizationFailed)
 	}
 }
+
+// A follower's fetch reads past the last stable offset whatever isolation
+// level it names: replicas copy open transactions too.
+func TestFetchReplicaNotBoundedByLSO(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 2, nil)
+	c.createTopic("rcrepl", []int32{0, 1}, nil)
+	c.waitISR("rcrepl", 0, 1)
+	pm := c.partition("rcrepl")
+	leader, follower := pm.Leader, int32(1-pm.Leader)
+	lp := c.servers[leader].partition("rcrepl", 0)
+	now := time.Now().UnixMilli()
+	for i, recs := range [][]byte{plainBatch(now, "p0").build(t), txnRecords(t, 100, 0, now, "t"), plainBatch(now, "p1").build(t)} {
+		if _, err := lp.Log().Append(recs, lp.LeaderEpoch()); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	waitFor(t, "the follower's copy of the open transaction", 10*time.Second, func() bool {
+		return c.leo(follower, "rcrepl") == 3 && lp.HW() == 3
+	})
+	if got := c.servers[follower].partition("rcrepl", 0).Log().FirstUnstableOffset(); got != 1 {
+		t.Errorf("the follower's first unstable offset %d, want 1 (the replicated open transaction)", got)
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.IsolationLevel, req.MaxBytes, req.SessionEpoch = follower, 1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "rcrepl"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes, rp.LogStartOffset, rp.LastFetchedEpoch = 0, pm.LeaderEpoch, 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := c.rc(leader).do(req, 12).(*kmsg.FetchResponse)
+	fp := findFetchPart(resp, "rcrepl", 0)
+	if fp == nil {
+		t.Fatal("no partition in the replica fetch's answer")
+	}
+	wantCode(t, "replica fetch", fp.ErrorCode, nil)
+	if got := batchOffsets(t, fp.RecordBatches); !slices.Equal(got, []int64{0, 1, 2}) || fp.LastStableOffset != 1 {
+		t.Errorf("replica fetch naming read_committed: batches %v, LSO %d; want [0 1 2] and 1", got, fp.LastStableOffset)
+	}
+	if fp.AbortedTransactions != nil {
+		t.Errorf("replica fetch: aborted transactions %v, want null (replicas keep aborted records)", fp.AbortedTransactions)
+	}
+	if got := fetchIso(t, c.rc(leader), "rcrepl", 0, 1); !slices.Equal(batchOffsets(t, got.RecordBatches), []int64{0}) {
+		t.Errorf("consumer read_committed fetch of the same partition: batches %v, want [0]", batchOffsets(t, got.RecordBatches))
+	}
+}
+
+// read_committed reads of tiered data: batches read from the bucket, the
+// LSO and an (empty) aborted-transactions list; franz-go's read_committed
+// consumer reads every record from offset 0.
+func TestFetchReadCommittedTiered(t *testing.T) {
+	t.Parallel()
+	const topic, n = "rctiered", 300
+	ts, p, _ := tieredBroker(t, tier.NewMemStore(), topic, 1, n)
+	if p.Log().LogStartOffset() == 0 {
+		t.Fatal("nothing was moved out of the local log")
+	}
+	rc := dialRaw(t, ts.addr())
+	fp := fetchIso(t, rc, topic, 0, 1)
+	if got := batchOffsets(t, fp.RecordBatches); len(got) == 0 || got[0] != 0 {
+		t.Errorf("read_committed fetch at 0 (remote): batches at %v, want from 0", got)
+	}
+	if fp.LastStableOffset != n || fp.HighWatermark != n {
+		t.Errorf("read_committed fetch at 0 (remote): LSO %d, high watermark %d; want both %d", fp.LastStableOffset, fp.HighWatermark, n)
+	}
+	if fp.AbortedTransactions == nil || len(fp.AbortedTransactions) != 0 {
+		t.Errorf("read_committed fetch at 0 (remote): aborted transactions %v, want an empty list", fp.AbortedTransactions)
+	}
+	recs := consumeAll(t, ts, topic, n, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	for i, r := range recs {
+		if r.Offset != int64(i) {
+			t.Fatalf("read_committed consumer: record %d at offset %d", i, r.Offset)
+		}
+	}
+}
