@@ -175,6 +175,14 @@ func TestFetchReadCommittedOpenTransaction(t *testing.T) {
 		}
 	}
 
+	lo, err := ts.admin(t).ListCommittedOffsets(testCtx(t), "rcopen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := lo.Lookup("rcopen", 0); !ok || o.Err != nil || o.Offset != 1 {
+		t.Errorf("kadm ListCommittedOffsets: %+v, want offset 1 (the LSO)", o)
+	}
+
 	// A read_committed consumer waits at the LSO.
 	fc := dialRaw(t, ts.addr())
 	const wait = 20 * time.Second
