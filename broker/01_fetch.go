@@ -419,7 +419,16 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	if r.throttled {
 		limit = lt.Limit(limit)
 	}
-	sl, err := p.Log().ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	var (
+		sl    plog.FileSlice
+		upper int64 // read_committed: above every offset of sl
+		err   error
+	)
+	if r.committed {
+		sl, upper, err = p.Log().ReadCommittedForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	} else {
+		sl, err = p.Log().ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	}
 	if err != nil {
 		r.code = errCode(err)
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.Log().LogEndOffset() {
@@ -443,7 +452,7 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	}
 	r.slice = sl
 	if r.committed && sl.Len > 0 {
-		r.aborted = abortedTxnsOf(p.Log(), t.fetchOffset, sl.LastOffset, upTo) // fetch_txn.go
+		r.aborted = p.Log().AbortedTransactions(t.fetchOffset, upper) // fetch_txn.go
 	}
 	return r
 }

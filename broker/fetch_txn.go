@@ -9,8 +9,9 @@ package broker
 // collectAbortedTransactions(fetchOffset, upperBoundOffset) finds them in
 // the .txnindex files: the client drops the records of those
 // transactions. The upper bound is the offset after the last batch
-// returned, or the last stable offset when the slice ends in a partial
-// batch (its last offset unknown); an entry too many is harmless, as the
+// returned or, when the slice ends in a partial batch, an offset the
+// offset index finds just past its end (plog.Log.ReadCommittedForFetch,
+// Kafka's fetchUpperBoundOffset); an entry too many is harmless, as the
 // client only uses an entry once it reaches a batch of that producer at
 // or after the entry's first offset. Every answer sets LastStableOffset;
 // followers (replica id >= 0) read to the log end regardless.
@@ -34,17 +35,6 @@ import (
 	"strata/broker/plog"
 	"strata/tier"
 )
-
-// abortedTxnsOf returns the aborted transactions of l overlapping a local
-// read from fetchOffset whose last offset is lastOffset (-1 when the read
-// ends in a partial batch, then bounded by upTo, the LSO).
-func abortedTxnsOf(l *plog.Log, fetchOffset, lastOffset, upTo int64) []plog.AbortedTxn {
-	upper := upTo
-	if lastOffset >= 0 {
-		upper = min(lastOffset+1, upTo)
-	}
-	return l.AbortedTransactions(fetchOffset, upper)
-}
 
 // abortedTxnsResponse converts aborted transactions to the response's
 // entries: a non-nil, possibly empty list, as Kafka answers a

@@ -509,3 +509,36 @@ func TestFetchReadCommittedTiered(t *testing.T) {
 		}
 	}
 }
+
+// A read_committed answer cut by the partition's max bytes lists only the
+// aborted transactions that overlap what it returns: the offset index
+// bounds the search just past the slice (Kafka's fetchUpperBoundOffset),
+// not at the LSO.
+func TestFetchReadCommittedAbortedBound(t *testing.T) {
+	t.Parallel()
+	ts := startTestServer(t, nil)
+	rc := dialRaw(t, ts.addr())
+	rc.createTopic("rcbound", 1, map[string]string{"index.interval.bytes": "1"})
+	now := time.Now().UnixMilli()
+	for _, v := range []string{"p0", "p1", "p2"} { // 0, 1, 2
+		rc.produceOK("rcbound", 0, plainBatch(now, v).build(t))
+	}
+	appendLeader(t, ts, "rcbound", txnRecords(t, 100, 0, now, "a")) // 3
+	endTxn(t, ts, "rcbound", 100, plog.ControlAbort)                // 4
+
+	req := fetchReq(0, 0, 1<<20, fetchPart{"rcbound", 0, 0, 1}) // one batch (KIP-74)
+	req.IsolationLevel = 1
+	fp := findFetchPart(rc.do(req, 12).(*kmsg.FetchResponse), "rcbound", 0)
+	if fp == nil {
+		t.Fatal("no partition in the answer")
+	}
+	if got := batchOffsets(t, fp.RecordBatches); !slices.Equal(got, []int64{0}) || fp.LastStableOffset != 5 {
+		t.Fatalf("fetch of one batch: batches %v, LSO %d; want [0] and 5", got, fp.LastStableOffset)
+	}
+	if fp.AbortedTransactions == nil || len(fp.AbortedTransactions) != 0 {
+		t.Errorf("fetch of offset 0 only: aborted transactions %+v, want none (the aborted one starts at 3)", fp.AbortedTransactions)
+	}
+	if fp := fetchIso(t, rc, "rcbound", 0, 1); len(fp.AbortedTransactions) != 1 || fp.AbortedTransactions[0].FirstOffset != 3 {
+		t.Errorf("fetch of every batch: aborted transactions %+v, want producer 100's from 3", fp.AbortedTransactions)
+	}
+}

@@ -95,7 +95,9 @@
 // transaction adds an entry to the .txnindex of the segment it lands in
 // (producer id, first offset, marker offset, and the last stable offset
 // at that point), which AbortedTransactions searches as Kafka's
-// collectAbortedTransactions does. LastStableOffset(hw) is min(first
+// collectAbortedTransactions does; a read_committed fetch reads with
+// ReadCommittedForFetch, which also gives the offset that bounds that
+// search for its slice (read_committed.go). LastStableOffset(hw) is min(first
 // offset of the oldest transaction open or ended with its marker not yet
 // below hw, hw). Open transactions are in the producer snapshots (Kafka's
 // currentTxnFirstOffset and coordinatorEpoch fields); producer expiry
