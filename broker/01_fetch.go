@@ -450,10 +450,14 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		}
 		return r
 	}
-	r.slice = sl
 	if r.committed && sl.Len > 0 {
-		r.aborted = p.Log().AbortedTransactions(t.fetchOffset, upper) // fetch_txn.go
+		// the local log's aborted transactions (fetch_txn.go,
+		// remotelog/txn.go)
+		if r.aborted, r.code = s.abortedTransactions(p, t.fetchOffset, upper); r.code != 0 {
+			return r
+		}
 	}
+	r.slice = sl
 	return r
 }
 

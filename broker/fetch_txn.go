@@ -25,7 +25,11 @@ package broker
 //
 // Remote (tiered) reads are bounded by the last stable offset too: a
 // read_committed fetch at or above it reads nothing from the bucket, and
-// the batches read below it are cut at the first batch reaching it.
+// the batches read below it are cut at the first batch reaching it (the
+// uploads stop at the LSO, so this only guards). Their aborted
+// transactions come from the remote segments' .txnindex and then the
+// local log's (remotelog/txn.go), so a transaction whose records are in
+// the bucket and whose ABORT marker is local is listed too.
 
 import (
 	"encoding/binary"
@@ -51,7 +55,9 @@ func abortedTxnsResponse(txns []plog.AbortedTxn) []kmsg.FetchResponseTopicPartit
 
 // boundRemoteCommitted finishes the remote reads of read_committed
 // fetches: the records read from the bucket are cut below the last stable
-// offset, and their aborted transactions are asked of the remote log.
+// offset, and their aborted transactions are read from the remote log and
+// on into the local log (remotelog/txn.go); a failed read of a remote
+// .txnindex is KAFKA_STORAGE_ERROR for the partition, without records.
 func (s *Server) boundRemoteCommitted(results []fetchResult) {
 	for i := range results {
 		r := &results[i]
@@ -62,22 +68,11 @@ func (s *Server) boundRemoteCommitted(results []fetchResult) {
 		if last < 0 {
 			continue
 		}
-		r.aborted = s.remoteAbortedTransactions(r.p, r.t.fetchOffset, last+1)
+		if r.aborted, r.code = s.abortedTransactions(r.p, r.t.fetchOffset, last+1); r.code != 0 {
+			r.records.Release()
+			r.records.Len = 0
+		}
 	}
-}
-
-// remoteAbortedTransactions returns the aborted transactions overlapping
-// [fetchOffset, upper) of a read from the partition's remote log: the
-// remote counterpart of plog.Log.AbortedTransactions.
-//
-// TODO(txntier): ask the remote log (the uploaded segments' .txnindex,
-// from the one holding fetchOffset on, as Kafka's
-// RemoteLogManager.collectAbortedTransactions does, and on into the local
-// log when the remote segments end before upper). Until then a
-// read_committed read of tiered data is bounded by the LSO but is sent
-// no aborted transactions.
-func (s *Server) remoteAbortedTransactions(p *partition, fetchOffset, upper int64) []plog.AbortedTxn {
-	return nil
 }
 
 // Offsets inside a record batch header.

@@ -20,9 +20,9 @@ import (
 	"strata/tier"
 )
 
-// txnRecords is a transactional batch of producer pid (epoch 0) from
+// txnBatchOf is a transactional batch of producer pid (epoch 0) from
 // sequence seq, records timestamped ts.
-func txnRecords(t testing.TB, pid int64, seq int32, ts int64, values ...string) []byte {
+func txnBatchOf(t testing.TB, pid int64, seq int32, ts int64, values ...string) []byte {
 	t.Helper()
 	bs := idemBatch(pid, 0, seq, values...)
 	bs.firstTS = ts
@@ -130,7 +130,7 @@ func TestFetchReadCommittedOpenTransaction(t *testing.T) {
 
 	base := time.Now().UnixMilli()
 	rc.produceOK("rcopen", 0, plainBatch(base, "p0").build(t))                // 0
-	appendLeader(t, ts, "rcopen", txnRecords(t, 100, 0, base+10, "t1", "t2")) // 1-2
+	appendLeader(t, ts, "rcopen", txnBatchOf(t, 100, 0, base+10, "t1", "t2")) // 1-2
 	rc.produceOK("rcopen", 0, plainBatch(base+20, "p1").build(t))             // 3
 
 	committed := fetchIso(t, rc, "rcopen", 0, 1)
@@ -229,10 +229,10 @@ func TestFetchReadCommittedAbortedTransactions(t *testing.T) {
 
 	now := time.Now().UnixMilli()
 	rc.produceOK("rcabort", 0, plainBatch(now, "p0").build(t))             // 0
-	appendLeader(t, ts, "rcabort", txnRecords(t, 100, 0, now, "a1", "a2")) // 1-2
-	appendLeader(t, ts, "rcabort", txnRecords(t, 200, 0, now, "b1"))       // 3
+	appendLeader(t, ts, "rcabort", txnBatchOf(t, 100, 0, now, "a1", "a2")) // 1-2
+	appendLeader(t, ts, "rcabort", txnBatchOf(t, 200, 0, now, "b1"))       // 3
 	rc.produceOK("rcabort", 0, plainBatch(now, "p1").build(t))             // 4
-	appendLeader(t, ts, "rcabort", txnRecords(t, 100, 2, now, "a3"))       // 5
+	appendLeader(t, ts, "rcabort", txnBatchOf(t, 100, 2, now, "a3"))       // 5
 	abort := endTxn(t, ts, "rcabort", 100, plog.ControlAbort)              // 6
 	endTxn(t, ts, "rcabort", 200, plog.ControlCommit)                      // 7
 	rc.produceOK("rcabort", 0, plainBatch(now, "p2").build(t))             // 8
@@ -278,7 +278,7 @@ func TestFetchReadCommittedSessionLSO(t *testing.T) {
 	ts := startTestServer(t, nil)
 	rc := dialRaw(t, ts.addr())
 	rc.createTopic("rcsess", 1, nil)
-	appendLeader(t, ts, "rcsess", txnRecords(t, 100, 0, time.Now().UnixMilli(), "t")) // 0, open
+	appendLeader(t, ts, "rcsess", txnBatchOf(t, 100, 0, time.Now().UnixMilli(), "t")) // 0, open
 
 	fetch := func(id, epoch int32, waitMs int32, offset int64) *kmsg.FetchResponse {
 		req := fetchReq(waitMs, 1, 1<<20, fetchPart{"rcsess", 0, offset, 1 << 20})
@@ -370,8 +370,8 @@ func TestDescribeProducers(t *testing.T) {
 	rc.createTopic("dprod", 1, nil)
 	now := time.Now().UnixMilli()
 	rc.produceOK("dprod", 0, idemBatch(50, 3, 0, "i0", "i1").build(t))   // 0-1: idempotent
-	open := appendLeader(t, ts, "dprod", txnRecords(t, 60, 0, now, "t")) // 2: open
-	appendLeader(t, ts, "dprod", txnRecords(t, 70, 0, now, "u"))         // 3
+	open := appendLeader(t, ts, "dprod", txnBatchOf(t, 60, 0, now, "t")) // 2: open
+	appendLeader(t, ts, "dprod", txnBatchOf(t, 70, 0, now, "u"))         // 3
 	marker := endTxn(t, ts, "dprod", 70, plog.ControlAbort)              // 4
 
 	req := kmsg.NewPtrDescribeProducersRequest()
@@ -444,7 +444,7 @@ func TestFetchReplicaNotBoundedByLSO(t *testing.T) {
 	leader, follower := pm.Leader, int32(1-pm.Leader)
 	lp := c.servers[leader].partition("rcrepl", 0)
 	now := time.Now().UnixMilli()
-	for i, recs := range [][]byte{plainBatch(now, "p0").build(t), txnRecords(t, 100, 0, now, "t"), plainBatch(now, "p1").build(t)} {
+	for i, recs := range [][]byte{plainBatch(now, "p0").build(t), txnBatchOf(t, 100, 0, now, "t"), plainBatch(now, "p1").build(t)} {
 		if _, err := lp.Log().Append(recs, lp.LeaderEpoch()); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
@@ -523,7 +523,7 @@ func TestFetchReadCommittedAbortedBound(t *testing.T) {
 	for _, v := range []string{"p0", "p1", "p2"} { // 0, 1, 2
 		rc.produceOK("rcbound", 0, plainBatch(now, v).build(t))
 	}
-	appendLeader(t, ts, "rcbound", txnRecords(t, 100, 0, now, "a")) // 3
+	appendLeader(t, ts, "rcbound", txnBatchOf(t, 100, 0, now, "a")) // 3
 	endTxn(t, ts, "rcbound", 100, plog.ControlAbort)                // 4
 
 	req := fetchReq(0, 0, 1<<20, fetchPart{"rcbound", 0, 0, 1}) // one batch (KIP-74)
@@ -540,5 +540,70 @@ func TestFetchReadCommittedAbortedBound(t *testing.T) {
 	}
 	if fp := fetchIso(t, rc, "rcbound", 0, 1); len(fp.AbortedTransactions) != 1 || fp.AbortedTransactions[0].FirstOffset != 3 {
 		t.Errorf("fetch of every batch: aborted transactions %+v, want producer 100's from 3", fp.AbortedTransactions)
+	}
+}
+
+// read_committed over tiered data holding an aborted transaction whose
+// records are in the bucket and whose ABORT marker is local: the remote
+// fetch lists it, and franz-go's read_committed consumer, reading from 0
+// across the remote and local logs, skips every record of it.
+func TestFetchReadCommittedTieredAborted(t *testing.T) {
+	t.Parallel()
+	const topic, pid = "rctieredabort", 1 << 41
+	ts, p, _ := tieredBroker(t, tier.NewMemStore(), topic, 1, 300)
+	ctx := testCtx(t)
+	cl := ts.client(t, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	plain := 300
+	produce := func(n int) {
+		t.Helper()
+		for i := range n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: tierValue(plain + i)}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+		plain += n
+	}
+	l := p.Log()
+	first := int64(-1)
+	for i := range 4 { // the transaction spans several segments
+		off := appendLeader(t, ts, topic, txnRecords(pid, int32(3*i), 3))
+		if first < 0 {
+			first = off
+		}
+		produce(60)
+	}
+	marker := endTxn(t, ts, topic, pid, plog.ControlAbort)
+	waitFor(t, "the transaction's first records leave the local log", 60*time.Second, func() bool {
+		return l.LogStartOffset() > first
+	})
+	if marker < l.LogStartOffset() {
+		t.Fatalf("the marker at %d left the local log (from %d) too: the test wants it local", marker, l.LogStartOffset())
+	}
+
+	rc := dialRaw(t, ts.addr())
+	fp := fetchIso(t, rc, topic, first, 1)
+	if got := batchOffsets(t, fp.RecordBatches); len(got) == 0 || got[0] != first {
+		t.Fatalf("read_committed fetch at %d (remote): batches at %v", first, got)
+	}
+	if len(fp.AbortedTransactions) != 1 || fp.AbortedTransactions[0].ProducerID != pid || fp.AbortedTransactions[0].FirstOffset != first {
+		t.Errorf("read_committed fetch at %d (remote records, local marker): aborted transactions %+v, want producer %d's from %d",
+			first, fp.AbortedTransactions, int64(pid), first)
+	}
+
+	isTxn := func(r *kgo.Record) bool { return r.ProducerID == pid }
+	recs := consumeAll(t, ts, topic, plain, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	for _, r := range recs {
+		if isTxn(r) {
+			t.Fatalf("read_committed consumer read a record of the aborted transaction at offset %d", r.Offset)
+		}
+	}
+	n := 0
+	for _, r := range consumeAll(t, ts, topic, plain+12) {
+		if isTxn(r) {
+			n++
+		}
+	}
+	if n != 12 {
+		t.Errorf("read_uncommitted consumer read %d records of the aborted transaction, want 12", n)
 	}
 }
