@@ -15,8 +15,9 @@ package broker
 // broker without a replica answers NOT_LEADER_OR_FOLLOWER, one whose log
 // directory is offline KAFKA_STORAGE_ERROR.
 //
-// handleDescribeProducers is registered with the other transaction APIs
-// (not here), so that ApiVersions offers it only once transactions are.
+// handleDescribeProducers is not registered here: it goes with the other
+// transaction APIs, registerTxn(61, 0, 0, handleDescribeProducers)
+// (apis.go), so that ApiVersions offers it only when transactions are on.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
