@@ -15,9 +15,8 @@ package broker
 // broker without a replica answers NOT_LEADER_OR_FOLLOWER, one whose log
 // directory is offline KAFKA_STORAGE_ERROR.
 //
-// handleDescribeProducers is not registered here: it goes with the other
-// transaction APIs, registerTxn(61, 0, 0, handleDescribeProducers)
-// (apis.go), so that ApiVersions offers it only when transactions are on.
+// It is served with the other transaction APIs (registerTxn, apis.go):
+// ApiVersions offers it only when transactions are on.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,6 +24,8 @@ import (
 
 	"strata/broker/acl"
 )
+
+func init() { registerTxn(61, 0, 0, handleDescribeProducers) }
 
 func handleDescribeProducers(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
