@@ -42,9 +42,8 @@ const (
 )
 
 // segmentSuffixes are a segment's files, indexes first, log last. A
-// cleaned segment has a .txnindex only when the segments it replaces had
-// aborted transactions (their entries, kept as they are, with the
-// control batches).
+// cleaned segment has a .txnindex only when it keeps ABORT markers of
+// transactions with records left (their entries, as they were).
 var segmentSuffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
 
 // optionalSwapFile tells whether a missing file of a swap is fine.
@@ -78,7 +77,8 @@ func openCleanedSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
 func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 	l := c.l
 	first, last := p.views[g[0]], g[len(g)-1]
-	c.lastOffsets = l.producerLastOffsets()
+	c.lastRecords = l.producerLastRecords()
+	c.txns.takeKept()
 	cs, err := openCleanedSegment(l.fs, l.dir, first.base)
 	if err != nil {
 		return false, err
@@ -101,7 +101,7 @@ func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 		}
 		return false, err
 	}
-	if err := c.writeCleanedTxnIndex(cs, p, g); err != nil {
+	if err := c.writeCleanedTxnIndex(cs); err != nil {
 		discard()
 		return false, err
 	}
@@ -130,16 +130,13 @@ func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 	return aborted, err
 }
 
-// writeCleanedTxnIndex gives cs the aborted transactions of the segments
-// it replaces, in <base>.txnindex.cleaned (fsynced) when there are any.
-func (c *cleaner) writeCleanedTxnIndex(cs *segment, p cleanPlan, g []int) error {
+// writeCleanedTxnIndex gives cs the aborted transactions whose ABORT
+// marker it kept because records of theirs remain (Kafka's cleaned
+// transaction index), in <base>.txnindex.cleaned (fsynced) when there
+// are any.
+func (c *cleaner) writeCleanedTxnIndex(cs *segment) error {
 	l := c.l
-	var entries []AbortedTxn
-	l.mu.Lock()
-	for _, j := range g {
-		entries = append(entries, p.segs[j].txn.entries...)
-	}
-	l.mu.Unlock()
+	entries := c.txns.takeKept()
 	cs.txn = txnIndex{entries: entries, onDisk: len(entries)}
 	if len(entries) == 0 {
 		return nil

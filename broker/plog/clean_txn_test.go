@@ -1,0 +1,431 @@
+package plog
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnEnv is a compacted log where every Clean with new sealed data runs a
+// pass.
+func txnEnv() *logEnv {
+	e := compactEnv()
+	e.cfg.MinCleanableDirtyRatio = 0
+	e.cfg.DeleteRetentionMs = 3_600_000
+	return e
+}
+
+// txnKV appends a transactional batch of keyed records for pid.
+func txnKV(t *testing.T, l *Log, e *logEnv, pid int64, epoch int16, seq int32, pairs ...string) AppendInfo {
+	t.Helper()
+	return mustAppend(t, l, kvBatchSpec{recs: kvs(pairs...), ts: e.clock.Ms(), pid: pid, epoch: epoch, seq: seq, txn: true}.bytes(t))
+}
+
+// committedView is what a read_committed consumer replaying the whole log
+// ends with: each key's last committed value, with the records of the
+// aborted transactions the log reports (AbortedTransactions) dropped and
+// control batches skipped, as Kafka's consumer does.
+func committedView(t *testing.T, l *Log) map[string]string {
+	t.Helper()
+	aborted := l.AbortedTransactions(l.LogStartOffset(), l.LogEndOffset())
+	isAborted := func(pid, off int64) bool {
+		for _, a := range aborted {
+			if a.ProducerID == pid && a.FirstOffset <= off && off < a.LastOffset {
+				return true
+			}
+		}
+		return false
+	}
+	var kept []gotBatch
+	for _, b := range readBatchesKV(t, l) {
+		if b.h.isControl() || (b.h.isTransactional() && isAborted(b.h.ProducerID, b.h.BaseOffset)) {
+			continue
+		}
+		kept = append(kept, b)
+	}
+	return latestByKey(kept)
+}
+
+// valuesOf lists every value of key in the log, in offset order.
+func valuesOf(t *testing.T, l *Log, key string) []string {
+	t.Helper()
+	var out []string
+	for _, b := range readBatchesKV(t, l) {
+		if b.h.isControl() {
+			continue
+		}
+		for _, r := range b.recs {
+			if string(r.key) == key {
+				out = append(out, string(r.value))
+			}
+		}
+	}
+	return out
+}
+
+// markerAt returns the batch at offset, if any.
+func batchAt(t *testing.T, l *Log, off int64) (gotBatch, bool) {
+	t.Helper()
+	for _, b := range readBatchesKV(t, l) {
+		if b.h.BaseOffset <= off && off <= b.h.lastOffset() {
+			return b, true
+		}
+	}
+	return gotBatch{}, false
+}
+
+func mustClean(t *testing.T, l *Log) CleanStats {
+	t.Helper()
+	st, err := l.Clean()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Cleaned {
+		t.Fatalf("no pass ran: %+v", st)
+	}
+	return st
+}
+
+// checkTxnIndexFiles checks that every segment's .txnindex file holds
+// exactly the entries the log serves from memory.
+func checkTxnIndexFiles(t *testing.T, e *logEnv, l *Log) {
+	t.Helper()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var fromFiles []AbortedTxn
+	for _, s := range l.Segments() {
+		fromFiles = append(fromFiles, readTxnIndex(t, e.fs, e.dir, s.BaseOffset)...)
+	}
+	mem := l.AbortedTransactions(l.LogStartOffset(), l.LogEndOffset())
+	if len(fromFiles) != len(mem) || (len(mem) > 0 && !reflect.DeepEqual(fromFiles, mem)) {
+		t.Fatalf(".txnindex files hold %+v, the log serves %+v", fromFiles, mem)
+	}
+}
+
+// forgetState removes the producer snapshots and the log checkpoint of a
+// closed log, so that the next Open recovers every segment: it replays
+// the whole log into producer state and rebuilds every .txnindex.
+func forgetState(t *testing.T, e *logEnv) {
+	t.Helper()
+	names, err := e.fs.ReadDir(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".snapshot") || n == checkpointName {
+			if err := e.fs.Remove(filepath.Join(e.dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestCleanAbortedNewestKeepsCommitted is the __consumer_offsets case: a
+// group's committed offset, then a transactional offset commit for the
+// same key that is aborted. The aborted record is the newest for its key,
+// but it must not shadow the committed one: after cleaning, and after a
+// reopen that replays the log, a read_committed replay finds the
+// committed value, and the aborted record is gone.
+func TestCleanAbortedNewestKeepsCommitted(t *testing.T) {
+	for _, codec := range []kgo.CompressionCodecType{kgo.CodecNone, kgo.CodecZstd} {
+		t.Run(fmt.Sprint(codec), func(t *testing.T) {
+			e := txnEnv()
+			l := e.open(t)
+			const key = "offset:group/topic/0"
+			mustAppend(t, l, kvBatchSpec{recs: kvs(key, "committed-41"), ts: e.clock.Ms(), codec: codec}.bytes(t))
+			// A transactional commit of the same key, committed, then an
+			// aborted one; the producer writes again afterwards, so the
+			// aborted batch is not its last.
+			txnKV(t, l, e, 5, 0, 0, key, "committed-42")
+			marker(t, l, 5, 0, ControlCommit, 0)
+			mustAppend(t, l, kvBatchSpec{recs: kvs(key, "aborted-43", "other", "aborted"), ts: e.clock.Ms(), codec: codec, pid: 5, seq: 1, txn: true}.bytes(t))
+			abortAt := marker(t, l, 5, 0, ControlAbort, 0)
+			txnKV(t, l, e, 5, 0, 3, "later", "x")
+			marker(t, l, 5, 0, ControlCommit, 0)
+			fillKeys(t, l, e, 60, codec)
+			if got := committedView(t, l)[key]; got == "" || !bytes.HasPrefix([]byte(got), []byte("committed-42@")) {
+				t.Fatalf("before cleaning the committed view has %q", got)
+			}
+			mustClean(t, l)
+			if got := valuesOf(t, l, key); !reflect.DeepEqual(got, []string{"committed-42"}) {
+				t.Fatalf("values of the key after cleaning: %q, want only the committed one", got)
+			}
+			if got := valuesOf(t, l, "other"); len(got) != 0 {
+				t.Fatalf("aborted record of key other kept: %q", got)
+			}
+			// The ABORT marker stays (the transaction had data in this
+			// pass) with its index entry.
+			if b, ok := batchAt(t, l, abortAt); !ok || !b.h.isControl() || len(b.recs) != 1 {
+				t.Fatalf("abort marker at %d: %+v %v", abortAt, b.h, ok)
+			}
+			want := committedView(t, l)
+			if !bytes.HasPrefix([]byte(want[key]), []byte("committed-42@")) {
+				t.Fatalf("after cleaning the committed view has %q", want[key])
+			}
+			checkTxnIndexFiles(t, e, l)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// A reopen that recovers (replays) every segment.
+			for _, replay := range []bool{false, true} {
+				if replay {
+					forgetState(t, e)
+				}
+				l2 := e.open(t)
+				if got := committedView(t, l2); !reflect.DeepEqual(got, want) {
+					t.Fatalf("after reopen the committed view is %v, want %v", got, want)
+				}
+				if lso := l2.LastStableOffset(l2.LogEndOffset()); lso != l2.LogEndOffset() {
+					t.Fatalf("a transaction hangs after reopen: LSO %d, log end %d", lso, l2.LogEndOffset())
+				}
+				checkTxnIndexFiles(t, e, l2)
+				l2.Close()
+			}
+		})
+	}
+}
+
+// TestCleanTxnMarkers walks an aborted transaction's marker through
+// Kafka's passes: kept while the pass read data of its transaction (with
+// its .txnindex entry), then given a delete horizon once nothing of the
+// transaction is left (its index entry gone), then removed after
+// delete.retention.ms. A COMMIT marker whose records stay is kept.
+func TestCleanTxnMarkers(t *testing.T) {
+	e := txnEnv()
+	l := e.open(t)
+	fillKeys(t, l, e, 5, kgo.CodecNone)
+	ab := txnKV(t, l, e, 1, 0, 0, "a1", "aborted", "a2", "aborted")
+	abortAt := marker(t, l, 1, 0, ControlAbort, 0)
+	txnKV(t, l, e, 1, 0, 2, "c1", "committed")
+	commitAt := marker(t, l, 1, 0, ControlCommit, 0)
+	fillKeys(t, l, e, 60, kgo.CodecNone)
+	entry := AbortedTxn{ProducerID: 1, FirstOffset: ab.FirstOffset, LastOffset: abortAt, LastStableOffset: abortAt + 1}
+	if got := l.AbortedTransactions(0, l.LogEndOffset()); !reflect.DeepEqual(got, []AbortedTxn{entry}) {
+		t.Fatalf("before cleaning: %+v", got)
+	}
+
+	// Pass 1: the aborted records go, the marker and its entry stay.
+	mustClean(t, l)
+	if b, ok := batchAt(t, l, ab.FirstOffset); ok {
+		t.Fatalf("aborted batch still there: %+v", b.h)
+	}
+	m, ok := batchAt(t, l, abortAt)
+	if !ok || len(m.recs) != 1 || m.h.Attributes&attrDeleteHorizon != 0 {
+		t.Fatalf("pass 1: abort marker %+v %v, want it whole without a delete horizon", m.h, ok)
+	}
+	if got := l.AbortedTransactions(0, l.LogEndOffset()); !reflect.DeepEqual(got, []AbortedTxn{entry}) {
+		t.Fatalf("pass 1: aborted transactions %+v", got)
+	}
+	checkTxnIndexFiles(t, e, l)
+
+	// Pass 2: nothing of the transaction is left: the marker gets a
+	// delete horizon, and its entry leaves the index.
+	fillKeys(t, l, e, 30, kgo.CodecNone)
+	mustClean(t, l)
+	m, ok = batchAt(t, l, abortAt)
+	if !ok || len(m.recs) != 1 || m.h.Attributes&attrDeleteHorizon == 0 || m.h.BaseTimestamp != e.clock.Ms()+e.cfg.DeleteRetentionMs {
+		t.Fatalf("pass 2: abort marker %+v %v, want a delete horizon of now + delete.retention.ms", m.h, ok)
+	}
+	if mk, err := DecodeEndTxnMarker(m.recs[0].key, m.recs[0].value); err != nil || mk.Type != ControlAbort {
+		t.Fatalf("pass 2: rebuilt marker %+v %v", mk, err)
+	}
+	if got := l.AbortedTransactions(0, l.LogEndOffset()); len(got) != 0 {
+		t.Fatalf("pass 2: aborted transactions %+v, want none", got)
+	}
+	checkTxnIndexFiles(t, e, l)
+
+	// Pass 3, inside delete.retention.ms: still there.
+	e.clock.Add(30 * time.Minute)
+	fillKeys(t, l, e, 30, kgo.CodecNone)
+	mustClean(t, l)
+	if _, ok := batchAt(t, l, abortAt); !ok {
+		t.Fatal("abort marker removed before its delete horizon")
+	}
+	// Pass 4, past it: gone. The COMMIT marker, whose record c1 stays,
+	// is kept throughout.
+	e.clock.Add(31 * time.Minute)
+	fillKeys(t, l, e, 30, kgo.CodecNone)
+	mustClean(t, l)
+	if b, ok := batchAt(t, l, abortAt); ok {
+		t.Fatalf("abort marker kept past its delete horizon: %+v", b.h)
+	}
+	c, ok := batchAt(t, l, commitAt)
+	if !ok || !c.h.isControl() || len(c.recs) != 1 || c.h.Attributes&attrDeleteHorizon != 0 {
+		t.Fatalf("commit marker %+v %v, want it whole", c.h, ok)
+	}
+	if got := valuesOf(t, l, "c1"); !reflect.DeepEqual(got, []string{"committed"}) {
+		t.Fatalf("committed record: %q", got)
+	}
+	checkTxnIndexFiles(t, e, l)
+}
+
+// TestCleanEmptyCommitMarker: the COMMIT marker of a transaction whose
+// records were all compacted away goes too, after delete.retention.ms.
+func TestCleanEmptyCommitMarker(t *testing.T) {
+	e := txnEnv()
+	l := e.open(t)
+	txnKV(t, l, e, 2, 0, 0, "k", "old")
+	commitAt := marker(t, l, 2, 0, ControlCommit, 0)
+	// The producer's next transaction overwrites its key.
+	txnKV(t, l, e, 2, 0, 1, "k", "new")
+	marker(t, l, 2, 0, ControlCommit, 0)
+	fillKeys(t, l, e, 60, kgo.CodecNone)
+	mustClean(t, l) // the old record goes; the marker saw it this pass
+	if got := valuesOf(t, l, "k"); !reflect.DeepEqual(got, []string{"new"}) {
+		t.Fatalf("committed transactional records not deduplicated: %q", got)
+	}
+	if b, ok := batchAt(t, l, commitAt); !ok || b.h.Attributes&attrDeleteHorizon != 0 {
+		t.Fatalf("pass 1: commit marker %+v %v", b.h, ok)
+	}
+	fillKeys(t, l, e, 30, kgo.CodecNone)
+	mustClean(t, l)
+	if b, ok := batchAt(t, l, commitAt); !ok || b.h.Attributes&attrDeleteHorizon == 0 {
+		t.Fatalf("pass 2: commit marker %+v %v, want a delete horizon", b.h, ok)
+	}
+	e.clock.Add(2 * time.Hour)
+	fillKeys(t, l, e, 30, kgo.CodecNone)
+	mustClean(t, l)
+	if b, ok := batchAt(t, l, commitAt); ok {
+		t.Fatalf("empty transaction's commit marker kept past its horizon: %+v", b.h)
+	}
+	if got := committedView(t, l)["k"]; !bytes.HasPrefix([]byte(got), []byte("new@")) {
+		t.Fatalf("committed view of k: %q", got)
+	}
+}
+
+// TestCleanAbortedKeepsProducerState: an aborted batch that holds its
+// producer's last sequence stays as a header-only batch, and so its
+// ABORT marker and index entry stay; a marker that is its producer's last
+// write (transaction version 2 bumps the epoch at the marker) stays
+// header-only past its delete horizon. After a reopen that replays the
+// log no transaction hangs and the producers' epochs and sequences are
+// as they were.
+func TestCleanAbortedKeepsProducerState(t *testing.T) {
+	e := txnEnv()
+	l := e.open(t)
+	ab := txnKV(t, l, e, 3, 0, 0, "p3", "aborted", "q3", "aborted")
+	abortAt := marker(t, l, 3, 0, ControlAbort, 0)
+	// Producer 4, transaction version 2: the ABORT marker has the next
+	// epoch, so its data is no longer its producer's last write.
+	txnKV(t, l, e, 4, 0, 0, "p4", "aborted")
+	info, err := l.AppendControl(4, 1, EndTxnMarker{Type: ControlAbort}, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abort4 := info.FirstOffset
+	fillKeys(t, l, e, 60, kgo.CodecNone)
+	mustClean(t, l)
+	b, ok := batchAt(t, l, ab.FirstOffset)
+	if !ok || len(b.recs) != 0 || b.h.lastOffset() != ab.LastOffset || b.h.BaseSequence != 0 || b.h.ProducerID != 3 || !b.h.isTransactional() {
+		t.Fatalf("producer 3's last batch: %+v %v, want it header-only", b.h, ok)
+	}
+	entry := AbortedTxn{ProducerID: 3, FirstOffset: ab.FirstOffset, LastOffset: abortAt, LastStableOffset: abortAt + 1}
+	if got := l.AbortedTransactions(0, l.LogEndOffset()); len(got) == 0 || got[0] != entry {
+		t.Fatalf("aborted transactions %+v, want %+v first", got, entry)
+	}
+	for range 2 {
+		e.clock.Add(2 * time.Hour)
+		fillKeys(t, l, e, 30, kgo.CodecNone)
+		mustClean(t, l)
+	}
+	if got := l.AbortedTransactions(0, l.LogEndOffset()); !reflect.DeepEqual(got, []AbortedTxn{entry}) {
+		t.Fatalf("aborted transactions %+v, want only %+v", got, entry)
+	}
+	m, ok := batchAt(t, l, abort4)
+	if !ok || !m.h.isControl() || len(m.recs) != 0 || m.h.ProducerEpoch != 1 {
+		t.Fatalf("producer 4's last marker: %+v %v, want it header-only", m.h, ok)
+	}
+	if valuesOf(t, l, "p4") != nil || valuesOf(t, l, "p3") != nil {
+		t.Fatal("aborted records kept")
+	}
+	checkTxnIndexFiles(t, e, l)
+	wantProducers := l.Producers()
+	leo := l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, replay := range []bool{false, true} {
+		if replay {
+			forgetState(t, e)
+		}
+		l2 := e.open(t)
+		if lso := l2.LastStableOffset(leo); lso != leo || l2.FirstUnstableOffset() != -1 {
+			t.Fatalf("after reopen: LSO %d (log end %d), first unstable %d", lso, leo, l2.FirstUnstableOffset())
+		}
+		if got := l2.AbortedTransactions(0, leo); !reflect.DeepEqual(got, []AbortedTxn{entry}) {
+			t.Fatalf("after reopen: aborted transactions %+v", got)
+		}
+		checkTxnIndexFiles(t, e, l2)
+		for _, p := range wantProducers {
+			epoch, seq, ok := l2.ProducerState(p.ProducerID)
+			if !ok || epoch != p.ProducerEpoch || seq != p.LastSequence {
+				t.Fatalf("after reopen: producer %d epoch %d seq %d (%v), want %+v", p.ProducerID, epoch, seq, ok, p)
+			}
+		}
+		l2.Close()
+	}
+}
+
+// TestCleanLeavesOpenTransaction: records at or after the last stable
+// offset are never rewritten: an open transaction's batches, and an
+// aborted transaction that ended after it began, stay byte for byte, and
+// the segment holding the first unstable offset is not cleaned.
+func TestCleanLeavesOpenTransaction(t *testing.T) {
+	e := txnEnv()
+	l := e.open(t)
+	fillKeys(t, l, e, 40, kgo.CodecNone)
+	open := txnKV(t, l, e, 8, 0, 0, "o1", "open", "o2", "open").FirstOffset
+	txnKV(t, l, e, 9, 0, 0, "o1", "aborted-later")
+	marker(t, l, 9, 0, ControlAbort, 0)
+	fillKeys(t, l, e, 60, kgo.CodecNone)
+	before := readBatchesKV(t, l)
+	var floor int64
+	for _, s := range l.Segments() {
+		if s.BaseOffset <= open {
+			floor = s.BaseOffset
+		}
+	}
+	st := mustClean(t, l)
+	if st.EndOffset > floor {
+		t.Fatalf("cleaned to %d, past the base %d of the segment holding the open transaction at %d", st.EndOffset, floor, open)
+	}
+	after := readBatchesKV(t, l)
+	var b1, b2 []gotBatch
+	for _, b := range before {
+		if b.h.BaseOffset >= floor {
+			b1 = append(b1, b)
+		}
+	}
+	for _, b := range after {
+		if b.h.BaseOffset >= floor {
+			b2 = append(b2, b)
+		}
+	}
+	if !reflect.DeepEqual(b1, b2) {
+		t.Fatalf("batches from %d changed by cleaning (%d before, %d after)", floor, len(b1), len(b2))
+	}
+	if got := valuesOf(t, l, "o2"); !reflect.DeepEqual(got, []string{"open"}) {
+		t.Fatalf("open transaction's record: %q", got)
+	}
+	if len(l.AbortedTransactions(0, l.LogEndOffset())) != 1 {
+		t.Fatal("aborted transaction above the LSO lost its index entry")
+	}
+	// Once the transaction commits, it is compacted like any other.
+	marker(t, l, 8, 0, ControlCommit, 0)
+	fillKeys(t, l, e, 60, kgo.CodecNone)
+	mustClean(t, l)
+	if got := valuesOf(t, l, "o1"); !reflect.DeepEqual(got, []string{"open"}) {
+		t.Fatalf("key o1 after the commit: %q, want the committed record only", got)
+	}
+	if got := committedView(t, l)["o2"]; !bytes.HasPrefix([]byte(got), []byte("open@")) {
+		t.Fatalf("committed o2: %q", got)
+	}
+	checkTxnIndexFiles(t, e, l)
+}
