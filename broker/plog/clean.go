@@ -25,9 +25,10 @@ package plog
 //     A batch that keeps every record is copied verbatim unless it holds
 //     a tombstone and no delete horizon yet: then it is rebuilt with the
 //     horizon now + delete.retention.ms (KIP-534). A batch that keeps
-//     none disappears, except the last batch of each active idempotent
-//     producer and the last batch before the first uncleanable offset,
-//     which stay as header-only batches (offsets, sequence, epoch).
+//     none disappears, except the batch holding an active producer's
+//     last data offset (or, when its batches are gone, its last marker)
+//     and the last batch before the first uncleanable offset, which stay
+//     as header-only batches (offsets, sequence, epoch).
 //   - Nothing at or after the first offset of an unfinished transaction
 //     is cleaned: the first uncleanable offset is at most the last stable
 //     offset, and, as in Kafka's LogToClean, it is the base of the
@@ -68,8 +69,9 @@ func (l *Log) Clean() (CleanStats, error) {
 }
 
 // CleanBelow is Clean that never cleans at or above maxOffset; the broker
-// passes the high watermark (Kafka does not clean beyond the last stable
-// offset).
+// passes the high watermark. It never cleans at or past the last stable
+// offset either (as Kafka), nor the segment holding the first offset it
+// may not clean.
 func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
 	return l.CleanBelowCharged(maxOffset, nil)
 }
