@@ -265,6 +265,17 @@ func (l *Log) swapCleaned(cs *segment, old []*segment, gen uint64, discard func(
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) > 0 {
+		// An old segment's files may still be in place: the .swap files
+		// stay, so that reopening completes the swap and deletes what
+		// the swapped-in segment replaces (Kafka's replaceSegments stops
+		// here too). Renamed into place they would leave an old segment
+		// inside the new one's offsets, which recovery would take for a
+		// torn log.
+		err := l.failLocked(fmt.Errorf("swap in cleaned segment %d: %w", base, errors.Join(errs...)))
+		l.mu.Unlock()
+		return false, err
+	}
 	for _, suf := range segmentSuffixes {
 		p := segmentPath(l.dir, base, suf)
 		if err := l.fs.Rename(p+swapSuffix, p); err != nil && !optionalSwapFile(suf, err) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"strata/internal/vfs"
 )
 
 // txnEnv is a compacted log where every Clean with new sealed data runs a
@@ -672,4 +674,77 @@ func FuzzCleanTxnBatch(f *testing.F) {
 			t.Fatalf("rebuilt control batch's records: %v", err)
 		}
 	})
+}
+
+// TestCleanTxnCrashAtEveryStep: a failure at any step of a pass that
+// removes aborted records (pass 1) or drops a .txnindex entry whose
+// transaction has nothing left (pass 2, so the cleaned segment has no
+// .txnindex where the one it replaces had), then a process or machine
+// crash, reopens to a log whose read_committed replay is unchanged, with
+// no transaction left open and .txnindex files matching the log.
+func TestCleanTxnCrashAtEveryStep(t *testing.T) {
+	ops := []vfs.Op{vfs.OpOpen, vfs.OpWrite, vfs.OpSync, vfs.OpRename, vfs.OpSyncDir, vfs.OpRemove}
+	hit := 0
+	for pass := 1; pass <= 2; pass++ {
+		for _, op := range ops {
+			for n := int64(1); n <= 10; n++ {
+				for _, machine := range []bool{false, true} {
+					e := txnEnv()
+					l := e.open(t)
+					for pid := int64(1); pid <= 3; pid++ {
+						txnKV(t, l, e, pid, 0, 0, "a", fmt.Sprint("aborted", pid), "b", fmt.Sprint("aborted", pid))
+						fillKeys(t, l, e, 4, kgo.CodecNone)
+						marker(t, l, pid, 0, ControlAbort, 0)
+						txnKV(t, l, e, pid, 0, 2, "a", fmt.Sprint("committed", pid))
+						marker(t, l, pid, 0, ControlCommit, 0)
+					}
+					fillKeys(t, l, e, 40, kgo.CodecNone)
+					if pass == 2 {
+						mustClean(t, l)
+						fillKeys(t, l, e, 30, kgo.CodecNone)
+					}
+					if err := l.Flush(); err != nil {
+						t.Fatal(err)
+					}
+					want := committedView(t, l)
+					leo := l.LogEndOffset()
+					e.mem.SetInjector(vfs.FailNth(op, n))
+					_, err := l.Clean()
+					if err != nil {
+						hit++
+					}
+					l.abandon()
+					e.mem.SetInjector(nil)
+					env := e
+					if machine {
+						env = &logEnv{fs: e.mem.Crash(), dir: e.dir, clock: e.clock, cfg: e.cfg}
+					}
+					l2 := env.open(t)
+					where := fmt.Sprintf("pass %d, %v #%d, machine=%v", pass, op, n, machine)
+					if got := committedView(t, l2); !reflect.DeepEqual(got, want) || l2.LogEndOffset() != leo {
+						t.Fatalf("%s: read_committed view changed (leo %d, want %d)\n got %v\nwant %v", where, l2.LogEndOffset(), leo, got, want)
+					}
+					if lso := l2.LastStableOffset(leo); lso != leo {
+						t.Fatalf("%s: LSO %d after reopen, want %d", where, lso, leo)
+					}
+					checkTxnIndexFiles(t, env, l2)
+					if _, err := l2.Clean(); err != nil {
+						t.Fatalf("%s: clean after reopen: %v", where, err)
+					}
+					if got := committedView(t, l2); !reflect.DeepEqual(got, want) {
+						t.Fatalf("%s: read_committed view changed by the next pass\n got %v\nwant %v", where, got, want)
+					}
+					for _, v := range valuesOf(t, l2, "b") {
+						if strings.HasPrefix(v, "aborted") {
+							t.Fatalf("%s: aborted record %q left after a full pass", where, v)
+						}
+					}
+					l2.Close()
+				}
+			}
+		}
+	}
+	if hit == 0 {
+		t.Fatal("no injected failure reached the cleaner")
+	}
 }
