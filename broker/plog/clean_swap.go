@@ -4,8 +4,10 @@ package plog
 // Kafka's file protocol (LocalLog.replaceSegments, LogLoader):
 //
 //  1. The group's kept batches go to <base>.log.cleaned with
-//     <base>.index.cleaned and <base>.timeindex.cleaned (base: the group's
-//     first segment); all three are fsynced.
+//     <base>.index.cleaned, <base>.timeindex.cleaned and, when it keeps
+//     ABORT markers of transactions with records left, their entries in
+//     <base>.txnindex.cleaned (base: the group's first segment); all are
+//     fsynced.
 //  2. Under the flush lock, and only if the group is still in the log and
 //     no truncation happened: the index files, then the log, are renamed
 //     from .cleaned to .swap, and the directory is fsynced. From here the
@@ -14,7 +16,9 @@ package plog
 //     *.deleted (closed and removed after file.delete.delay.ms, so that
 //     readers holding them finish), the .swap files are renamed into place
 //     (indexes, then the log) and the segment list is updated; then the
-//     directory is fsynced.
+//     directory is fsynced. If an old segment's files cannot be renamed,
+//     the log fails with the .swap files left in place, for recovery to
+//     complete the swap.
 //
 // Recovery (completeSwaps, at Open, before leftovers are deleted): a
 // <base>.log.swap followed by a later segment in the directory is
