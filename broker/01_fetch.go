@@ -3,8 +3,8 @@ package broker
 // Fetch, v4-16.
 //
 // Consumers read below the high watermark (read_uncommitted) or the last
-// stable offset (read_committed; equal to the high watermark until
-// transactions exist); followers (replica id >= 0) read to the log end, and
+// stable offset (read_committed, with the aborted transactions of what
+// they read: fetch_txn.go); followers (replica id >= 0) read to the log end, and
 // their fetch offsets tell the leader their log end (replica/leader.go).
 // A replica id is believed only for a replica of the partition and, in a
 // cluster, at v15+ with that follower's broker epoch (KIP-903); anything
@@ -67,6 +67,12 @@ type fetchResult struct {
 	remote      bool        // to be read from the bucket (remotelog/fetch.go), at most remoteLimit bytes
 	remoteLimit int         // bytes
 	records     tier.Pinned // records read from the bucket, held until the response is written
+
+	// committed: a consumer's read_committed fetch, which reads below
+	// the last stable offset and is sent the aborted transactions of
+	// what it reads (fetch_txn.go).
+	committed bool
+	aborted   []plog.AbortedTxn
 
 	preferred  int32 // KIP-392 preferred read replica; -1 none
 	asFollower bool  // a consumer fetch served by this follower
@@ -222,6 +228,7 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 	}
 
 	s.fetchRemote(results)
+	s.boundRemoteCommitted(results) // fetch_txn.go
 
 	// Build the response. Remote records are held until it is written.
 	out := network.Response{Msg: resp}
@@ -269,6 +276,9 @@ func (s *Server) handleFetchSpliced(cc *clientConn, req *kmsg.FetchRequest) (net
 		rp.ErrorCode = r.code
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.lso, r.start
 		rp.PreferredReadReplica = r.preferred
+		if r.committed && r.code == 0 {
+			rp.AbortedTransactions = abortedTxnsResponse(r.aborted) // empty, not null, as Kafka's
+		}
 		if fetchFailed(r.code) {
 			s.metrics.fetchErrors.Inc()
 		}
@@ -380,7 +390,8 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		return r
 	}
 	hw := p.HW()
-	r.hw, r.lso, r.start = hw, hw, p.Log().LogStartOffset()
+	r.hw, r.lso, r.start = hw, p.Log().LastStableOffset(hw), p.Log().LogStartOffset()
+	r.committed = !follower && isolation == 1
 	r.asFollower = !leader
 	if leader && consumer.rack != "" {
 		if id := s.replicas.PreferredReadReplica(md, p, consumer.rack, t.fetchOffset, consumer.now); id >= 0 {
@@ -389,6 +400,9 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		}
 	}
 	upTo := hw
+	if r.committed {
+		upTo = r.lso
+	}
 	if follower {
 		upTo = p.Log().LogEndOffset()
 		if lt.Applies(topic, t.key.part) {
@@ -405,7 +419,16 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 	if r.throttled {
 		limit = lt.Limit(limit)
 	}
-	sl, err := p.Log().ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	var (
+		sl    plog.FileSlice
+		upper int64 // read_committed: above every offset of sl
+		err   error
+	)
+	if r.committed {
+		sl, upper, err = p.Log().ReadCommittedForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	} else {
+		sl, err = p.Log().ReadForFetch(t.fetchOffset, upTo, max(limit, 0), first)
+	}
 	if err != nil {
 		r.code = errCode(err)
 		if r.code == kerr.OffsetOutOfRange.Code && t.fetchOffset > hw && t.fetchOffset <= p.Log().LogEndOffset() {
@@ -419,10 +442,20 @@ func (s *Server) fetchOne(md *controller.Metadata, t *fetchTarget, follower bool
 		}
 		if r.code == kerr.OffsetOutOfRange.Code && !follower && t.fetchOffset >= 0 && t.fetchOffset < r.start && s.remoteReadable(p) {
 			if start, ok := s.remoteLogStart(p); ok && t.fetchOffset >= start {
-				r.code, r.remote, r.remoteLimit, r.start = 0, true, max(limit, 1), start // read after the loop (remotelog/fetch.go)
+				r.code, r.start = 0, start
+				// read after the loop (remotelog/fetch.go); read_committed
+				// only below the last stable offset (fetch_txn.go)
+				r.remote, r.remoteLimit = !r.committed || t.fetchOffset < upTo, max(limit, 1)
 			}
 		}
 		return r
+	}
+	if r.committed && sl.Len > 0 {
+		// the local log's aborted transactions (fetch_txn.go,
+		// remotelog/txn.go)
+		if r.aborted, r.code = s.abortedTransactions(p, t.fetchOffset, upper); r.code != 0 {
+			return r
+		}
 	}
 	r.slice = sl
 	return r

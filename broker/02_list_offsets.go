@@ -3,7 +3,7 @@ package broker
 // ListOffsets, v1-9.
 //
 // Timestamps: -1 latest (the high watermark; the last stable offset for
-// read_committed, equal until transactions exist), -2 earliest, -3 the
+// read_committed, isolation_level 1), -2 earliest, -3 the
 // offset of the largest timestamp (KIP-734), -4 earliest local and -5
 // latest tiered (KIP-1005; with no tier the earliest local is the log
 // start and nothing is tiered, so -5 answers -1; for a tiered topic -2 is
@@ -15,7 +15,9 @@ package broker
 //
 // As in Kafka, only the leader answers, except for the debugging replica
 // id -2, which any replica serves from its own log; consumers (replica id
-// -1) see up to the high watermark, others up to the log end. While a
+// -1) see up to the high watermark, or the last stable offset with
+// read_committed (as Kafka: a timestamp or max-timestamp answer at or
+// past it is -1), others up to the log end. While a
 // leader's high watermark is below the start offset of its epoch (a new
 // leader whose followers have not fetched yet) a consumer asking for the
 // latest offset, or for a timestamp found nowhere below the high watermark, gets
@@ -79,7 +81,7 @@ func handleListOffsets(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 					sp.ErrorCode = code
 					break
 				}
-				s.listOffset(p, rp.Timestamp, client, cc.memory(), &sp)
+				s.listOffset(p, rp.Timestamp, client, req.IsolationLevel, cc.memory(), &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -120,10 +122,17 @@ func duplicatePartitions(req *kmsg.ListOffsetsRequest) map[listedPartition]bool 
 	return dups
 }
 
-func (s *Server) listOffset(p *partition, ts int64, client bool, mem plog.Memory, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (s *Server) listOffset(p *partition, ts int64, client bool, isolation int8, mem plog.Memory, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	hw := p.HW()
-	if !client {
+	// upTo is Kafka's lastFetchableOffset: the high watermark, the last
+	// stable offset for read_committed, the log end for replicas.
+	upTo := hw
+	switch {
+	case !client:
 		hw = p.Log().LogEndOffset()
+		upTo = hw
+	case isolation == 1:
+		upTo = p.Log().LastStableOffset(hw)
 	}
 	if ts != -1 && ts != -3 && ts != -4 && s.remoteNotReady(p) {
 		sp.ErrorCode = kerr.ReplicaNotAvailable.Code // the remote log is not known yet
@@ -132,7 +141,7 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, mem plog.Memory
 	}
 	switch ts {
 	case -1: // latest
-		sp.Offset = hw
+		sp.Offset = upTo
 		sp.LeaderEpoch = p.LeaderEpoch()
 	case -2: // earliest: the remote log start of a tiered partition
 		sp.Offset = p.Log().LogStartOffset()
@@ -143,7 +152,7 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, mem plog.Memory
 		sp.Offset = p.Log().LogStartOffset()
 	case -3: // max timestamp
 		off, mts, epoch := p.Log().MaxTimestampCharged(mem)
-		if off >= 0 && off < hw {
+		if off >= 0 && off < upTo {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, epoch
 		}
 	case -5: // latest tiered: the last offset uploaded, or -1
@@ -165,7 +174,7 @@ func (s *Server) listOffset(p *partition, ts int64, client bool, mem plog.Memory
 		if !ok {
 			off, fts, epoch, ok = p.Log().OffsetForTimestampCharged(ts, mem)
 		}
-		if ok && off < hw {
+		if ok && off < upTo {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, epoch
 		}
 	}

@@ -13,7 +13,8 @@ func (s *Server) cleanerMemory(n int64) (func(), error) {
 
 // cleanerLoop runs log compaction (cleanup.policy=compact) on the
 // partitions this broker leads every log.cleaner.backoff.ms, never past the
-// high watermark. Logs without compaction return at once. Compressed
+// high watermark nor the last stable offset (plog/clean_txn.go for the
+// transaction rules). Logs without compaction return at once. Compressed
 // batches are read as streams, never whole, charged to
 // queued.max.request.bytes (cleanerMemory).
 func (s *Server) cleanerLoop() {

@@ -27,10 +27,7 @@ func TestCheckLeadersRestoresAMissedRestore(t *testing.T) {
 	}
 	p.StoreHW(0)
 	ts.tier.ForgetRestore(tierPart{p})
-	ps.Done()
-	if off, code := listOffsets(t, ts, topic, -1); code != 0 || off != 0 {
-		t.Fatalf("emptied leader: ListOffsets latest %d (error %d), want 0", off, code)
-	}
+	ps.Done() // the leader check may run from here on: nothing asserts the emptied state
 	waitFor(t, "the leader restored from the bucket", 15*time.Second, func() bool {
 		return p.Log().LogEndOffset() == end+1 && p.HW() == end+1
 	})

@@ -179,6 +179,14 @@ func (s *Server) readRemote(p *partition, offset int64, maxBytes int) (recs tier
 	return s.tier.ReadRemote(tierPart{p}, offset, maxBytes)
 }
 
+// abortedTransactions returns the aborted transactions overlapping
+// [from, upper) of p for a read_committed fetch, from the bucket and the
+// local log (remotelog.Manager.AbortedTransactions; the local log alone
+// when tiered storage is off), or an error code.
+func (s *Server) abortedTransactions(p *partition, from, upper int64) ([]plog.AbortedTxn, int16) {
+	return s.rlm().AbortedTransactions(tierPart{p}, from, upper)
+}
+
 // fetchRemote does the remote reads a fetch's evaluation left, one
 // goroutine per partition.
 func (s *Server) fetchRemote(results []fetchResult) {

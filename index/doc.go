@@ -157,6 +157,14 @@
 // A manifest without packed objects is written as version 1, and one with
 // them as version 3, so each metadata value has one encoding.
 //
+// The .txnindex (kind 5) of a segment uploaded by a broker that serves
+// transactions is always listed, packed, with size 0 when the segment
+// holds no ABORT marker (KIP-1058's txnIndexEmpty: readers skip the GET).
+// Manifests of older brokers do not list it; their segments hold no
+// aborted transaction (those brokers refused transactional producers),
+// and readers treat both the same. The format is unchanged: readers of
+// versions 1 to 3 accept a packed entry of size 0.
+//
 // DecodeManifest accepts exactly this: nothing after the last field, at
 // most MaxManifestSize bytes, and metadata that Validates; anything else
 // is an error wrapping ErrManifestCorrupt, ErrManifestVersion or

@@ -104,8 +104,15 @@
 // layout to the storage plugin; Aiven's plugin packs its indexes the same
 // way): the .index and .timeindex files byte for byte (Kafka's formats,
 // readable by kafka-dump-log.sh once cut out), the leader-epoch
-// checkpoint cut to the segment's epochs, and the producer snapshot at
-// the segment's end. A segment is then two PUTs and two manifests
+// checkpoint cut to the segment's epochs, the producer snapshot at the
+// segment's end (its producers and open transactions there), and the
+// .txnindex (Kafka's format: the aborted transactions whose ABORT marker
+// the segment holds). The .txnindex is always listed in the manifest,
+// with size 0 when the segment has no aborted transaction (KIP-1058's
+// txnIndexEmpty: reads skip the GET); a manifest that does not list it
+// was written before transactions were served, by a broker that refused
+// transactional producers, so its segment holds no aborted transaction
+// either. A segment is then two PUTs and two manifests
 // rather than six objects: on MinIO a PUT of a few KiB cost a tenth of
 // the time of an 8 MiB one, so the small ones took about a third of the
 // bucket's upload work. GetObject reads one small object, packed or not.
@@ -129,8 +136,11 @@
 // after the last write to the bucket); any other is deleted as below, as
 // are entries left in DELETE_SEGMENT_STARTED. Then, oldest first, it
 // copies every segment that is sealed, flushed (its index files final),
-// wholly below the high watermark and past the remote log end (the last
-// offset of the COPY_SEGMENT_FINISHED segments):
+// wholly below the partition's last stable offset (the high watermark
+// when no transaction is open, as Kafka's RemoteLogManager bounds its
+// copies: no record of an undecided transaction reaches the bucket) and
+// past the remote log end (the last offset of the COPY_SEGMENT_FINISHED
+// segments):
 //
 //  1. index: AddSegment in COPY_SEGMENT_STARTED, with a fresh segment id;
 //  2. the manifest in COPY_SEGMENT_STARTED (so that a rebuilt or
@@ -138,9 +148,9 @@
 //     leader's refresh replaces its index with what the manifests say);
 //  3. .log (the segment's whole batches) and .indexes (packing .index,
 //     .timeindex, the leader-epoch checkpoint of the segment's epochs, the
-//     first moved to its base offset, and the producer snapshot at its
-//     end offset + 1 when the log still has it), PUT concurrently (step 4
-//     waits for both);
+//     first moved to its base offset, the producer snapshot at its end
+//     offset + 1 when the log still has it, and the .txnindex), PUT
+//     concurrently (step 4 waits for both);
 //  4. the manifest in COPY_SEGMENT_FINISHED;
 //  5. index: COPY_SEGMENT_FINISHED.
 //
@@ -376,6 +386,22 @@
 // ReadAhead chunks of that one are fetched too (Reader.Prefetch), so that
 // a consumer from offset 0 waits for the first chunk of the partition and
 // rarely for another.
+//
+// Aborted transactions. Reader.TxnIndex reads a segment's .txnindex
+// (whole, checked as plog.DecodeTxnIndex checks a local one, every marker
+// inside the segment) through the index cache; a segment whose manifest
+// lists it with size 0, or not at all, has none and costs no GET.
+// Reader.AbortedTransactions answers a read_committed fetch of [from,
+// upper) of a partition whose log is remote below the local log start
+// and local above it, as Kafka's RemoteLogManager.collectAbortedTransactions:
+// the .txnindex of each remote segment from the one serving from, its
+// markers below the local log start, then the local log's
+// (plog.Log.AbortedTransactions), so that a transaction whose records are
+// remote and whose marker is local, or in a later remote segment, is
+// listed, and a marker held on both sides once. It stops at an entry
+// whose last stable offset reaches upper (Kafka's rule) or at a segment
+// reaching upper whose producer snapshot shows no transaction begun
+// below upper open at its end (any later marker would belong to one).
 //
 // By timestamp. Reader.OffsetForTimestamp answers ListOffsets for a
 // timestamp within one segment as Kafka's LogSegment.findOffsetByTimestamp:

@@ -114,12 +114,16 @@ func (u *Uploader) logger() *slog.Logger {
 // CopyPartition runs one pass for a partition this broker leads: it first
 // finishes or cleans up what an earlier pass (or process) left unfinished,
 // then uploads, oldest first, every sealed and flushed segment that lies
-// wholly below hw (the high watermark) and past the remote log end. It
+// wholly below lso and past the remote log end. lso is the partition's
+// last stable offset (plog.Log.LastStableOffset of the high watermark, as
+// Kafka's RemoteLogManager bounds its copies): no record of a transaction
+// still open, or whose marker is not yet below the high watermark,
+// reaches the bucket, and every record that does is committed. It
 // stops at the first failure; the next pass resumes there. It uploads
 // nothing while another live broker's upload may still finish
 // (st.Unsettled), and stops with ErrNotLeading, abandoning its unfinished
 // upload, once lead no longer holds.
-func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, hw int64, lead Leadership) (CopyStats, error) {
+func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition, topic string, src SegmentSource, lso int64, lead Leadership) (CopyStats, error) {
 	var st CopyStats
 	if err := u.cleanup(ctx, tp, &st); err != nil {
 		return st, err
@@ -164,7 +168,7 @@ func (u *Uploader) CopyPartition(ctx context.Context, tp index.TopicIDPartition,
 		return nil
 	}
 	for _, seg := range segs {
-		if !seg.Sealed || seg.NextOffset > hw {
+		if !seg.Sealed || seg.NextOffset > lso {
 			break
 		}
 		if seg.NextOffset-1 <= remoteEnd || seg.NextOffset == seg.BaseOffset {
@@ -440,7 +444,17 @@ func (u *Uploader) startCopy(ctx context.Context, tp index.TopicIDPartition, top
 	small = append(small, object{index.ObjectLeaderEpochCheckpoint, bytes.NewReader(ck), int64(len(ck))})
 	if seg.Snapshot != nil {
 		small = append(small, object{index.ObjectProducerSnapshot, bytes.NewReader(seg.Snapshot), int64(len(seg.Snapshot))})
+	} else {
+		// (The roll's snapshot failed, on a full disk.) A replica rebuilt
+		// from this segment's end would start without producers: without
+		// the transactions open there, whose aborts it could not index.
+		u.logger().Warn("uploading a segment without its producer snapshot; a replica rebuilt from its end starts without producer state",
+			"partition", tp.String(), "topic", topic, "base", seg.BaseOffset, "end", seg.NextOffset-1)
 	}
+	// The .txnindex is always listed: with size 0 when the segment holds
+	// no ABORT marker (KIP-1058's txnIndexEmpty), so that reads know the
+	// segment has no aborted transactions without a GET.
+	small = append(small, object{index.ObjectTransactionIndex, bytes.NewReader(seg.TxnIndex), int64(len(seg.TxnIndex))})
 	var packed []index.ObjectEntry
 	var readers []io.Reader
 	var packSize int64

@@ -182,6 +182,12 @@ func checkUploaded(t *testing.T, u *Uploader, store *MemStore, files map[string]
 				if !bytes.Equal(got, local) {
 					t.Fatalf("%s differs from the local file (%d vs %d bytes)", key, len(got), len(local))
 				}
+			case index.ObjectTransactionIndex:
+				// The local .txnindex, or empty (KIP-1058) when the segment has none.
+				name := fmt.Sprintf("%020d.txnindex", m.StartOffset)
+				if !bytes.Equal(got, files[name]) {
+					t.Fatalf("%s = %x, local %s = %x", key, got, name, files[name])
+				}
 			case index.ObjectLeaderEpochCheckpoint:
 				var sb strings.Builder
 				fmt.Fprintf(&sb, "0\n%d\n", len(m.LeaderEpochs))
@@ -195,6 +201,9 @@ func checkUploaded(t *testing.T, u *Uploader, store *MemStore, files map[string]
 		}
 		if _, ok := m.Object(index.ObjectLog); !ok {
 			t.Fatalf("segment %d: no .log object", i)
+		}
+		if _, ok := m.Object(index.ObjectTransactionIndex); !ok {
+			t.Fatalf("segment %d: no .txnindex listed (KIP-1058: an empty one is listed with size 0): %+v", i, m.Objects)
 		}
 		if o, ok := m.Object(index.ObjectIndexes); !ok || o.Size != packedBytes {
 			t.Fatalf("segment %d: .indexes object %+v, want %d bytes of packed objects", i, o, packedBytes)

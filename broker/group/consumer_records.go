@@ -112,12 +112,12 @@ func groupMetadataRecord(g string, epoch int32, hash, createdMs int64) Record {
 		tags = appendTag(tags, 1, kbin.AppendInt64(nil, createdMs))
 	}
 	v = kbin.AppendUvarint(v, uint32(n))
-	return Record{groupMetadataKey(g), append(v, tags...)}
+	return Record{Key: groupMetadataKey(g), Value: append(v, tags...)}
 }
 
 func targetMetadataRecord(g string, epoch int32) Record {
 	v := kbin.AppendInt32(valueHeader(), epoch)
-	return Record{targetMetadataKey(g), appendNoTags(v)}
+	return Record{Key: targetMetadataKey(g), Value: appendNoTags(v)}
 }
 
 func memberMetadataRecord(g string, m *ConsumerMember) Record {
@@ -133,7 +133,7 @@ func memberMetadataRecord(g string, m *ConsumerMember) Record {
 	v = kbin.AppendCompactNullableString(v, m.SubscribedTopicRegex)
 	v = kbin.AppendInt32(v, m.RebalanceTimeoutMs)
 	v = kbin.AppendCompactNullableString(v, m.ServerAssignor)
-	return Record{memberMetadataKey(g, m.ID), appendNoTags(v)}
+	return Record{Key: memberMetadataKey(g, m.ID), Value: appendNoTags(v)}
 }
 
 // appendTopicPartitions writes [{TopicId, Partitions, tags}]; with epochs,
@@ -168,7 +168,7 @@ func appendTopicPartitions(v []byte, tp TopicPartitions, epochs map[[16]byte]map
 
 func targetMemberRecord(g, member string, tp TopicPartitions) Record {
 	v := appendTopicPartitions(valueHeader(), tp, nil)
-	return Record{targetMemberKey(g, member), appendNoTags(v)}
+	return Record{Key: targetMemberKey(g, member), Value: appendNoTags(v)}
 }
 
 func currentAssignmentRecord(g string, m *ConsumerMember) Record {
@@ -178,7 +178,7 @@ func currentAssignmentRecord(g string, m *ConsumerMember) Record {
 	v = kbin.AppendInt8(v, int8(m.State))
 	v = appendTopicPartitions(v, m.Assigned, m.AssignEpochs)
 	v = appendTopicPartitions(v, m.PendingRevocation, m.AssignEpochs)
-	return Record{currentAssignmentKey(g, m.ID), appendNoTags(v)}
+	return Record{Key: currentAssignmentKey(g, m.ID), Value: appendNoTags(v)}
 }
 
 // valueReader reads a flexible value after checking its version.

@@ -24,7 +24,7 @@ func FuzzLoadRecords(f *testing.F) {
 	f.Add([]byte{0, 1}, []byte{0, 3, 1}, encodeBatch([]Record{{Key: []byte{0, 9}}}, time.Unix(0, 0)))
 	// Transactional batches and markers (txn_offsets.go).
 	txnRec := []Record{{Key: offsetCommitKey("g", TopicPartition{"t", 1}), Value: offsetCommitValue(OffsetEntry{Offset: 7, LeaderEpoch: -1, ExpireTimestamp: -1})}}
-	txnBatch := encodeProducerBatch(txnRec, time.Unix(0, 0), batchProducer{id: 3, epoch: 1, seq: 0, txn: true})
+	txnBatch := encodeProducerBatch(txnRec, time.Unix(0, 0), batchProducer{ID: 3, Epoch: 1, Seq: 0, Transactional: true})
 	f.Add([]byte(nil), []byte(nil), append(txnBatch, plog.ControlBatch(3, 1, plog.EndTxnMarker{Type: plog.ControlCommit}, 0)...))
 	f.Add([]byte(nil), []byte(nil), append(txnBatch, plog.ControlBatch(3, 1, plog.EndTxnMarker{Type: plog.ControlAbort}, 0)...))
 	f.Add(txnRec[0].Key, []byte(nil), txnBatch)
@@ -33,7 +33,7 @@ func FuzzLoadRecords(f *testing.F) {
 		ls.applyBatches(raw)
 		decodeBatches(raw, ls.apply)
 		decodeBatches(encodeBatch([]Record{{Key: key, Value: value}}, time.Unix(0, 0)), ls.apply)
-		ls.applyBatches(encodeProducerBatch([]Record{{Key: key, Value: value}}, time.Unix(0, 0), batchProducer{id: 3, epoch: 1, txn: true}))
+		ls.applyBatches(encodeProducerBatch([]Record{{Key: key, Value: value}}, time.Unix(0, 0), batchProducer{ID: 3, Epoch: 1, Transactional: true}))
 		ls.endTxn(3, true)
 		for pid := range ls.pending {
 			ls.endTxn(pid, len(raw)%2 == 0)

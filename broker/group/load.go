@@ -40,8 +40,8 @@ func newLoadState(s *shard) *loadState {
 // transactional batch adds to them (Kafka's loadGroupsAndOffsets).
 func (ls *loadState) applyBatches(data []byte) error {
 	return walkBatches(data, func(h batchHead, b []byte) error {
-		if h.control {
-			if h.producerID < 0 {
+		if h.Control {
+			if h.ProducerID < 0 {
 				return nil
 			}
 			m, err := plog.DecodeControlBatch(b)
@@ -49,15 +49,15 @@ func (ls *loadState) applyBatches(data []byte) error {
 				ls.bad++
 				return nil
 			}
-			ls.endTxn(h.producerID, m.Type == plog.ControlCommit)
+			ls.endTxn(h.ProducerID, m.Type == plog.ControlCommit)
 			return nil
 		}
 		txnPID := int64(-1)
-		if h.txn && h.producerID >= 0 {
-			txnPID = h.producerID
+		if h.Transactional && h.ProducerID >= 0 {
+			txnPID = h.ProducerID
 		}
 		return batchRecords(b, func(delta int64, r Record) error {
-			return ls.applyAt(r, h.baseOffset+delta, txnPID)
+			return ls.applyAt(r, h.BaseOffset+delta, txnPID)
 		})
 	})
 }

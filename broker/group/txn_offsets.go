@@ -151,9 +151,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 	var end int64
 	var err error
 	if len(recs) > 0 {
-		p := batchProducer{id: req.ProducerID, epoch: req.ProducerEpoch, seq: 0, txn: true}
+		p := batchProducer{ID: req.ProducerID, Epoch: req.ProducerEpoch, Seq: 0, Transactional: true}
 		if sl, isSeq := s.log.(SequenceLog); isSeq {
-			p.seq = sl.NextSequence(req.ProducerID, req.ProducerEpoch)
+			p.Seq = sl.NextSequence(req.ProducerID, req.ProducerEpoch)
 		}
 		end, err = s.log.Append(encodeProducerBatch(recs, time.Now(), p))
 		if err == nil {

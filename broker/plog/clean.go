@@ -25,12 +25,20 @@ package plog
 //     A batch that keeps every record is copied verbatim unless it holds
 //     a tombstone and no delete horizon yet: then it is rebuilt with the
 //     horizon now + delete.retention.ms (KIP-534). A batch that keeps
-//     none disappears, except the last batch of each active idempotent
-//     producer and the last batch before the first uncleanable offset,
-//     which stay as header-only batches (offsets, sequence, epoch).
-//   - Control batches are kept as they are, and nothing at or after the
-//     first offset of an unfinished transaction is cleaned; aborted
-//     records are not removed yet (issue 26).
+//     none disappears, except the batch holding an active producer's
+//     last data offset (or, when its batches are gone, its last marker)
+//     and the last batch before the first uncleanable offset, which stay
+//     as header-only batches (offsets, sequence, epoch).
+//   - Nothing at or after the first offset of an unfinished transaction
+//     is cleaned: the first uncleanable offset is at most the last stable
+//     offset, and, as in Kafka's LogToClean, it is the base of the
+//     segment holding min(last stable offset, high watermark, active
+//     segment base, compaction lag bound), so a segment holding
+//     unstable offsets is never rewritten.
+//   - Records of aborted transactions are removed and never enter the
+//     offset map; transaction markers stay while their transaction has
+//     a batch in the log, then go after delete.retention.ms
+//     (clean_txn.go).
 
 import (
 	"errors"
@@ -61,8 +69,9 @@ func (l *Log) Clean() (CleanStats, error) {
 }
 
 // CleanBelow is Clean that never cleans at or above maxOffset; the broker
-// passes the high watermark (Kafka does not clean beyond the last stable
-// offset).
+// passes the high watermark. It never cleans at or past the last stable
+// offset either (as Kafka), nor the segment holding the first offset it
+// may not clean.
 func (l *Log) CleanBelow(maxOffset int64) (CleanStats, error) {
 	return l.CleanBelowCharged(maxOffset, nil)
 }
@@ -83,6 +92,7 @@ func (l *Log) CleanBelowCharged(maxOffset int64, mem Memory) (CleanStats, error)
 		return CleanStats{DirtyRatio: p.ratio, FirstDirtyOffset: p.firstDirty}, err
 	}
 	c := &cleaner{l: l, cfg: cfg, mem: mem, now: nowMs, upper: p.firstUncleanable, offsets: offsetMap{m: map[[16]byte]int64{}}}
+	c.txns = newCleanTxns(l.AbortedTransactions(p.firstDirty, p.firstUncleanable))
 	c.stats = CleanStats{Cleaned: true, DirtyRatio: p.ratio, FirstDirtyOffset: p.firstDirty}
 	end, err := c.buildOffsetMap(p)
 	if err != nil {
@@ -100,6 +110,10 @@ func (l *Log) CleanBelowCharged(maxOffset int64, mem Memory) (CleanStats, error)
 		}
 	}()
 	if end > p.firstDirty {
+		// One view of the transactions for the whole rewrite, from the
+		// first segment (every group lies below firstUncleanable, a
+		// segment base).
+		c.txns = newCleanTxns(l.AbortedTransactions(p.views[0].base, p.firstUncleanable))
 		for _, g := range groupSegments(p.views, end, cfg, p.firstUncleanable) {
 			aborted, err := c.cleanGroup(p, g)
 			if aborted {
@@ -192,6 +206,13 @@ func (l *Log) planClean(cfg *Config, nowMs, maxOffset int64) (cleanPlan, error) 
 			}
 		}
 	}
+	// Kafka's LogToClean: the first uncleanable offset is the base of the
+	// segment holding it, so that no segment holding offsets at or past
+	// the last stable offset (an open transaction's records, markers
+	// above it) is rewritten.
+	if i := floor(uncleanable); i >= 0 && uncleanable < activeBase {
+		uncleanable = p.views[i].base
+	}
 	p.firstUncleanable = max(p.firstDirty, uncleanable)
 
 	var cleanBytes, cleanableBytes int64
@@ -269,8 +290,11 @@ type cleaner struct {
 	upper   int64 // first uncleanable offset
 	offsets offsetMap
 	stats   CleanStats
-	// lastOffsets: the last offset of each active idempotent producer.
-	lastOffsets map[int64]int64
+	// lastRecords: the last record of each active producer, whose batch
+	// stays (header-only when emptied) to keep its sequence and epoch.
+	lastRecords map[int64]lastRecord
+	// txns: the transactions seen in the current walk (clean_txn.go).
+	txns *cleanTxns
 	// skip is the first batch kept because it could not be read within
 	// the bounds on memory (logged once per pass).
 	skip struct {
@@ -296,7 +320,9 @@ func (c *cleaner) buildOffsetMap(p cleanPlan) (int64, error) {
 			if h.lastOffset() >= p.firstUncleanable {
 				return c.offsets.latest + 1, nil
 			}
-			if !h.isControl() && h.RecordCount > 0 {
+			if h.isControl() {
+				c.txns.onControl(&h, sc.batch)
+			} else if aborted := c.txns.onData(&h); !aborted && h.RecordCount > 0 {
 				if len(c.offsets.m)+int(h.RecordCount) > maxOffsetMapEntries && len(c.offsets.m) > 0 {
 					return c.offsets.latest + 1, nil // full
 				}
@@ -394,14 +420,39 @@ func (c *cleaner) filterBatch(b []byte) ([]byte, error) {
 	h := parseHeader(b)
 	c.stats.RecordsRead += int64(h.RecordCount)
 	c.stats.BytesRead += h.size()
-	if h.isControl() {
-		return b, nil
-	}
-	last, active := c.lastOffsets[h.ProducerID]
-	retainEmpty := (h.ProducerID >= 0 && active && last == h.lastOffset()) || h.lastOffset()+1 == c.upper
 	horizon := int64(-1)
 	if h.Attributes&attrDeleteHorizon != 0 {
 		horizon = h.BaseTimestamp
+	}
+	// Kafka's checkBatchRetention: whether the batch's records may all
+	// go (an aborted transaction's data; a marker of a transaction with
+	// nothing left, once its delete horizon passed), and whether the
+	// batch stays, emptied, for its producer's state or as the last
+	// batch below the first uncleanable offset.
+	var discardable, discard bool
+	if h.isControl() {
+		discardable = c.txns.onControl(&h, b)
+		discard = discardable && horizon >= 0 && horizon <= c.now
+	} else {
+		discardable = c.txns.onData(&h)
+		discard = discardable
+	}
+	retainEmpty := c.lastOfProducer(&h) || h.lastOffset()+1 == c.upper
+	if discard || h.RecordCount == 0 {
+		if retainEmpty {
+			if h.RecordCount == 0 {
+				return b, nil
+			}
+			return emptyBatch(&h), nil
+		}
+		return nil, nil
+	}
+	// A marker stays whole; one whose transaction has nothing left gets
+	// a delete horizon the first time (KIP-534, as tombstones do).
+	controlHorizon := h.isControl() && discardable && horizon < 0
+	if h.isControl() && !controlHorizon {
+		c.stats.RecordsKept += int64(h.RecordCount)
+		return b, nil
 	}
 	if h.RecordCount < 0 || h.size() > int64(len(b)) || h.size() < batchHeaderSize {
 		return nil, fmt.Errorf("%w: record count %d", errBadRecords, h.RecordCount)
@@ -434,7 +485,7 @@ func (c *cleaner) filterBatch(b []byte) ([]byte, error) {
 			s.close()
 			return c.unreadable(b, &h, err)
 		}
-		if c.keep(&r, horizon) {
+		if h.isControl() || c.keep(&r, horizon) {
 			if kept == 0 {
 				baseTs = r.ts
 			}
@@ -449,7 +500,7 @@ func (c *cleaner) filterBatch(b []byte) ([]byte, error) {
 	if err != nil {
 		return c.unreadable(b, &h, err)
 	}
-	needHorizon := tombstones && horizon < 0
+	needHorizon := (tombstones || controlHorizon) && horizon < 0
 	switch {
 	case kept > 0 && kept == h.RecordCount && !needHorizon:
 		c.stats.RecordsKept += int64(kept)
@@ -503,20 +554,6 @@ func (c *cleaner) keep(r *streamRecord, horizon int64) bool {
 		return false
 	}
 	return !r.valueNull || horizon < 0 || c.now < horizon
-}
-
-// producerLastOffsets returns the last offset of each producer the state
-// knows (Kafka's lastRecordsOfActiveProducers).
-func (l *Log) producerLastOffsets() map[int64]int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make(map[int64]int64, len(l.producers.producers))
-	for id, e := range l.producers.producers {
-		if n := len(e.batches); n > 0 {
-			out[id] = e.batches[n-1].LastOffset
-		}
-	}
-	return out
 }
 
 // readCleanerOffset returns the persisted first dirty offset, or -1.

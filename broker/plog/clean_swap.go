@@ -4,8 +4,10 @@ package plog
 // Kafka's file protocol (LocalLog.replaceSegments, LogLoader):
 //
 //  1. The group's kept batches go to <base>.log.cleaned with
-//     <base>.index.cleaned and <base>.timeindex.cleaned (base: the group's
-//     first segment); all three are fsynced.
+//     <base>.index.cleaned, <base>.timeindex.cleaned and, when it keeps
+//     ABORT markers of transactions with records left, their entries in
+//     <base>.txnindex.cleaned (base: the group's first segment); all are
+//     fsynced.
 //  2. Under the flush lock, and only if the group is still in the log and
 //     no truncation happened: the index files, then the log, are renamed
 //     from .cleaned to .swap, and the directory is fsynced. From here the
@@ -14,7 +16,9 @@ package plog
 //     *.deleted (closed and removed after file.delete.delay.ms, so that
 //     readers holding them finish), the .swap files are renamed into place
 //     (indexes, then the log) and the segment list is updated; then the
-//     directory is fsynced.
+//     directory is fsynced. If an old segment's files cannot be renamed,
+//     the log fails with the .swap files left in place, for recovery to
+//     complete the swap.
 //
 // Recovery (completeSwaps, at Open, before leftovers are deleted): a
 // <base>.log.swap followed by a later segment in the directory is
@@ -42,9 +46,8 @@ const (
 )
 
 // segmentSuffixes are a segment's files, indexes first, log last. A
-// cleaned segment has a .txnindex only when the segments it replaces had
-// aborted transactions (their entries, kept as they are, with the
-// control batches).
+// cleaned segment has a .txnindex only when it keeps ABORT markers of
+// transactions with records left (their entries, as they were).
 var segmentSuffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
 
 // optionalSwapFile tells whether a missing file of a swap is fine.
@@ -78,7 +81,8 @@ func openCleanedSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
 func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 	l := c.l
 	first, last := p.views[g[0]], g[len(g)-1]
-	c.lastOffsets = l.producerLastOffsets()
+	c.lastRecords = l.producerLastRecords()
+	c.txns.takeKept()
 	cs, err := openCleanedSegment(l.fs, l.dir, first.base)
 	if err != nil {
 		return false, err
@@ -101,7 +105,7 @@ func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 		}
 		return false, err
 	}
-	if err := c.writeCleanedTxnIndex(cs, p, g); err != nil {
+	if err := c.writeCleanedTxnIndex(cs); err != nil {
 		discard()
 		return false, err
 	}
@@ -130,16 +134,13 @@ func (c *cleaner) cleanGroup(p cleanPlan, g []int) (aborted bool, err error) {
 	return aborted, err
 }
 
-// writeCleanedTxnIndex gives cs the aborted transactions of the segments
-// it replaces, in <base>.txnindex.cleaned (fsynced) when there are any.
-func (c *cleaner) writeCleanedTxnIndex(cs *segment, p cleanPlan, g []int) error {
+// writeCleanedTxnIndex gives cs the aborted transactions whose ABORT
+// marker it kept because records of theirs remain (Kafka's cleaned
+// transaction index), in <base>.txnindex.cleaned (fsynced) when there
+// are any.
+func (c *cleaner) writeCleanedTxnIndex(cs *segment) error {
 	l := c.l
-	var entries []AbortedTxn
-	l.mu.Lock()
-	for _, j := range g {
-		entries = append(entries, p.segs[j].txn.entries...)
-	}
-	l.mu.Unlock()
+	entries := c.txns.takeKept()
 	cs.txn = txnIndex{entries: entries, onDisk: len(entries)}
 	if len(entries) == 0 {
 		return nil
@@ -267,6 +268,17 @@ func (l *Log) swapCleaned(cs *segment, old []*segment, gen uint64, discard func(
 		if err := l.scheduleDeleteLocked(s); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 {
+		// An old segment's files may still be in place: the .swap files
+		// stay, so that reopening completes the swap and deletes what
+		// the swapped-in segment replaces (Kafka's replaceSegments stops
+		// here too). Renamed into place they would leave an old segment
+		// inside the new one's offsets, which recovery would take for a
+		// torn log.
+		err := l.failLocked(fmt.Errorf("swap in cleaned segment %d: %w", base, errors.Join(errs...)))
+		l.mu.Unlock()
+		return false, err
 	}
 	for _, suf := range segmentSuffixes {
 		p := segmentPath(l.dir, base, suf)

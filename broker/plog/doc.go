@@ -95,7 +95,9 @@
 // transaction adds an entry to the .txnindex of the segment it lands in
 // (producer id, first offset, marker offset, and the last stable offset
 // at that point), which AbortedTransactions searches as Kafka's
-// collectAbortedTransactions does. LastStableOffset(hw) is min(first
+// collectAbortedTransactions does; a read_committed fetch reads with
+// ReadCommittedForFetch, which also gives the offset that bounds that
+// search for its slice (read_committed.go). LastStableOffset(hw) is min(first
 // offset of the oldest transaction open or ended with its marker not yet
 // below hw, hw). Open transactions are in the producer snapshots (Kafka's
 // currentTxnFirstOffset and coordinatorEpoch fields); producer expiry
@@ -202,10 +204,20 @@
 // idempotent producers. Kept batches keep their base offset, last offset
 // delta, sequence and codec; a cleaned segment may therefore have gaps,
 // and a sealed segment's next offset is the following segment's base.
-// Control batches are kept and a cleaned segment keeps the .txnindex
-// entries of the segments it replaces (aborted records are not yet
-// removed as Kafka's cleaner removes them). EnforceRetention applies retention.ms/bytes only when cleanup.policy
-// has delete.
+// Transactions follow Kafka's cleaner (clean_txn.go): nothing at or past
+// the last stable offset is cleaned (the first uncleanable offset is the
+// base of the segment holding it); records of aborted transactions are
+// removed and never enter the key map, so an aborted newest record never
+// shadows an older committed one; committed transactional records are
+// compacted like others; a transaction marker stays while a batch of its
+// transaction is in the log, then gets a delete horizon and goes after
+// delete.retention.ms; a producer's last data batch, or its last marker
+// once its batches are gone, stays header-only for its sequence and
+// epoch. A cleaned segment's .txnindex holds the aborted transactions
+// whose ABORT marker it keeps with records of theirs left; replaying a
+// marker emptied by the cleaner sets its producer's epoch and ends a
+// transaction a snapshot holds open. EnforceRetention applies
+// retention.ms/bytes only when cleanup.policy has delete.
 //
 // # Concurrency
 //

@@ -184,6 +184,18 @@ func (p *ProducerState) endTxn(pid int64, epoch int16, m EndTxnMarker, offset, t
 	return &c, lso
 }
 
+// endEmptiedTxn applies a marker the cleaner emptied (a header-only
+// control batch at offset): the producer's epoch becomes the batch's and
+// an open transaction ends, as a COMMIT would end it (no records of it
+// are left to filter); the coordinator epoch stays.
+func (p *ProducerState) endEmptiedTxn(pid int64, epoch int16, offset, ts int64) {
+	coord := int32(-1)
+	if e := p.producers[pid]; e != nil {
+		coord = e.coordEpoch
+	}
+	p.endTxn(pid, epoch, EndTxnMarker{Type: ControlCommit, CoordinatorEpoch: coord}, offset, ts)
+}
+
 // OpenTxn returns the first offset of the producer's open transaction.
 func (p *ProducerState) OpenTxn(pid int64) (firstOffset int64, ok bool) {
 	e := p.producers[pid]

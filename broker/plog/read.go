@@ -113,7 +113,7 @@ func (v *segView) findBatch(from, target int64) (h batchHeader, pos int64, found
 // first batch alone is longer (KIP-74). One segment per call. The slice's
 // file stays open for file.delete.delay.ms after its segment is deleted.
 func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlice, error) {
-	return l.read(offset, maxOffset, maxBytes, minOne, false)
+	return l.read(offset, maxOffset, maxBytes, minOne, false, nil)
 }
 
 // ReadForFetch is Read for Fetch responses, which may end in a partial
@@ -122,10 +122,12 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlic
 // find the last whole batch, and LastOffset is then -1. The first batch is
 // still returned whole when minOne (KIP-74).
 func (l *Log) ReadForFetch(offset, maxOffset int64, maxBytes int, minOne bool) (FileSlice, error) {
-	return l.read(offset, maxOffset, maxBytes, minOne, true)
+	return l.read(offset, maxOffset, maxBytes, minOne, true, nil)
 }
 
-func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) (FileSlice, error) {
+// read is Read and ReadForFetch; with upper non-nil it sets *upper for a
+// non-empty slice (ReadCommittedForFetch, read_committed.go).
+func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool, upper *int64) (FileSlice, error) {
 	empty := FileSlice{LastOffset: -1}
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
@@ -187,6 +189,9 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 			}
 			limit = start + first.size()
 		}
+		if upper != nil {
+			*upper = v.upperBoundAt(limit)
+		}
 		return FileSlice{File: v.out, Pos: start, Len: limit - start, LastOffset: -1}, nil
 	}
 	if maxOffset >= v.next && v.sealed {
@@ -233,6 +238,9 @@ func (l *Log) read(offset, maxOffset int64, maxBytes int, minOne, partial bool) 
 			cut, cutLast = start+first.size(), first.lastOffset()
 		}
 		end, lastOff = cut, cutLast
+	}
+	if upper != nil {
+		*upper = lastOff + 1
 	}
 	return FileSlice{File: v.out, Pos: start, Len: end - start, LastOffset: lastOff}, nil
 }

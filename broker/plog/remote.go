@@ -19,7 +19,8 @@ var ErrSegmentNotReady = errors.New("segment not sealed and flushed")
 // SealedSegment is a sealed, flushed segment opened for copying: its
 // three files opened read-only by their own handles (they stay readable
 // if retention renames or removes the files meanwhile), the producer
-// snapshot at its end, and its leader epochs.
+// snapshot at its end, its aborted transactions (.txnindex) and its
+// leader epochs.
 type SealedSegment struct {
 	BaseOffset   int64
 	NextOffset   int64 // one past its last offset
@@ -30,6 +31,9 @@ type SealedSegment struct {
 	// Snapshot is the producer snapshot file at NextOffset (written at the
 	// roll); nil when it no longer exists.
 	Snapshot []byte
+	// TxnIndex is the segment's .txnindex (the aborted transactions whose
+	// marker it holds, EncodeTxnIndex); empty when it has none.
+	TxnIndex []byte
 	// LeaderEpochs are the epochs of the segment's offsets, ascending, the
 	// first moved to BaseOffset (empty if the log has no epochs).
 	LeaderEpochs []EpochEntry
@@ -52,7 +56,7 @@ func (s *SealedSegment) Close() error {
 
 // OpenSealedSegment opens the sealed segment at base for copying. It is
 // ErrSegmentNotReady unless the segment exists, is sealed and its indexes
-// are on disk in full.
+// (the .txnindex included) are on disk in full.
 func (l *Log) OpenSealedSegment(base int64) (*SealedSegment, error) {
 	l.flushMu.Lock() // index files are written under flushMu
 	defer l.flushMu.Unlock()
@@ -66,10 +70,13 @@ func (l *Log) OpenSealedSegment(base int64) (*SealedSegment, error) {
 		return nil, fmt.Errorf("%w: %d", ErrSegmentNotReady, base)
 	}
 	s := l.segs[i]
-	if !s.sealed || s.next > l.recoveryPoint || s.idx.onDisk != s.idx.n || s.tidx.onDisk != s.tidx.n {
+	if !s.sealed || s.next > l.recoveryPoint || s.idx.onDisk != s.idx.n || s.tidx.onDisk != s.tidx.n || s.txn.needsWrite() {
 		return nil, fmt.Errorf("%w: %d", ErrSegmentNotReady, base)
 	}
 	out := &SealedSegment{BaseOffset: s.base, NextOffset: s.next, Size: s.size, MaxTimestamp: s.maxTs}
+	if len(s.txn.entries) > 0 {
+		out.TxnIndex = EncodeTxnIndex(s.txn.entries)
+	}
 	var err error
 	open := func(suffix string) vfs.File {
 		if err != nil {
@@ -97,6 +104,24 @@ func (l *Log) OpenSealedSegment(base int64) (*SealedSegment, error) {
 			out.LeaderEpochs = []EpochEntry{{Epoch: e.Epoch, StartOffset: s.base}}
 		default:
 			out.LeaderEpochs = append(out.LeaderEpochs, e)
+		}
+	}
+	return out, nil
+}
+
+// SnapshotOpenTransactions returns the open transactions that a producer
+// snapshot (a remote segment's .snapshot object) records: producer id to
+// the first offset of its transaction. Bad input is an error; it never
+// panics.
+func SnapshotOpenTransactions(b []byte) (map[int64]int64, error) {
+	entries, err := decodeProducerSnapshot(b)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]int64{}
+	for id, e := range entries {
+		if e.txnFirst >= 0 {
+			out[id] = e.txnFirst
 		}
 	}
 	return out, nil

@@ -88,9 +88,17 @@ func (l *Log) AppendControl(producerID int64, producerEpoch int16, m EndTxnMarke
 // segment s, or replayed from it: a transaction marker ends its
 // producer's transaction. Other control records, and markers that do not
 // decode, change nothing (a leader validated its own; a replica's are
-// its leader's).
+// its leader's). A control batch without records is a marker the cleaner
+// emptied, kept for its producer's epoch (clean_txn.go): it sets the
+// epoch and ends a transaction that a producer snapshot still holds open,
+// without a .txnindex entry (none of its records are left).
 func (l *Log) applyControlLocked(s *segment, h *batchHeader, b []byte) {
 	if h.ProducerID < 0 {
+		return
+	}
+	if h.RecordCount == 0 {
+		l.producers.endEmptiedTxn(h.ProducerID, h.ProducerEpoch, h.BaseOffset, h.MaxTimestamp)
+		l.noteTxnsLocked()
 		return
 	}
 	m, err := DecodeControlBatch(b)

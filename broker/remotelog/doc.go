@@ -2,8 +2,9 @@
 // RemoteLogManager: the upload scheduling of the sealed segments of the
 // partitions a broker leads, and its fencing by leader epoch; the remote
 // index's refresh from the bucket (a partition's first refresh, warming,
-// and every pass's); remote reads for Fetch and ListOffsets; a new
-// follower's log start from the bucket (the bucket's part of Kafka's
+// and every pass's); remote reads for Fetch and ListOffsets, and the
+// aborted transactions of read_committed fetches over the remote and
+// local logs (txn.go); a new follower's log start from the bucket (the bucket's part of Kafka's
 // buildRemoteLogAuxState); the restore of a leader whose log is empty;
 // remote retention, deletion on remote.storage.enable=false and the
 // remote data of deleted topics; bucket lifecycle rules and

@@ -78,7 +78,7 @@ package remotelog
 // Metrics (Kafka's BrokerTopicMetrics names): remotecopybytes_total,
 // remotecopyrequests_total (segments), remotecopyerrors_total (failed
 // partition passes), the gauges remotecopylagbytes and
-// remotecopylagsegments (sealed segments below the high watermark not yet
+// remotecopylagsegments (sealed segments below the last stable offset not yet
 // copied, after the last pass); remotedeleterequests_total (segment
 // deletions started), remotedeleteerrors_total (failed), the gauge
 // remotelogsizebytes (remote log bytes of the partitions this broker
@@ -481,9 +481,12 @@ func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments, oldest
 	if _, ok := rm.tiered(p); !ok || !mayCopy {
 		return 0, 0, -1
 	}
-	hw := p.HW()
+	// Only below the last stable offset: no record of an undecided
+	// transaction reaches the bucket (it is the high watermark when no
+	// transaction is open).
+	lso := p.Log().LastStableOffset(p.HW())
 	lead, ctx, stop := rm.copyLeadership(p)
-	st, err := rm.uploader.CopyPartition(ctx, tierPartition(p), p.Topic(), p.Log(), hw, lead)
+	st, err := rm.uploader.CopyPartition(ctx, tierPartition(p), p.Topic(), p.Log(), lso, lead)
 	stop()
 	rm.copyBytes.Add(float64(st.Bytes))
 	rm.copyRequests.Add(float64(st.Copied))
@@ -503,7 +506,7 @@ func (rm *Manager) tierPassPartition(p Partition) (lagBytes, lagSegments, oldest
 			end = -1
 		}
 		for _, seg := range p.Log().Segments() {
-			if seg.Sealed && seg.NextOffset <= hw && seg.NextOffset-1 > end {
+			if seg.Sealed && seg.NextOffset <= lso && seg.NextOffset-1 > end {
 				lagBytes += seg.Size
 				lagSegments++
 				if oldestMs < 0 && seg.MaxTimestamp >= 0 {

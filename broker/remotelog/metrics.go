@@ -34,9 +34,9 @@ var (
 	mRemotecopyerrorsTotal = obs.Counter("kafka_server_brokertopicmetrics_remotecopyerrors_total",
 		"Copy passes of a partition that failed (retried at the next pass).")
 	mRemotecopylagbytes = obs.Gauge("kafka_server_brokertopicmetrics_remotecopylagbytes",
-		"Bytes of sealed segments below the high watermark not yet copied, after the last pass.")
+		"Bytes of sealed segments below the last stable offset not yet copied, after the last pass.")
 	mRemotecopylagsegments = obs.Gauge("kafka_server_brokertopicmetrics_remotecopylagsegments",
-		"Sealed segments below the high watermark not yet copied, after the last pass.")
+		"Sealed segments below the last stable offset not yet copied, after the last pass.")
 	mBuildremotelogauxstaterequestsTotal = obs.Counter("kafka_server_brokertopicmetrics_buildremotelogauxstaterequests_total",
 		"Followers' rebuilds of a partition's log state (epochs, producers) from remote storage.")
 	mFailedbuildremotelogauxstaterequestsTotal = obs.Counter("kafka_server_brokertopicmetrics_failedbuildremotelogauxstaterequests_total",
@@ -56,7 +56,7 @@ var (
 	mRemotelogsizebytes = obs.Gauge("kafka_server_brokertopicmetrics_remotelogsizebytes",
 		"Bytes of the remote log segments of the partitions this broker leads, after the last pass.")
 	mCopyLagSeconds = obs.Gauge("strata_remote_log_copy_lag_seconds",
-		"Upload lag in time: age of the oldest sealed segment below the high watermark not yet copied (now minus its largest record timestamp), over the partitions this broker leads, after the last pass; 0 when none waits.")
+		"Upload lag in time: age of the oldest sealed segment below the last stable offset not yet copied (now minus its largest record timestamp), over the partitions this broker leads, after the last pass; 0 when none waits.")
 )
 
 var (

@@ -13,7 +13,11 @@ package remotelog
 // to start after the last one, with that segment's leader-epoch
 // checkpoint and producer snapshot (so idempotent producers carry on),
 // and that end as its high watermark (everything uploaded was committed),
-// as a follower does from the leader's tail (follower.go). A
+// as a follower does from the leader's tail (follower.go). The snapshot
+// holds the transactions open at the segment's end (uploads stop at the
+// last stable offset, so each had ended by the time of the upload, but
+// its marker may lie beyond): they are open on the restored leader, from
+// their first offset in the bucket, until their markers come again. A
 // partition the bucket holds no segment of (a new one) starts at 0. The
 // partition waits for nothing else, not for other partitions' indexes.
 // While restoring, the tier pass leaves the partition alone.
@@ -123,6 +127,14 @@ func (rm *Manager) restoreLeader(p Partition) {
 	p.AdvanceHW(p.Log().LogEndOffset())
 	rm.log.Info("restored leader log end from remote storage", "topic", p.Topic(), "partition", p.Index(),
 		"log_end", p.Log().LogEndOffset(), "latest_epoch", p.Log().LatestEpoch(), "segment", m.SegmentID.String())
+	if open := openTransactions(p.Log()); len(open) > 0 {
+		// Their markers were not uploaded (a drain waits for every
+		// transaction to end; a lost disk does not): they stay open, and
+		// hold the last stable offset, until their coordinator writes
+		// their markers or an operator aborts them.
+		rm.log.Warn("restored leader from remote storage with transactions open at its log start; read_committed consumers and uploads wait until they end",
+			"topic", p.Topic(), "partition", p.Index(), "open_transactions", open)
+	}
 }
 
 // concludeRestore ends p's restore and records the leader epoch it

@@ -2,155 +2,26 @@ package txn
 
 // Record batches of __transaction_state: the coordinator writes the
 // records it must make durable together as one uncompressed record batch
-// (magic 2, no producer id), and reads batches back when it loads a
-// partition. The same format as the group coordinator's batches.
+// (no producer id) and reads batches back when it loads a partition, in
+// the format of package plog's coordinator batches (kvbatch.go), as the
+// group coordinator does.
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
 	"time"
+
+	"strata/broker/plog"
 )
 
 // Record is one __transaction_state record; a nil Value is a tombstone.
-type Record struct {
-	Key, Value []byte
-}
+type Record = plog.KV
 
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
-const (
-	batchHeaderLen = 61 // baseOffset .. recordCount
-	attrCodecMask  = 0x07
-	attrControl    = 0x20
-)
-
-// encodeBatch builds one uncompressed v2 record batch with base offset 0
-// (the log assigns offsets) and every record stamped with now.
+// encodeBatch builds one batch of recs stamped with now.
 func encodeBatch(recs []Record, now time.Time) []byte {
-	ts := now.UnixMilli()
-	b := make([]byte, batchHeaderLen, batchHeaderLen+64*len(recs))
-	var body []byte
-	for i, r := range recs {
-		body = body[:0]
-		body = append(body, 0)                     // attributes
-		body = binary.AppendVarint(body, 0)        // timestamp delta
-		body = binary.AppendVarint(body, int64(i)) // offset delta
-		body = binary.AppendVarint(body, int64(len(r.Key)))
-		body = append(body, r.Key...)
-		if r.Value == nil {
-			body = binary.AppendVarint(body, -1)
-		} else {
-			body = binary.AppendVarint(body, int64(len(r.Value)))
-			body = append(body, r.Value...)
-		}
-		body = binary.AppendVarint(body, 0) // headers
-		b = binary.AppendVarint(b, int64(len(body)))
-		b = append(b, body...)
-	}
-	be := binary.BigEndian
-	be.PutUint64(b[0:], 0)                    // base offset
-	be.PutUint32(b[8:], uint32(len(b)-12))    // batch length
-	be.PutUint32(b[12:], 0xffffffff)          // partition leader epoch (the log stamps it)
-	b[16] = 2                                 // magic
-	be.PutUint16(b[21:], 0)                   // attributes
-	be.PutUint32(b[23:], uint32(len(recs)-1)) // last offset delta
-	be.PutUint64(b[27:], uint64(ts))          // first timestamp
-	be.PutUint64(b[35:], uint64(ts))          // max timestamp
-	be.PutUint64(b[43:], 0xffffffffffffffff)  // producer id
-	be.PutUint16(b[51:], 0xffff)              // producer epoch
-	be.PutUint32(b[53:], 0xffffffff)          // base sequence
-	be.PutUint32(b[57:], uint32(len(recs)))   // record count
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32c))
-	return b
+	return plog.EncodeKVBatch(recs, now, plog.NoProducer)
 }
-
-var errShortBatch = errors.New("truncated record batch")
 
 // decodeBatches calls fn for every record of every data batch in data,
-// which holds whole batches. Control batches are skipped; compressed
-// batches are an error (the coordinator never writes them).
+// which holds whole batches; control batches are skipped.
 func decodeBatches(data []byte, fn func(Record) error) error {
-	be := binary.BigEndian
-	for len(data) > 0 {
-		if len(data) < 12 {
-			return errShortBatch
-		}
-		n := int64(int32(be.Uint32(data[8:])))
-		if n < batchHeaderLen-12 || n+12 > int64(len(data)) {
-			return errShortBatch
-		}
-		b := data[:12+n]
-		data = data[12+n:]
-		if b[16] != 2 {
-			return fmt.Errorf("record batch magic %d", b[16])
-		}
-		if crc32.Checksum(b[21:], crc32c) != be.Uint32(b[17:]) {
-			return errors.New("record batch CRC mismatch")
-		}
-		attrs := be.Uint16(b[21:])
-		if attrs&attrControl != 0 {
-			continue
-		}
-		if attrs&attrCodecMask != 0 {
-			return fmt.Errorf("compressed record batch (codec %d) in __transaction_state", attrs&attrCodecMask)
-		}
-		count := int32(be.Uint32(b[57:]))
-		rest := b[batchHeaderLen:]
-		for i := int32(0); i < count; i++ {
-			r, tail, err := decodeRecord(rest)
-			if err != nil {
-				return err
-			}
-			rest = tail
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// decodeRecord reads one record of a v2 batch and returns the bytes after
-// it.
-func decodeRecord(b []byte) (Record, []byte, error) {
-	bad := errors.New("malformed record")
-	l, n := binary.Varint(b)
-	if n <= 0 || l < 0 || int64(len(b)-n) < l {
-		return Record{}, nil, bad
-	}
-	body, rest := b[n:n+int(l)], b[n+int(l):]
-	if len(body) < 1 {
-		return Record{}, nil, bad
-	}
-	body = body[1:] // attributes
-	for range 2 {   // timestamp delta, offset delta
-		if _, n = binary.Varint(body); n <= 0 {
-			return Record{}, nil, bad
-		}
-		body = body[n:]
-	}
-	var r Record
-	for i := range 2 {
-		fl, n := binary.Varint(body)
-		if n <= 0 || fl < -1 || int64(len(body)-n) < fl {
-			return Record{}, nil, bad
-		}
-		body = body[n:]
-		var f []byte
-		if fl >= 0 {
-			f = body[:fl:fl]
-			body = body[fl:]
-		}
-		if i == 0 {
-			r.Key = f
-		} else {
-			r.Value = f
-			if r.Value == nil && fl == 0 {
-				r.Value = []byte{}
-			}
-		}
-	}
-	return r, rest, nil
+	return plog.DecodeKVBatches(data, fn)
 }

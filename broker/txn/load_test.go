@@ -144,16 +144,16 @@ func TestApplyRecord(t *testing.T) {
 		wantID string
 		pid    int64 // of wantID after; -1 absent
 	}{
-		{Record{EncodeKey("a"), val(1, Empty)}, true, "a", 1},
-		{Record{EncodeKey("a"), val(2, CompleteCommit)}, true, "a", 2},
-		{Record{[]byte{0, 1, 0, 0}, []byte("junk")}, true, "a", 2}, // another key version
-		{Record{EncodeKey("a"), []byte{0, 1, 2}}, false, "a", 2},
-		{Record{EncodeKey("a"), val(3, Dead)}, false, "a", 2},
-		{Record{EncodeKey("a"), val(3, PrepareEpochFence)}, false, "a", 2},
-		{Record{EncodeKey("a"), val(-5, Empty)}, false, "a", 2},
-		{Record{[]byte{0}, nil}, false, "a", 2},
-		{Record{EncodeKey("a"), nil}, true, "a", -1},
-		{Record{EncodeKey("a"), nil}, true, "a", -1}, // deleting what is gone
+		{Record{Key: EncodeKey("a"), Value: val(1, Empty)}, true, "a", 1},
+		{Record{Key: EncodeKey("a"), Value: val(2, CompleteCommit)}, true, "a", 2},
+		{Record{Key: []byte{0, 1, 0, 0}, Value: []byte("junk")}, true, "a", 2}, // another key version
+		{Record{Key: EncodeKey("a"), Value: []byte{0, 1, 2}}, false, "a", 2},
+		{Record{Key: EncodeKey("a"), Value: val(3, Dead)}, false, "a", 2},
+		{Record{Key: EncodeKey("a"), Value: val(3, PrepareEpochFence)}, false, "a", 2},
+		{Record{Key: EncodeKey("a"), Value: val(-5, Empty)}, false, "a", 2},
+		{Record{Key: []byte{0}, Value: nil}, false, "a", 2},
+		{Record{Key: EncodeKey("a"), Value: nil}, true, "a", -1},
+		{Record{Key: EncodeKey("a"), Value: nil}, true, "a", -1}, // deleting what is gone
 	} {
 		if ok := applyRecord(loaded, tc.r); ok != tc.ok {
 			t.Fatalf("%d: applyRecord = %v", i, ok)
