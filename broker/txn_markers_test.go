@@ -59,8 +59,19 @@ func waitStable(t *testing.T, s *Server, topic string, part int32) int64 {
 // has want records, and returns them by partition.
 func consumeUncommitted(t *testing.T, ctx context.Context, seeds []string, topic string, want int) map[int32][]*kgo.Record {
 	t.Helper()
+	return consumeWith(t, ctx, seeds, topic, want, kgo.ReadUncommitted())
+}
+
+// consumeCommitted is consumeUncommitted with read_committed.
+func consumeCommitted(t *testing.T, ctx context.Context, seeds []string, topic string, want int) map[int32][]*kgo.Record {
+	t.Helper()
+	return consumeWith(t, ctx, seeds, topic, want, kgo.ReadCommitted())
+}
+
+func consumeWith(t *testing.T, ctx context.Context, seeds []string, topic string, want int, iso kgo.IsolationLevel) map[int32][]*kgo.Record {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(iso), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond)) // a waiting fetch holds the server's Close
 	if err != nil {
 		t.Fatal(err)
@@ -90,12 +101,13 @@ func recordOffsets(rs []*kgo.Record) []int64 {
 	return out
 }
 
-// On one broker: a transactional producer commits a transaction and
-// aborts the next, over two partitions. Each partition gets a COMMIT and
-// an ABORT marker (its log end counts them), a read_uncommitted consumer
-// gets every data record and no marker, the last stable offset passes
-// both markers, and the partition's .txnindex holds the aborted
-// transaction.
+// On one broker: a transactional producer commits a transaction, aborts
+// the next and commits a third, over two partitions. Each partition gets
+// its COMMIT and ABORT markers (its log end counts them), the last
+// stable offset passes them, the partition's .txnindex holds the aborted
+// transaction, a read_uncommitted consumer gets every data record and no
+// marker, and a read_committed one every committed record and no aborted
+// one.
 func TestTxnMarkersCommitAndAbort(t *testing.T) {
 	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 	ctx := testCtx(t)
@@ -108,18 +120,24 @@ func TestTxnMarkersCommitAndAbort(t *testing.T) {
 	waitTxnState(t, ctx, adm, "tx-m", "CompleteCommit")
 	txnProduce(t, ctx, cl, "m", false, 0, 1) // p0: 3 A4, p1: 2 A3
 	d := waitTxnState(t, ctx, adm, "tx-m", "CompleteAbort")
+	for part, leo := range map[int32]int64{0: 5, 1: 4} {
+		if got := waitStable(t, ts.Server, "m", part); got != leo {
+			t.Errorf("m-%d: last stable offset %d after the abort, want %d (past both markers)", part, got, leo)
+		}
+	}
+	txnProduce(t, ctx, cl, "m", true, 0, 1) // p0: 5 C6, p1: 4 C5
+	waitTxnState(t, ctx, adm, "tx-m", "CompleteCommit")
 
-	wantLEO := map[int32]int64{0: 5, 1: 4}
-	wantData := map[int32][]int64{0: {0, 1, 3}, 1: {0, 2}}
-	wantAborted := map[int32]int64{0: 3, 1: 2} // first offset of the aborted transaction
+	wantLEO := map[int32]int64{0: 7, 1: 6}
+	wantAborted := map[int32][2]int64{0: {3, 4}, 1: {2, 3}} // first offset and marker of the aborted transaction
 	for part, leo := range wantLEO {
 		if got := waitStable(t, ts.Server, "m", part); got != leo {
-			t.Errorf("m-%d: last stable offset %d, want %d (past both markers)", part, got, leo)
+			t.Errorf("m-%d: last stable offset %d, want %d (past every marker)", part, got, leo)
 		}
 		p := ts.partition("m", part)
 		ab := p.Log().AbortedTransactions(0, leo)
-		if len(ab) != 1 || ab[0].ProducerID != d.ProducerID || ab[0].FirstOffset != wantAborted[part] || ab[0].LastOffset != leo-1 {
-			t.Errorf("m-%d: aborted transactions %+v, want producer %d from %d to the marker at %d", part, ab, d.ProducerID, wantAborted[part], leo-1)
+		if w := wantAborted[part]; len(ab) != 1 || ab[0].ProducerID != d.ProducerID || ab[0].FirstOffset != w[0] || ab[0].LastOffset != w[1] {
+			t.Errorf("m-%d: aborted transactions %+v, want producer %d from %d to the marker at %d", part, ab, d.ProducerID, w[0], w[1])
 		}
 		if _, open := p.Log().OpenTransaction(d.ProducerID); open {
 			t.Errorf("m-%d: the producer's transaction is still open", part)
@@ -134,10 +152,18 @@ func TestTxnMarkersCommitAndAbort(t *testing.T) {
 			t.Errorf("m-%d: end offset %d, want %d", part, o.Offset, leo)
 		}
 	}
-	got := consumeUncommitted(t, ctx, []string{ts.addr()}, "m", 5)
-	for part, want := range wantData {
+	got := consumeUncommitted(t, ctx, []string{ts.addr()}, "m", 7)
+	for part, want := range map[int32][]int64{0: {0, 1, 3, 5}, 1: {0, 2, 4}} {
 		if offs := recordOffsets(got[part]); !slices.Equal(offs, want) {
 			t.Errorf("m-%d: read_uncommitted consumer got offsets %v, want %v (the markers skipped)", part, offs, want)
+		}
+	}
+	// The last committed records come after the aborted ones: a consumer
+	// that has them has been served past the aborted transaction.
+	got = consumeCommitted(t, ctx, []string{ts.addr()}, "m", 5)
+	for part, want := range map[int32][]int64{0: {0, 1, 5}, 1: {0, 4}} {
+		if offs := recordOffsets(got[part]); !slices.Equal(offs, want) {
+			t.Errorf("m-%d: read_committed consumer got offsets %v, want %v", part, offs, want)
 		}
 	}
 }
@@ -146,10 +172,10 @@ func TestTxnMarkersCommitAndAbort(t *testing.T) {
 // broker: every input record is copied to the output in transactions
 // that also commit the group's offsets (TxnOffsetCommit, whose markers in
 // __consumer_offsets complete them). Afterwards the group's committed
-// offsets are the input's end offsets, and the output, read with
+// offsets are the input's end offsets, and the output holds each input
+// record exactly once: read with read_committed, and read with
 // read_uncommitted and filtered by the partitions' aborted transactions
-// (their .txnindex: what a read_committed fetch would drop), holds each
-// input record exactly once.
+// (their .txnindex).
 func TestTxnMarkersGroupTransactSession(t *testing.T) {
 	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1",
 		"group.initial.rebalance.delay.ms": "0"})
@@ -302,6 +328,18 @@ func copyInTransactions(t *testing.T, ctx context.Context, seeds []string, leade
 	if len(seen) != n {
 		t.Errorf("committed output holds %d distinct records, want %d", len(seen), n)
 	}
+	// A read_committed consumer finds the same: each input record once.
+	committed := map[string]int{}
+	for _, rs := range consumeCommitted(t, ctx, seeds, "out", n) {
+		for _, r := range rs {
+			committed[string(r.Value)]++
+		}
+	}
+	for i := range n {
+		if c := committed[fmt.Sprintf("v%d", i)]; c != 1 {
+			t.Errorf("input record v%d read %d times by a read_committed consumer of the output", i, c)
+		}
+	}
 }
 
 // startTxnCluster starts two brokers with transactions on, and returns
@@ -354,26 +392,32 @@ func TestTxnMarkersAcrossBrokers(t *testing.T) {
 	waitTxnState(t, ctx, adm, "tx-x", "CompleteCommit")
 	txnProduce(t, ctx, cl, "x", false, 0)
 	d := waitTxnState(t, ctx, adm, "tx-x", "CompleteAbort")
+	txnProduce(t, ctx, cl, "x", true, 0)
+	waitTxnState(t, ctx, adm, "tx-x", "CompleteCommit")
 	if d.Coordinator != coord {
 		t.Fatalf("coordinator %d, want %d", d.Coordinator, coord)
 	}
-	if got := sends.Load(); got < 2 {
+	if got := sends.Load(); got < 3 {
 		t.Errorf("%d WriteTxnMarkers sent to the leader, want one per transaction", got)
 	}
-	// 0 1 C2 3 A4 on the leader, and on its follower.
-	if lso := waitStable(t, c.servers[other], "x", 0); lso != 5 {
-		t.Errorf("leader's last stable offset %d, want 5", lso)
+	// 0 1 C2 3 A4 5 C6 on the leader, and on its follower.
+	if lso := waitStable(t, c.servers[other], "x", 0); lso != 7 {
+		t.Errorf("leader's last stable offset %d, want 7", lso)
 	}
-	waitFor(t, "the follower to replicate the markers", 10*time.Second, func() bool { return c.leo(coord, "x") == 5 })
+	waitFor(t, "the follower to replicate the markers", 10*time.Second, func() bool { return c.leo(coord, "x") == 7 })
 	for _, id := range []int32{other, coord} {
-		ab := c.servers[id].partition("x", 0).Log().AbortedTransactions(0, 5)
-		if len(ab) != 1 || ab[0].ProducerID != d.ProducerID || ab[0].FirstOffset != 3 {
-			t.Errorf("broker %d: aborted transactions %+v, want producer %d from 3", id, ab, d.ProducerID)
+		ab := c.servers[id].partition("x", 0).Log().AbortedTransactions(0, 7)
+		if len(ab) != 1 || ab[0].ProducerID != d.ProducerID || ab[0].FirstOffset != 3 || ab[0].LastOffset != 4 {
+			t.Errorf("broker %d: aborted transactions %+v, want producer %d from 3 to 4", id, ab, d.ProducerID)
 		}
 	}
-	got := consumeUncommitted(t, ctx, c.seeds(), "x", 3)
-	if offs := recordOffsets(got[0]); !slices.Equal(offs, []int64{0, 1, 3}) {
-		t.Errorf("read_uncommitted consumer got offsets %v, want [0 1 3]", offs)
+	got := consumeUncommitted(t, ctx, c.seeds(), "x", 4)
+	if offs := recordOffsets(got[0]); !slices.Equal(offs, []int64{0, 1, 3, 5}) {
+		t.Errorf("read_uncommitted consumer got offsets %v, want [0 1 3 5]", offs)
+	}
+	got = consumeCommitted(t, ctx, c.seeds(), "x", 3)
+	if offs := recordOffsets(got[0]); !slices.Equal(offs, []int64{0, 1, 5}) {
+		t.Errorf("read_committed consumer got offsets %v, want [0 1 5]", offs)
 	}
 
 	// A WriteTxnMarkers from a client to the broker that does not lead
