@@ -28,6 +28,9 @@ func fileBucket(t *testing.T, dir string) map[string][]byte {
 	out := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if os.IsNotExist(err) && path != dir {
+				return nil // a directory the store removed, emptied, meanwhile
+			}
 			return err
 		}
 		if d.IsDir() && d.Name() == ".tmp" {
