@@ -43,10 +43,10 @@ type adminEnv struct {
 	// commandConfig is --command-config: a client properties file for a
 	// secured listener; "" when not given.
 	commandConfig string
-	json      bool   // --json: machine-readable output on stdout
-	stdout    io.Writer
-	stderr    io.Writer
-	cl        *kgo.Client
+	json          bool // --json: machine-readable output on stdout
+	stdout        io.Writer
+	stderr        io.Writer
+	cl            *kgo.Client
 }
 
 func newAdminEnv() *adminEnv {
