@@ -12,7 +12,9 @@ package broker
 // current leader from v10 (KIP-951). Idempotent
 // duplicates are answered with their original offsets (KIP-98). acks=0
 // requests get no response; a failure closes the connection, as Kafka
-// does, so the producer notices.
+// does, so the producer notices. With transactions on, a transactional
+// batch whose producer has no open transaction in its partition is first
+// verified with the transaction coordinator (KIP-890, txn_verify.go).
 
 import (
 	"encoding/binary"
@@ -26,6 +28,7 @@ import (
 	"strata/broker/acl"
 	"strata/broker/plog"
 	"strata/broker/replica"
+	"strata/broker/txn"
 	"strata/controller"
 )
 
@@ -46,6 +49,14 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	md := s.ctrl.Metadata()
 	var waits []replica.ProduceWait
+	// The partitions that passed the checks, appended after them.
+	type pending struct {
+		ti, pi  int
+		topic   string
+		part    int32
+		records []byte
+	}
+	var todo []pending
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -73,14 +84,41 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 			case t == nil:
 				setErr(&sp, kerr.UnknownTopicOrPartition.Code, "")
 			default:
-				if w := s.produceTo(&sp, t.Name, rp.Partition, rp.Records, req.Acks, setErr); w.P != nil {
-					w.Topic, w.Part = len(resp.Topics), len(st.Partitions)
-					waits = append(waits, w)
-				}
+				todo = append(todo, pending{len(resp.Topics), len(st.Partitions), t.Name, rp.Partition, rp.Records})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	// Transactional writes with no open transaction in their partition
+	// are verified with the coordinator first (txn_verify.go).
+	var refused map[txn.TopicPartition]verifyRefusal
+	if req.TransactionID != nil && s.txns != nil {
+		var writes []txnWrite
+		for _, w := range todo {
+			pid, epoch, ok := transactionalBatch(w.records)
+			if !ok {
+				continue
+			}
+			p := s.partition(w.topic, w.part)
+			if p == nil || !s.isLeader(p) || p.Log().HasOngoingTransaction(pid, epoch) {
+				continue // produceTo answers the partition
+			}
+			writes = append(writes, txnWrite{txn.TopicPartition{Topic: w.topic, Partition: w.part}, pid, epoch})
+		}
+		refused = s.verifyTxnWrites(req.Version, *req.TransactionID, writes)
+	}
+	for _, w := range todo {
+		sp := &resp.Topics[w.ti].Partitions[w.pi]
+		if r, ok := refused[txn.TopicPartition{Topic: w.topic, Partition: w.part}]; ok {
+			setErr(sp, r.code, r.msg)
+			s.metrics.produceErrors.Inc()
+			continue
+		}
+		if pw := s.produceTo(sp, w.topic, w.part, w.records, req.Acks, setErr); pw.P != nil {
+			pw.Topic, pw.Part = w.ti, w.pi
+			waits = append(waits, pw)
+		}
 	}
 	if len(waits) > 0 {
 		// Answered once replicated, by the connection's writer: the

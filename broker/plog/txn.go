@@ -215,3 +215,14 @@ func (l *Log) ExpireProducers(maxAgeMs int64) {
 	defer l.mu.Unlock()
 	l.producers.ExpireProducers(nowMs, maxAgeMs)
 }
+
+// HasOngoingTransaction reports whether the producer has an open
+// transaction in this partition at this epoch (Kafka's
+// UnifiedLog.hasOngoingTransaction: a transactional write that finds none
+// is verified with the transaction coordinator first, KIP-890).
+func (l *Log) HasOngoingTransaction(producerID int64, producerEpoch int16) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.producers.producers[producerID]
+	return e != nil && e.txnFirst >= 0 && e.epoch == producerEpoch
+}
