@@ -315,3 +315,75 @@ func TestKIP890FencingTV2(t *testing.T) {
 	txnProduce(t, ctx, newer, "fence", true, 0)
 	waitTxnState(t, ctx, adm, "tx-fence", "CompleteCommit")
 }
+
+// TxnOffsetCommit v5 (transaction version 2, no AddOffsetsToTxn) adds the
+// group's __consumer_offsets partition to the transaction; v4 and v3
+// without AddOffsetsToTxn are refused as Kafka refuses them.
+func TestKIP890TxnOffsetCommit(t *testing.T) {
+	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
+	ctx := testCtx(t)
+	adm := ts.admin(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.FetchOffsets(ctx, "g890"); err != nil { // loads the group's coordinator
+		t.Fatal(err)
+	}
+	commit := func(id string, v int16) int16 {
+		cl := ts.client(t, kgo.TransactionalID(id))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "in", Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		pid, epoch := clientProducer(t, ctx, cl)
+		r := kmsg.NewPtrTxnOffsetCommitRequest()
+		r.Version, r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = v, id, "g890", pid, epoch, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "in"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 1
+		rt.Partitions = append(rt.Partitions, rp)
+		r.Topics = append(r.Topics, rt)
+		resp := rawRequest(t, ts.addr(), r).(*kmsg.TxnOffsetCommitResponse)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit("tx-o5", 5); code != 0 {
+		t.Fatalf("TxnOffsetCommit v5: %v", kerr.ErrorForCode(code))
+	}
+	ds, err := adm.DescribeTransactions(ctx, "tx-o5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ds["tx-o5"].Topics["__consumer_offsets"]; !ok {
+		t.Errorf("transaction's partitions %v: no __consumer_offsets partition after TxnOffsetCommit v5", ds["tx-o5"].Topics)
+	}
+	if code := commit("tx-o4", 4); code != kerr.TransactionAbortable.Code {
+		t.Errorf("TxnOffsetCommit v4 without AddOffsetsToTxn: %v, want TRANSACTION_ABORTABLE", kerr.ErrorForCode(code))
+	}
+	if code := commit("tx-o3", 3); code != kerr.InvalidTxnState.Code {
+		t.Errorf("TxnOffsetCommit v3 without AddOffsetsToTxn: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+}
+
+// AddPartitionsToTxn v4+ is the brokers' form: a client without
+// ClusterAction is refused, as Kafka refuses it.
+func TestKIP890AddPartitionsV4NeedsClusterAction(t *testing.T) {
+	b := startACLBroker(t, nil)
+	alice := &clientConn{env: &envelopeOrigin{principal: "User:alice", host: "127.0.0.1"}}
+	for _, v := range []int16{4, 5} {
+		r := kmsg.NewPtrAddPartitionsToTxnRequest()
+		r.Version = v
+		tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tr.TransactionalID, tr.ProducerID, tr.VerifyOnly = "tx", 1, true
+		r.Transactions = append(r.Transactions, tr)
+		resp, err := handleAddPartitionsToTxn(b.Server, alice, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.(*kmsg.AddPartitionsToTxnResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("AddPartitionsToTxn v%d from a client: %v, want CLUSTER_AUTHORIZATION_FAILED", v, kerr.ErrorForCode(code))
+		}
+	}
+}
