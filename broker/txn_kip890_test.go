@@ -3,8 +3,10 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -385,5 +387,49 @@ func TestKIP890AddPartitionsV4NeedsClusterAction(t *testing.T) {
 		if code := resp.(*kmsg.AddPartitionsToTxnResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
 			t.Errorf("AddPartitionsToTxn v%d from a client: %v, want CLUSTER_AUTHORIZATION_FAILED", v, kerr.ErrorForCode(code))
 		}
+	}
+}
+
+// The verifications bound for one coordinator broker go in one request
+// while another is in flight: 1 + the rest.
+func TestKIP890VerificationsBatched(t *testing.T) {
+	c, coord, other := startTxnCluster(t)
+	c.createTopic("batch", []int32{other, coord}, nil)
+	c.waitISR("batch", 0, 1)
+	const n = 12
+	vb := c.servers[other].txns.verifier
+	var mu sync.Mutex
+	var sizes []int
+	hook := func(to int32, size int) {
+		mu.Lock()
+		first := len(sizes) == 0
+		sizes = append(sizes, size)
+		mu.Unlock()
+		if first { // hold the first request until the others are queued
+			// (a timeout shows in the sizes asserted below)
+			for deadline := time.Now().Add(10 * time.Second); vb.queued(to) < n-1 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	vb.beforeSend.Store(&hook)
+	addr := c.servers[other].Addr().String()
+	codes := make([]int16, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			codes[i] = lateWrite(t, addr, 11, fmt.Sprintf("tx-batch-%d", i), "batch", 0, int64(9000+i), 0)
+		})
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != kerr.InvalidProducerIDMapping.Code {
+			t.Errorf("write %d of an unknown transactional id: %v, want INVALID_PRODUCER_ID_MAPPING", i, kerr.ErrorForCode(code))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != n-1 {
+		t.Errorf("requests of %v transactions, want [1 %d]", sizes, n-1)
 	}
 }

@@ -28,17 +28,23 @@ package broker
 // COORDINATOR_NOT_AVAILABLE) become NOT_ENOUGH_REPLICAS, which every
 // client retries without refreshing its metadata.
 //
-// Deviation: Kafka batches the verifications of concurrent Produce
-// requests per coordinator broker and guards the append against a marker
-// written between the verification and the append (VerificationGuard);
-// Strata sends one request per Produce and has no guard. With
-// transaction version 2 the marker bumps the epoch, so such a write is
-// refused by the partition's producer state (INVALID_PRODUCER_EPOCH).
+// As Kafka's manager, the verifications bound for one coordinator broker
+// are batched: while a request to it is in flight, the transactions of
+// the Produce requests that arrive are queued, and go together in the
+// next request (a transactional id queued twice waits for the one after).
+//
+// Deviation: Kafka guards the append against a marker written between
+// the verification and the append (VerificationGuard); Strata has no
+// guard. With transaction version 2 the marker bumps the epoch, so such a
+// write is refused by the partition's producer state
+// (INVALID_PRODUCER_EPOCH).
 
 import (
 	"context"
 	"encoding/binary"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -178,18 +184,11 @@ func (s *Server) askTxnCoordinator(transactionalID string, pid int64, epoch int1
 		if !ok {
 			return nil, kerr.CoordinatorNotAvailable
 		}
-		req := kmsg.NewPtrAddPartitionsToTxnRequest()
-		req.Version = 5
-		req.Transactions = append(req.Transactions, tr)
-		resp, err := s.interBrokerRoundTrip(s.brokerAddr(b), verifyClientPrefix+strconv.Itoa(int(s.cfg.ID)), req)
+		rt, err := s.txns.verifier.ask(b.ID, s.brokerAddr(b), tr)
 		if err != nil {
 			return nil, err
 		}
-		r := resp.(*kmsg.AddPartitionsToTxnResponse)
-		if r.ErrorCode != 0 {
-			return nil, kerr.ErrorForCode(r.ErrorCode)
-		}
-		results = r.Transactions
+		results = []kmsg.AddPartitionsToTxnResponseTransaction{rt}
 	}
 	out := make(map[txn.TopicPartition]int16, len(tps))
 	for _, rt := range results {
@@ -221,4 +220,135 @@ func (s *Server) interBrokerRoundTrip(addr, clientID string, req kmsg.Request) (
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	return roundTrip(conn, clientID, req) // forward.go
+}
+
+// verifyBatcher sends the verifications of this broker's partition
+// leaders to the coordinator brokers, one request in flight per broker.
+type verifyBatcher struct {
+	s     *Server
+	mu    sync.Mutex
+	nodes map[int32]*verifyNode
+
+	// beforeSend, when set (tests), is called before each request with
+	// the coordinator broker and the number of transactions in it.
+	beforeSend atomic.Pointer[func(to int32, n int)]
+}
+
+// verifyNode is the queue of one coordinator broker.
+type verifyNode struct {
+	inflight bool
+	queue    []*verifyCall
+}
+
+// verifyCall is one transaction waiting for its answer.
+type verifyCall struct {
+	addr string
+	tr   kmsg.AddPartitionsToTxnRequestTransaction
+	done chan verifyAnswer // buffered: the sender never blocks
+}
+
+type verifyAnswer struct {
+	rt  kmsg.AddPartitionsToTxnResponseTransaction
+	err error
+}
+
+func newVerifyBatcher(s *Server) *verifyBatcher {
+	return &verifyBatcher{s: s, nodes: map[int32]*verifyNode{}}
+}
+
+// ask queues tr for broker id at addr and waits for its answer.
+func (vb *verifyBatcher) ask(id int32, addr string, tr kmsg.AddPartitionsToTxnRequestTransaction) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
+	c := &verifyCall{addr: addr, tr: tr, done: make(chan verifyAnswer, 1)}
+	vb.mu.Lock()
+	n := vb.nodes[id]
+	if n == nil {
+		n = &verifyNode{}
+		vb.nodes[id] = n
+	}
+	n.queue = append(n.queue, c)
+	if !n.inflight {
+		n.inflight = true
+		go vb.run(id, n)
+	}
+	vb.mu.Unlock()
+	select {
+	case a := <-c.done:
+		return a.rt, a.err
+	case <-vb.s.ctx.Done():
+		return kmsg.AddPartitionsToTxnResponseTransaction{}, vb.s.ctx.Err()
+	}
+}
+
+// run sends node n's queue, a batch at a time, until it is empty.
+func (vb *verifyBatcher) run(id int32, n *verifyNode) {
+	for {
+		vb.mu.Lock()
+		if len(n.queue) == 0 {
+			n.inflight = false
+			vb.mu.Unlock()
+			return
+		}
+		// One transaction per transactional id in a request; the others
+		// wait for the next.
+		var batch, rest []*verifyCall
+		seen := map[string]bool{}
+		for _, c := range n.queue {
+			if seen[c.tr.TransactionalID] {
+				rest = append(rest, c)
+				continue
+			}
+			seen[c.tr.TransactionalID] = true
+			batch = append(batch, c)
+		}
+		n.queue = rest
+		vb.mu.Unlock()
+		if f := vb.beforeSend.Load(); f != nil {
+			(*f)(id, len(batch))
+		}
+		vb.send(id, batch)
+	}
+}
+
+// send sends one batch and answers its calls.
+func (vb *verifyBatcher) send(id int32, batch []*verifyCall) {
+	s := vb.s
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 5
+	for _, c := range batch {
+		req.Transactions = append(req.Transactions, c.tr)
+	}
+	// The newest address known: the last call's.
+	resp, err := s.interBrokerRoundTrip(batch[len(batch)-1].addr, verifyClientPrefix+strconv.Itoa(int(s.cfg.ID)), req)
+	var r *kmsg.AddPartitionsToTxnResponse
+	if err == nil {
+		r = resp.(*kmsg.AddPartitionsToTxnResponse)
+		if r.ErrorCode != 0 {
+			err = kerr.ErrorForCode(r.ErrorCode)
+		}
+	}
+	if err != nil {
+		s.log.Debug("transaction verification", "broker", id, "err", err)
+	}
+	for _, c := range batch {
+		a := verifyAnswer{err: err}
+		if err == nil {
+			a.err = kerr.UnknownServerError
+			for _, rt := range r.Transactions {
+				if rt.TransactionalID == c.tr.TransactionalID {
+					a.rt, a.err = rt, nil
+				}
+			}
+		}
+		c.done <- a
+	}
+}
+
+// queued is the number of transactions waiting for broker id (tests).
+func (vb *verifyBatcher) queued(id int32) int {
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	if n := vb.nodes[id]; n != nil {
+		return len(n.queue)
+	}
+	return 0
 }
