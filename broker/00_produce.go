@@ -55,6 +55,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 		topic   string
 		part    int32
 		records []byte
+		txn     *txnAppend // a transactional Produce's transactional batch
 	}
 	var todo []pending
 	for _, rt := range req.Topics {
@@ -84,7 +85,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 			case t == nil:
 				setErr(&sp, kerr.UnknownTopicOrPartition.Code, "")
 			default:
-				todo = append(todo, pending{len(resp.Topics), len(st.Partitions), t.Name, rp.Partition, rp.Records})
+				todo = append(todo, pending{ti: len(resp.Topics), pi: len(st.Partitions), topic: t.Name, part: rp.Partition, records: rp.Records})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -92,17 +93,30 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	}
 	// Transactional writes with no open transaction in their partition
 	// are verified with the coordinator first (txn_verify.go).
+	// Unless the leader adds the partitions (transaction version 2,
+	// whose epoch bumps fence a write of an ended transaction), each
+	// transactional batch is appended against its verification guard (0
+	// where the transaction was open already).
 	var refused map[txn.TopicPartition]verifyRefusal
 	if req.TransactionID != nil && s.txns != nil {
+		guarded := !s.leaderAddsPartitions(req.Version)
 		var writes []txnWrite
-		for _, w := range todo {
+		for i := range todo {
+			w := &todo[i]
 			pid, epoch, ok := transactionalBatch(w.records)
 			if !ok {
 				continue
 			}
+			ta := &txnAppend{pid: pid, epoch: epoch}
+			if guarded {
+				w.txn = ta
+			}
 			p := s.partition(w.topic, w.part)
 			if p == nil || !s.isLeader(p) || p.Log().HasOngoingTransaction(pid, epoch) {
 				continue // produceTo answers the partition
+			}
+			if guarded {
+				ta.guard = p.Log().StartTxnVerification(pid)
 			}
 			writes = append(writes, txnWrite{txn.TopicPartition{Topic: w.topic, Partition: w.part}, pid, epoch})
 		}
@@ -115,7 +129,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 			s.metrics.produceErrors.Inc()
 			continue
 		}
-		if pw := s.produceTo(sp, w.topic, w.part, w.records, req.Acks, setErr); pw.P != nil {
+		if pw := s.produceTo(sp, w.topic, w.part, w.records, w.txn, req.Acks, setErr); pw.P != nil {
 			pw.Topic, pw.Part = w.ti, w.pi
 			waits = append(waits, pw)
 		}
@@ -143,9 +157,11 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	return resp, nil
 }
 
-// produceTo appends to one partition; for acks=-1 it returns what to wait
-// for (p nil when nothing is).
-func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string, part int32, records []byte, acks int16,
+// produceTo appends to one partition (a transactional batch of a
+// transactional Produce, ta, against its verification guard:
+// txn_verify.go); for acks=-1 it returns what to wait for (p nil when
+// nothing is).
+func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string, part int32, records []byte, ta *txnAppend, acks int16,
 	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) (w replica.ProduceWait) {
 	p := s.partition(topic, part)
 	if p == nil {
@@ -178,7 +194,13 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 			return
 		}
 	}
-	info, err := p.AppendAsLeader(records)
+	var info plog.AppendInfo
+	var err error
+	if ta != nil {
+		info, err = p.AppendVerifiedAsLeader(records, ta.pid, ta.epoch, ta.guard)
+	} else {
+		info, err = p.AppendAsLeader(records)
+	}
 	if err != nil {
 		code := errCode(err)
 		if code == kerr.UnknownServerError.Code {

@@ -33,11 +33,16 @@ package broker
 // the Produce requests that arrive are queued, and go together in the
 // next request (a transactional id queued twice waits for the one after).
 //
-// Deviation: Kafka guards the append against a marker written between
-// the verification and the append (VerificationGuard); Strata has no
-// guard. With transaction version 2 the marker bumps the epoch, so such a
-// write is refused by the partition's producer state
-// (INVALID_PRODUCER_EPOCH).
+// As Kafka's VerificationGuard, the leader takes a guard of the producer
+// in the partition before asking (plog.Log.StartTxnVerification); a
+// marker of the producer written meanwhile drops it, and the append of a
+// transactional batch whose transaction is not open needs the guard
+// (plog.Log.AppendVerified), else INVALID_TXN_STATE: a write verified
+// just before its transaction ended is not appended after the marker.
+// Not when the leader adds the partition (transaction version 2): a
+// verification that began before the marker of the previous transaction
+// and was answered after it added the partition to the next one, and a
+// write of the ended transaction is fenced by the epoch its end bumped.
 
 import (
 	"context"
@@ -79,6 +84,21 @@ func transactionalBatch(records []byte) (pid int64, epoch int16, ok bool) {
 	return int64(binary.BigEndian.Uint64(records[pidOff:])), int16(binary.BigEndian.Uint16(records[epochOff:])), true
 }
 
+// txnAppend is a transactional batch's producer and the verification
+// guard taken for it (0: none, its transaction was open).
+type txnAppend struct {
+	pid   int64
+	epoch int16
+	guard uint64
+}
+
+// leaderAddsPartitions reports whether a transactional Produce at this
+// version has its partitions added to the transaction by the leader's
+// request (transaction version 2) rather than only verified.
+func (s *Server) leaderAddsPartitions(produceVersion int16) bool {
+	return produceVersion >= 12 && s.transactionVersion() >= 2
+}
+
 // txnWrite is one partition of a Produce that needs verifying.
 type txnWrite struct {
 	tp    txn.TopicPartition
@@ -93,7 +113,7 @@ func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, w
 	if len(writes) == 0 {
 		return nil
 	}
-	add := produceVersion >= 12 && s.transactionVersion() >= 2
+	add := s.leaderAddsPartitions(produceVersion)
 	byProducer := map[[2]int64][]txn.TopicPartition{}
 	for _, w := range writes {
 		k := [2]int64{w.pid, int64(w.epoch)}
