@@ -48,9 +48,6 @@ type txnHost struct {
 	// stand in for it.
 	writeMarkers atomic.Pointer[func(txn.Markers)]
 	markers      *markerSender
-	// verifier batches this broker's verifications of transactional
-	// writes per coordinator broker (txn_verify.go).
-	verifier *verifyBatcher
 
 	mu  sync.Mutex
 	led map[int32]*txnStateLog
@@ -59,7 +56,6 @@ type txnHost struct {
 func newTxnHost(s *Server) *txnHost {
 	h := &txnHost{s: s, led: map[int32]*txnStateLog{}}
 	h.markers = newMarkerSender(h)
-	h.verifier = newVerifyBatcher(s)
 	send := h.markers.send
 	h.writeMarkers.Store(&send)
 	cfg := txn.ConfigFromBroker(s.cfg)
