@@ -22,6 +22,7 @@ import (
 
 	"strata/broker/acl"
 	"strata/broker/group"
+	"strata/controller"
 )
 
 func init() { register(10, 0, 5, handleFindCoordinator) }
@@ -79,13 +80,21 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 // findGroupCoordinator fills c for a group id; it returns an error
 // message when there is no coordinator to name.
 func (s *Server) findGroupCoordinator(cc *clientConn, c *kmsg.FindCoordinatorResponseCoordinator) string {
-	t, err := s.ensureOffsetsTopic()
+	return s.findCoordinatorOf(cc, c, s.ensureOffsetsTopic, group.PartitionFor)
+}
+
+// findCoordinatorOf fills c with the leader of the partition of the
+// coordinator's internal topic (made sure of by ensure) that partitionFor
+// gives c's key; it returns an error message when there is none to name.
+func (s *Server) findCoordinatorOf(cc *clientConn, c *kmsg.FindCoordinatorResponseCoordinator,
+	ensure func() (*controller.Topic, error), partitionFor func(key string, partitions int32) int32) string {
+	t, err := ensure()
 	if err != nil {
 		s.log.Warn("find coordinator", "err", err)
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return err.Error()
 	}
-	p := group.PartitionFor(c.Key, int32(len(t.Partitions)))
+	p := partitionFor(c.Key, int32(len(t.Partitions)))
 	leader := t.Partitions[p].Leader
 	if b, ok := s.ctrl.Metadata().Broker(leader); ok {
 		host, port, ok := cc.endpoint(b)

@@ -26,7 +26,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/group"
@@ -174,25 +173,7 @@ func (s *Server) ensureTxnStateTopic() (*controller.Topic, error) {
 // findTxnCoordinator fills c for a transactional id; it returns an error
 // message when there is no coordinator to name.
 func (s *Server) findTxnCoordinator(cc *clientConn, c *kmsg.FindCoordinatorResponseCoordinator) string {
-	t, err := s.ensureTxnStateTopic()
-	if err != nil {
-		s.log.Warn("find coordinator", "err", err)
-		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return err.Error()
-	}
-	p := txn.PartitionFor(c.Key, int32(len(t.Partitions)))
-	leader := t.Partitions[p].Leader
-	if b, ok := s.ctrl.Metadata().Broker(leader); ok {
-		host, port, ok := cc.endpoint(b)
-		if !ok {
-			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return "the coordinator has no endpoint on listener " + cc.listener()
-		}
-		c.NodeID, c.Host, c.Port = b.ID, host, port
-		return ""
-	}
-	c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	return "the coordinator's partition has no live leader"
+	return s.findCoordinatorOf(cc, c, s.ensureTxnStateTopic, txn.PartitionFor)
 }
 
 // txnStateLog is the coordinator's view of one __transaction_state
