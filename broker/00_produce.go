@@ -12,7 +12,9 @@ package broker
 // current leader from v10 (KIP-951). Idempotent
 // duplicates are answered with their original offsets (KIP-98). acks=0
 // requests get no response; a failure closes the connection, as Kafka
-// does, so the producer notices.
+// does, so the producer notices. With transactions on, a transactional
+// batch whose producer has no open transaction in its partition is first
+// verified with the transaction coordinator (KIP-890, txn_verify.go).
 
 import (
 	"encoding/binary"
@@ -26,6 +28,7 @@ import (
 	"strata/broker/acl"
 	"strata/broker/plog"
 	"strata/broker/replica"
+	"strata/broker/txn"
 	"strata/controller"
 )
 
@@ -46,6 +49,15 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	md := s.ctrl.Metadata()
 	var waits []replica.ProduceWait
+	// The partitions that passed the checks, appended after them.
+	type pending struct {
+		ti, pi  int
+		topic   string
+		part    int32
+		records []byte
+		txn     *txnAppend // a transactional Produce's transactional batch
+	}
+	var todo []pending
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -73,14 +85,54 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 			case t == nil:
 				setErr(&sp, kerr.UnknownTopicOrPartition.Code, "")
 			default:
-				if w := s.produceTo(&sp, t.Name, rp.Partition, rp.Records, req.Acks, setErr); w.P != nil {
-					w.Topic, w.Part = len(resp.Topics), len(st.Partitions)
-					waits = append(waits, w)
-				}
+				todo = append(todo, pending{ti: len(resp.Topics), pi: len(st.Partitions), topic: t.Name, part: rp.Partition, records: rp.Records})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	// Transactional writes with no open transaction in their partition
+	// are verified with the coordinator first (txn_verify.go).
+	// Unless the leader adds the partitions (transaction version 2,
+	// whose epoch bumps fence a write of an ended transaction), each
+	// transactional batch is appended against its verification guard (0
+	// where the transaction was open already).
+	var refused map[txn.TopicPartition]verifyRefusal
+	if req.TransactionID != nil && s.txns != nil {
+		guarded := !s.leaderAddsPartitions(req.Version)
+		var writes []txnWrite
+		for i := range todo {
+			w := &todo[i]
+			pid, epoch, ok := transactionalBatch(w.records)
+			if !ok {
+				continue
+			}
+			ta := &txnAppend{pid: pid, epoch: epoch}
+			if guarded {
+				w.txn = ta
+			}
+			p := s.partition(w.topic, w.part)
+			if p == nil || !s.isLeader(p) || p.Log().HasOngoingTransaction(pid, epoch) {
+				continue // produceTo answers the partition
+			}
+			if guarded {
+				ta.guard = p.Log().StartTxnVerification(pid)
+			}
+			writes = append(writes, txnWrite{txn.TopicPartition{Topic: w.topic, Partition: w.part}, pid, epoch})
+		}
+		refused = s.verifyTxnWrites(req.Version, *req.TransactionID, writes)
+	}
+	for _, w := range todo {
+		sp := &resp.Topics[w.ti].Partitions[w.pi]
+		if r, ok := refused[txn.TopicPartition{Topic: w.topic, Partition: w.part}]; ok {
+			setErr(sp, r.code, r.msg)
+			s.metrics.produceErrors.Inc()
+			continue
+		}
+		if pw := s.produceTo(sp, w.topic, w.part, w.records, w.txn, req.Acks, setErr); pw.P != nil {
+			pw.Topic, pw.Part = w.ti, w.pi
+			waits = append(waits, pw)
+		}
 	}
 	if len(waits) > 0 {
 		// Answered once replicated, by the connection's writer: the
@@ -105,9 +157,11 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	return resp, nil
 }
 
-// produceTo appends to one partition; for acks=-1 it returns what to wait
-// for (p nil when nothing is).
-func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string, part int32, records []byte, acks int16,
+// produceTo appends to one partition (a transactional batch of a
+// transactional Produce, ta, against its verification guard:
+// txn_verify.go); for acks=-1 it returns what to wait for (p nil when
+// nothing is).
+func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string, part int32, records []byte, ta *txnAppend, acks int16,
 	setErr func(*kmsg.ProduceResponseTopicPartition, int16, string)) (w replica.ProduceWait) {
 	p := s.partition(topic, part)
 	if p == nil {
@@ -140,7 +194,13 @@ func (s *Server) produceTo(sp *kmsg.ProduceResponseTopicPartition, topic string,
 			return
 		}
 	}
-	info, err := p.AppendAsLeader(records)
+	var info plog.AppendInfo
+	var err error
+	if ta != nil {
+		info, err = p.AppendVerifiedAsLeader(records, ta.pid, ta.epoch, ta.guard)
+	} else {
+		info, err = p.AppendAsLeader(records)
+	}
 	if err != nil {
 		code := errCode(err)
 		if code == kerr.UnknownServerError.Code {

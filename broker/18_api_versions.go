@@ -6,6 +6,12 @@ package broker
 // UNSUPPORTED_VERSION and our ApiVersions range (KIP-511), so that the
 // client retries lower. v3+ is flexible, but the response header stays v0
 // (no tagged fields) so that clients can always parse it.
+//
+// With transactions on, v3+ carries Kafka's transaction.version feature:
+// supported 0-2, finalized at the broker's transaction.version setting
+// (omitted when 0, as Kafka omits a feature at level 0). Clients use
+// KIP-890 part 2 (EndTxn v5, Produce v12 without AddPartitionsToTxn) only
+// when it is finalized at 2.
 
 import (
 	"regexp"
@@ -26,7 +32,33 @@ func handleApiVersions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 		return resp, nil
 	}
 	resp.ApiKeys = apiVersionKeys(s.txns != nil)
+	if s.txns != nil && req.Version >= 3 {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, maxTransactionVersion
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		resp.FinalizedFeaturesEpoch = 0
+		if tv := s.transactionVersion(); tv > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, tv, tv
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+	}
 	return resp, nil
+}
+
+// Kafka's transaction.version feature (KIP-890 part 2 at level 2).
+const (
+	transactionVersionFeature = "transaction.version"
+	maxTransactionVersion     = 2
+)
+
+// transactionVersion is the finalized transaction.version: the broker's
+// setting with transactions on, 0 otherwise.
+func (s *Server) transactionVersion() int16 {
+	if s.txns == nil {
+		return 0
+	}
+	return s.cfg.TransactionVersion
 }
 
 // unsupportedApiVersions answers an ApiVersions request whose version we do

@@ -1,11 +1,16 @@
 package broker
 
-// EndTxn, v0-4, served only with transactions on (txns.go): the
+// EndTxn, v0-5, served only with transactions on (txns.go): the
 // coordinator persists PrepareCommit or PrepareAbort and hands the
 // transaction's markers to the marker writer (txnHost.writeMarkers).
 // Kafka's check: Write on the transactional id
-// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). v5 (KIP-890 part 2:
-// transaction version 2, an epoch bump at every end) is not served yet.
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+//
+// v5 is KIP-890 part 2, as Kafka's clientTransactionVersion: the end is
+// under transaction version 2 (the coordinator bumps the epoch at every
+// end and answers the producer id and epoch to use next). Clients send
+// v5 only when transaction.version is finalized at 2 (ApiVersions), as
+// Kafka, which advertises v5 whatever the feature level.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,7 +19,7 @@ import (
 	"strata/broker/txn"
 )
 
-func init() { registerTxn(26, 0, 4, handleEndTxn) }
+func init() { registerTxn(26, 0, 5, handleEndTxn) }
 
 func handleEndTxn(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.EndTxnRequest)
@@ -23,7 +28,14 @@ func handleEndTxn(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, 
 		resp.ErrorCode = errTxnIDAuth
 		return resp, nil
 	}
-	r := s.txns.coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, 0)
+	tv := int16(0)
+	if req.Version >= 5 {
+		tv = 2
+	}
+	r := s.txns.coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, tv)
 	resp.ErrorCode = txn.CodeForVersion(26, req.Version, r.Err)
+	if req.Version >= 5 {
+		resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
+	}
 	return resp, nil
 }

@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit, v0-4.
+// TxnOffsetCommit, v0-5.
 //
 // A transactional producer commits a consumer group's offsets inside its
 // transaction (KIP-98, after AddOffsetsToTxn); v2 adds leader epochs, v3
@@ -15,19 +15,28 @@ package broker
 // group, else GROUP_AUTHORIZATION_FAILED; topics without Read get
 // TOPIC_AUTHORIZATION_FAILED, unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 //
-// Not served yet: v5 (KIP-890 transaction version 2: the coordinator
-// verifies the transaction before writing) and v6 (topic ids). Served
-// only with transactions on (txns.go).
+// As a Produce (txn_verify.go, KIP-890), when the producer has no open
+// transaction in the group's __consumer_offsets partition, the group
+// coordinator first asks the transaction coordinator: v5 (sent by
+// transaction version 2 clients, which send no AddOffsetsToTxn) adds the
+// partition to the transaction when transaction.version is 2, older
+// versions only verify it. A refusal answers every partition, with
+// Kafka's mapping (INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE from v4
+// else INVALID_TXN_STATE, COORDINATOR_NOT_AVAILABLE when the transaction
+// coordinator cannot answer). Served only with transactions on
+// (txns.go).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/acl"
+	"strata/broker/txn"
 )
 
 // txnOffsetCommitMaxVersion is the highest version handleTxnOffsetCommit
 // serves.
-const txnOffsetCommitMaxVersion = 4
+const txnOffsetCommitMaxVersion = 5
 
 func init() { registerTxn(28, 0, txnOffsetCommitMaxVersion, handleTxnOffsetCommit) }
 
@@ -57,6 +66,14 @@ func handleTxnOffsetCommit(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 		}
 	}
 	req.Topics = keep
+	if code := s.verifyTxnOffsets(req); code != 0 {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range req.Topics {
+			resp.Topics = append(resp.Topics, refusedTxnTopic(t, code))
+		}
+		resp.Topics = append(resp.Topics, refused...)
+		return resp, nil
+	}
 	resp := s.groups.coord.TxnOffsetCommit(req)
 	resp.Topics = append(resp.Topics, refused...)
 	return resp, nil
@@ -72,4 +89,43 @@ func refusedTxnTopic(t kmsg.TxnOffsetCommitRequestTopic, code int16) kmsg.TxnOff
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return rt
+}
+
+// verifyTxnOffsets verifies (or, v5 with transaction version 2, adds) the
+// group's __consumer_offsets partition in the producer's transaction when
+// this broker leads it and the producer has no open transaction there;
+// it returns the code to answer, 0 to go on.
+func (s *Server) verifyTxnOffsets(req *kmsg.TxnOffsetCommitRequest) int16 {
+	if len(req.Topics) == 0 || s.txns == nil { // no coordinator to ask (tests call the handler directly)
+		return 0
+	}
+	part := s.offsetsPartitionFor(req.Group)
+	p := s.partition(offsetsTopic, part)
+	if p == nil || !s.isLeader(p) || p.Log().HasOngoingTransaction(req.ProducerID, req.ProducerEpoch) {
+		return 0 // the group coordinator answers
+	}
+	verifyOnly := req.Version < 5 || s.transactionVersion() < 2
+	tp := txn.TopicPartition{Topic: offsetsTopic, Partition: part}
+	codes, err := s.askTxnCoordinator(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, verifyOnly)
+	code := kerr.NetworkException.Code
+	if err == nil {
+		var ok bool
+		if code, ok = codes[tp]; !ok {
+			code = kerr.UnknownServerError.Code
+		}
+	}
+	// Kafka's TxnOffsetCommit versions to its verification errors: v4+
+	// knows TRANSACTION_ABORTABLE (as Produce v11+).
+	pv := int16(10)
+	if req.Version >= 4 {
+		pv = 11
+	}
+	r, refused := produceVerifyRefusal(pv, code, err)
+	switch {
+	case !refused:
+		return 0
+	case r.code == kerr.NotEnoughReplicas.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return r.code
 }

@@ -47,6 +47,9 @@ type txnHost struct {
 	// stand in for it.
 	writeMarkers atomic.Pointer[func(txn.Markers)]
 	markers      *markerSender
+	// verifier batches this broker's verifications of transactional
+	// writes per coordinator broker (txn_verify.go).
+	verifier *verifyBatcher
 
 	mu  sync.Mutex
 	led map[int32]*txnStateLog
@@ -55,6 +58,7 @@ type txnHost struct {
 func newTxnHost(s *Server) *txnHost {
 	h := &txnHost{s: s, led: map[int32]*txnStateLog{}}
 	h.markers = newMarkerSender(h)
+	h.verifier = newVerifyBatcher(s)
 	send := h.markers.send
 	h.writeMarkers.Store(&send)
 	cfg := txn.ConfigFromBroker(s.cfg)

@@ -167,6 +167,9 @@ type Broker struct {
 	GroupInitialRebalanceDelayMs    int32
 	TransactionalIDExpirationMs     int32
 	TransactionMaxTimeoutMs         int32
+	// TransactionVersion is the finalized level of the transaction.version
+	// feature (0-2) the broker advertises in ApiVersions.
+	TransactionVersion int16
 	// transaction.state.log.* (the __transaction_state topic) and the
 	// transaction coordinator's cleanup intervals.
 	TransactionStateLogNumPartitions   int32
@@ -328,6 +331,7 @@ func Load(props map[string]string) (*Broker, error) {
 	b.GroupInitialRebalanceDelayMs = int32(g.int("group.initial.rebalance.delay.ms"))
 	b.TransactionalIDExpirationMs = int32(g.int("transactional.id.expiration.ms"))
 	b.TransactionMaxTimeoutMs = int32(g.int("transaction.max.timeout.ms"))
+	b.TransactionVersion = int16(g.int("transaction.version"))
 	b.TransactionStateLogNumPartitions = int32(g.int("transaction.state.log.num.partitions"))
 	b.TransactionStateLogReplication = int16(g.int("transaction.state.log.replication.factor"))
 	b.TransactionStateLogMinISR = int32(g.int("transaction.state.log.min.isr"))

@@ -260,6 +260,8 @@ var brokerTable = newTable(append([]*Def{
 		Doc: "How often the transaction coordinator aborts transactions open longer than their timeout, in milliseconds."},
 	{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: Int, Default: str("3600000"), Check: atLeast(1),
 		Doc: "How often the transaction coordinator forgets transactional ids idle for transactional.id.expiration.ms, in milliseconds."},
+	{Name: "transaction.version", Type: Short, Default: str("2"), Check: between(0, 2),
+		Doc: "The finalized level of the transaction.version feature (Kafka's kafka-storage format --feature transaction.version=N): 2 enables KIP-890 part 2 (epoch bump at every transaction end, no AddPartitionsToTxn from clients). Must be the same on every broker."},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: str("86400000"), Check: atLeast(1), Dynamic: ClusterWide,
 		Doc: "The time a producer id's state is kept after its last write."},
 }, append(sslDefs, saslDefs...)...))

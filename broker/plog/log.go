@@ -59,6 +59,12 @@ type Log struct {
 	// high watermark to pass their marker (producerstate_txn.go), so
 	// that OnHighWatermark takes no lock when there are none.
 	unreplicatedTxns atomic.Int32
+
+	// txnGuards are the verification guards of producers whose
+	// transactional write is being verified (txn.go); guardSeq numbers
+	// them. Leader only, in memory, under mu.
+	txnGuards map[int64]uint64
+	guardSeq  uint64
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -101,6 +107,12 @@ func (l *Log) writableLocked() error {
 // (offsets, leader epoch, LogAppendTime) and written with one write call;
 // the bytes are in the operating system when Append returns.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(records, leaderEpoch, nil)
+}
+
+// append is Append; check, when not nil, runs under the lock before
+// anything is written and refuses the append with its error.
+func (l *Log) append(records []byte, leaderEpoch int32, check func() error) (AppendInfo, error) {
 	cfg := l.cfg.Load()
 	nowMs := l.nowMs()
 	var (
@@ -135,6 +147,12 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
 		return AppendInfo{}, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			l.mu.Unlock()
+			return AppendInfo{}, err
+		}
 	}
 	if idem {
 		for p := int64(0); p < int64(len(records)); {

@@ -97,6 +97,7 @@ func (l *Log) applyControlLocked(s *segment, h *batchHeader, b []byte) {
 		return
 	}
 	if h.RecordCount == 0 {
+		delete(l.txnGuards, h.ProducerID)
 		l.producers.endEmptiedTxn(h.ProducerID, h.ProducerEpoch, h.BaseOffset, h.MaxTimestamp)
 		l.noteTxnsLocked()
 		return
@@ -106,6 +107,7 @@ func (l *Log) applyControlLocked(s *segment, h *batchHeader, b []byte) {
 		l.logger.Warn("ignoring control batch", "dir", l.dir, "offset", h.BaseOffset, "err", err)
 		return
 	}
+	delete(l.txnGuards, h.ProducerID) // a verification begun before the marker no longer holds
 	c, lso := l.producers.endTxn(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, h.MaxTimestamp)
 	if c != nil && c.abort {
 		s.txn.add(AbortedTxn{ProducerID: c.producerID, FirstOffset: c.firstOffset, LastOffset: c.lastOffset, LastStableOffset: lso})
@@ -214,4 +216,53 @@ func (l *Log) ExpireProducers(maxAgeMs int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.producers.ExpireProducers(nowMs, maxAgeMs)
+}
+
+// HasOngoingTransaction reports whether the producer has an open
+// transaction in this partition at this epoch (Kafka's
+// UnifiedLog.hasOngoingTransaction: a transactional write that finds none
+// is verified with the transaction coordinator first, KIP-890).
+func (l *Log) HasOngoingTransaction(producerID int64, producerEpoch int16) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.producers.producers[producerID]
+	return e != nil && e.txnFirst >= 0 && e.epoch == producerEpoch
+}
+
+// StartTxnVerification returns the verification guard of a producer
+// whose transactional write the leader is about to verify with the
+// transaction coordinator (Kafka's VerificationGuard, KIP-890): the one
+// being verified already, else a new one. A transaction marker of the
+// producer drops it, so a write verified before a marker is refused
+// after it (AppendVerified).
+func (l *Log) StartTxnVerification(producerID int64) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g, ok := l.txnGuards[producerID]; ok {
+		return g
+	}
+	if l.txnGuards == nil {
+		l.txnGuards = map[int64]uint64{}
+	}
+	l.guardSeq++
+	l.txnGuards[producerID] = l.guardSeq
+	return l.guardSeq
+}
+
+// AppendVerified is Append for a transactional batch of producerID at
+// producerEpoch: unless the producer has an open transaction in the
+// partition at that epoch, guard must be its current verification guard
+// (0: none was taken), else the append is refused with INVALID_TXN_STATE,
+// as Kafka's "Record was not part of an ongoing transaction".
+func (l *Log) AppendVerified(records []byte, leaderEpoch int32, producerID int64, producerEpoch int16, guard uint64) (AppendInfo, error) {
+	return l.append(records, leaderEpoch, func() error {
+		e := l.producers.producers[producerID]
+		if e != nil && e.txnFirst >= 0 && e.epoch == producerEpoch {
+			return nil
+		}
+		if g, ok := l.txnGuards[producerID]; ok && guard != 0 && g == guard {
+			return nil
+		}
+		return fmt.Errorf("producer %d: record was not part of an ongoing transaction: %w", producerID, kerr.InvalidTxnState)
+	})
 }

@@ -128,6 +128,22 @@ func (p *Partition) AppendAsLeader(records []byte) (plog.AppendInfo, error) {
 	return p.log.Append(records, epoch)
 }
 
+// AppendVerifiedAsLeader is AppendAsLeader for a transactional batch of
+// producerID at producerEpoch, checked against the verification guard the
+// leader took before asking the transaction coordinator
+// (plog.Log.AppendVerified, KIP-890).
+func (p *Partition) AppendVerifiedAsLeader(records []byte, producerID int64, producerEpoch int16, guard uint64) (plog.AppendInfo, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	p.rs.mu.Lock()
+	leader, epoch := p.rs.leader, p.rs.leaderEpoch
+	p.rs.mu.Unlock()
+	if !leader {
+		return plog.AppendInfo{}, kerr.NotLeaderForPartition
+	}
+	return p.log.AppendVerified(records, epoch, producerID, producerEpoch, guard)
+}
+
 // AppendControlAsLeader appends a transaction marker (WriteTxnMarkers)
 // for producerID, stamped with the leader epoch of the leadership this
 // broker has applied, under the same role lock as AppendAsLeader: it is
