@@ -72,8 +72,6 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 				setErr(&sp, kerr.UnsupportedVersion.Code, "produce requests below v3 are not supported")
 			case badAcks:
 				setErr(&sp, kerr.InvalidRequiredAcks.Code, "")
-			case req.TransactionID != nil && s.txns == nil:
-				setErr(&sp, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported yet")
 			case req.TransactionID != nil && !s.authorized(cc, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID):
 				setErr(&sp, errTxnIDAuth, "")
 			case !allowed:
@@ -98,7 +96,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	// transactional batch is appended against its verification guard (0
 	// where the transaction was open already).
 	var refused map[txn.TopicPartition]verifyRefusal
-	if req.TransactionID != nil && s.txns != nil {
+	if req.TransactionID != nil {
 		guarded := !s.leaderAddsPartitions(req.Version)
 		var writes []txnWrite
 		for i := range todo {

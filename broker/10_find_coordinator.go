@@ -27,10 +27,6 @@ import (
 
 func init() { register(10, 0, 5, handleFindCoordinator) }
 
-// errTransactionsUnsupported is the message of every refusal of a
-// transactional request.
-const errTransactionsUnsupported = "transactions are not supported by Strata yet: use a producer without transactional.id"
-
 func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -51,8 +47,6 @@ func handleFindCoordinator(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.R
 			msg = s.findGroupCoordinator(cc, &c)
 		case 1:
 			switch {
-			case s.txns == nil:
-				c.ErrorCode, msg = kerr.TransactionalIDAuthorizationFailed.Code, errTransactionsUnsupported
 			case !s.authorized(cc, acl.OpDescribe, acl.ResourceTransactionalID, k):
 				c.ErrorCode = errTxnIDAuth
 			default:

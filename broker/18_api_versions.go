@@ -31,8 +31,8 @@ func handleApiVersions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Respo
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	resp.ApiKeys = apiVersionKeys(s.txns != nil)
-	if s.txns != nil && req.Version >= 3 {
+	resp.ApiKeys = apiVersionKeys()
+	if req.Version >= 3 {
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
 		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, maxTransactionVersion
 		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
@@ -53,11 +53,8 @@ const (
 )
 
 // transactionVersion is the finalized transaction.version: the broker's
-// setting with transactions on, 0 otherwise.
+// setting.
 func (s *Server) transactionVersion() int16 {
-	if s.txns == nil {
-		return 0
-	}
 	return s.cfg.TransactionVersion
 }
 

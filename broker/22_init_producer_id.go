@@ -27,11 +27,7 @@ func handleInitProducerID(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Re
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		if s.txns != nil {
-			return s.initTransactionalProducerID(cc, req, resp) // txn_handlers.go
-		}
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp, nil
+		return s.initTransactionalProducerID(cc, req, resp) // txn_handlers.go
 	}
 	if !s.mayWriteIdempotently(cc) { // authz.go
 		resp.ErrorCode = errClusterAuth

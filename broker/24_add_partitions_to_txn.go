@@ -29,7 +29,7 @@ import (
 	"strata/broker/txn"
 )
 
-func init() { registerTxn(24, 0, 5, handleAddPartitionsToTxn) }
+func init() { register(24, 0, 5, handleAddPartitionsToTxn) }
 
 func handleAddPartitionsToTxn(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)

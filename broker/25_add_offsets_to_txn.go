@@ -14,7 +14,7 @@ import (
 	"strata/broker/txn"
 )
 
-func init() { registerTxn(25, 0, 4, handleAddOffsetsToTxn) }
+func init() { register(25, 0, 4, handleAddOffsetsToTxn) }
 
 func handleAddOffsetsToTxn(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)

@@ -19,7 +19,7 @@ import (
 	"strata/broker/txn"
 )
 
-func init() { registerTxn(26, 0, 5, handleEndTxn) }
+func init() { register(26, 0, 5, handleEndTxn) }
 
 func handleEndTxn(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.EndTxnRequest)

@@ -43,7 +43,7 @@ import (
 	"strata/controller"
 )
 
-func init() { registerTxn(27, 0, 2, handleWriteTxnMarkers) }
+func init() { register(27, 0, 2, handleWriteTxnMarkers) }
 
 // markerAppendTimeout bounds the wait for a marker's replication (Kafka:
 // request.timeout.ms, 30 s by default).

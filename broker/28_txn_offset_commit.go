@@ -38,7 +38,7 @@ import (
 // serves.
 const txnOffsetCommitMaxVersion = 5
 
-func init() { registerTxn(28, 0, txnOffsetCommitMaxVersion, handleTxnOffsetCommit) }
+func init() { register(28, 0, txnOffsetCommitMaxVersion, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)

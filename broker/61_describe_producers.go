@@ -25,7 +25,7 @@ import (
 	"strata/broker/acl"
 )
 
-func init() { registerTxn(61, 0, 0, handleDescribeProducers) }
+func init() { register(61, 0, 0, handleDescribeProducers) }
 
 func handleDescribeProducers(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeProducersRequest)

@@ -12,7 +12,7 @@ import (
 	"strata/broker/acl"
 )
 
-func init() { registerTxn(65, 0, 0, handleDescribeTransactions) }
+func init() { register(65, 0, 0, handleDescribeTransactions) }
 
 func handleDescribeTransactions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)

@@ -20,7 +20,7 @@ import (
 	"strata/broker/txn"
 )
 
-func init() { registerTxn(66, 0, 2, handleListTransactions) }
+func init() { register(66, 0, 2, handleListTransactions) }
 
 func handleListTransactions(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListTransactionsRequest)

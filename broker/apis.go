@@ -41,32 +41,15 @@ func registerForwarded(key, min, max int16, fn handler) {
 	forwardable[key] = true
 }
 
-// txnAPIs are the transactional APIs, served (and advertised) only by a
-// Server with Options.Transactions (txns.go); filled by registerTxn.
-var txnAPIs = map[int16]apiEntry{}
-
-func registerTxn(key, min, max int16, fn handler) {
-	if _, dup := txnAPIs[key]; dup {
-		panic("broker: api key registered twice")
-	}
-	txnAPIs[key] = apiEntry{min: min, max: max, fn: fn}
-}
-
 // apiEntry is the entry of an API key this server serves.
 func (s *Server) apiEntry(key int16) (apiEntry, bool) {
-	if s.txns != nil {
-		if e, ok := txnAPIs[key]; ok {
-			return e, true
-		}
-	}
 	e, ok := apis[key]
 	return e, ok
 }
 
-// apiVersionKeys returns the supported ranges sorted by key, with the
-// transactional APIs when txn is set.
-func apiVersionKeys(txn bool) []kmsg.ApiVersionsResponseApiKey {
-	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis)+len(txnAPIs))
+// apiVersionKeys returns the supported ranges sorted by key.
+func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	add := func(k int16, e apiEntry) {
 		v := kmsg.NewApiVersionsResponseApiKey()
 		v.ApiKey, v.MinVersion, v.MaxVersion = k, e.min, e.max
@@ -74,13 +57,6 @@ func apiVersionKeys(txn bool) []kmsg.ApiVersionsResponseApiKey {
 	}
 	for k, e := range apis {
 		add(k, e)
-	}
-	if txn {
-		for k, e := range txnAPIs {
-			if _, dup := apis[k]; !dup {
-				add(k, e)
-			}
-		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
 	return keys

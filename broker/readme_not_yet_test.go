@@ -11,12 +11,10 @@ import (
 // notYet are the Kafka APIs the README's "Not yet" list names, by key,
 // with Kafka's names for them.
 var notYet = map[int16]string{
-	24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn",
-	27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 34: "AlterReplicaLogDirs",
+	34: "AlterReplicaLogDirs",
 	38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
 	41: "DescribeDelegationToken", 55: "DescribeQuorum",
-	57: "UpdateFeatures", 61: "DescribeProducers", 65: "DescribeTransactions",
-	66: "ListTransactions", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
+	57: "UpdateFeatures", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
 	74: "ListConfigResources", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat",
 	77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge", 80: "AddRaftVoter",
 	81: "RemoveRaftVoter", 82: "UpdateRaftVoter", 88: "StreamsGroupHeartbeat",

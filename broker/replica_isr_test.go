@@ -28,8 +28,6 @@ type testCluster struct {
 	dirs    map[int32]string
 	servers map[int32]*Server
 	store   tier.ObjectStore // the brokers' tier (nil: none)
-	// transactions is the brokers' Options.Transactions (txn_host_test.go).
-	transactions bool
 }
 
 func startCluster(t testing.TB, n int, sets map[string]string) *testCluster {
@@ -84,7 +82,7 @@ func (c *testCluster) start(id int32) *Server {
 	if err != nil {
 		c.t.Fatalf("config: %v", err)
 	}
-	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr(), Controller: c.m, TierStore: c.store, Transactions: c.transactions})
+	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr(), Controller: c.m, TierStore: c.store})
 	if err != nil {
 		c.t.Fatalf("new: %v", err)
 	}

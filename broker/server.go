@@ -50,11 +50,6 @@ type Options struct {
 	// none. It is used when remote.log.storage.system.enable is true
 	// (broker/remotelog).
 	TierStore tier.ObjectStore
-	// Transactions turns on the transaction coordinator and the
-	// transactional APIs (txns.go). Transaction markers are not written
-	// yet, so cmd/strata never sets it: without it transactional
-	// producers are refused as they always were.
-	Transactions bool
 	// FS is the filesystem for partition logs; nil means the OS.
 	FS     vfs.FS
 	Logger *slog.Logger
@@ -186,9 +181,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.groups = newGroupsHost(s)
-	if opts.Transactions {
-		s.txns = newTxnHost(s)
-	}
+	s.txns = newTxnHost(s)
 	return s, nil
 }
 

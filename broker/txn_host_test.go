@@ -49,7 +49,7 @@ func startTxnServer(t testing.TB, sets map[string]string) *testServer {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr(), Transactions: true})
+	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr()})
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
@@ -86,8 +86,6 @@ func (m *markerStandIn) markers() []txn.Markers {
 	return slices.Clone(m.got)
 }
 
-var txnAPIKeys = []int16{24, 25, 26, 27, 28, 65, 66}
-
 func advertised(t *testing.T, ctx context.Context, cl *kgo.Client) map[int16][2]int16 {
 	t.Helper()
 	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
@@ -101,38 +99,18 @@ func advertised(t *testing.T, ctx context.Context, cl *kgo.Client) map[int16][2]
 	return out
 }
 
-// Without Options.Transactions (cmd/strata never sets it) the
-// transactional APIs are neither advertised nor served; with it they are,
-// at the versions served, and AddPartitionsToTxn's batched broker form
-// (v4) is refused.
-func TestTransactionalAPIsOnlyWithTransactions(t *testing.T) {
+// The transactional APIs are advertised at the versions served
+// (KIP-890's: AddPartitionsToTxn v5 with its batched broker form, EndTxn
+// v5, TxnOffsetCommit v5).
+func TestTransactionalAPIsAdvertised(t *testing.T) {
 	ctx := testCtx(t)
-	off := startTestServer(t, nil)
-	offCl := off.client(t)
-	got := advertised(t, ctx, offCl)
-	for _, k := range txnAPIKeys {
-		if _, ok := got[k]; ok {
-			t.Errorf("%s advertised with transactions off", kmsg.NameForKey(k))
-		}
-	}
-	end := kmsg.NewPtrEndTxnRequest()
-	end.TransactionalID = "x"
-	if code := dialRaw(t, off.addr()).do(end, 3).(*kmsg.EndTxnResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
-		t.Errorf("EndTxn with transactions off: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(code))
-	}
-
-	on := startTxnServer(t, nil)
-	onCl := on.client(t)
-	got = advertised(t, ctx, onCl)
-	want := map[int16][2]int16{24: {0, 3}, 25: {0, 4}, 26: {0, 4}, 27: {0, 2}, 28: {0, 4}, 65: {0, 0}, 66: {0, 2}, 22: {0, 5}, 10: {0, 5}}
+	on := startTestServer(t, nil)
+	got := advertised(t, ctx, on.client(t))
+	want := map[int16][2]int16{24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 27: {0, 2}, 28: {0, 5}, 61: {0, 0}, 65: {0, 0}, 66: {0, 2}, 22: {0, 5}, 10: {0, 5}}
 	for k, w := range want {
 		if got[k] != w {
-			t.Errorf("%s advertised %v with transactions on, want %v", kmsg.NameForKey(k), got[k], w)
+			t.Errorf("%s advertised %v, want %v", kmsg.NameForKey(k), got[k], w)
 		}
-	}
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	if code := dialRaw(t, on.addr()).do(add, 4).(*kmsg.AddPartitionsToTxnResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
-		t.Errorf("AddPartitionsToTxn v4: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(code))
 	}
 }
 
@@ -181,8 +159,20 @@ func wantTopics(t *testing.T, what string, got kadm.TopicsSet, topic string, par
 // step; the markers handed to the (stood-in) marker writer; and a second
 // producer with the same transactional id fencing the first, whose open
 // transaction is aborted.
+// Under transaction.version 1 the epoch stays put at a commit; under 2
+// (KIP-890 part 2, the default) the coordinator bumps it at every end.
 func TestTransactionalProducer(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "3"})
+	for _, tv := range []string{"1", "2"} {
+		t.Run("transaction.version="+tv, func(t *testing.T) { testTransactionalProducer(t, tv) })
+	}
+}
+
+func testTransactionalProducer(t *testing.T, tv string) {
+	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "3", "transaction.version": tv})
+	var bump int16
+	if tv == "2" {
+		bump = 1
+	}
 	mk := standInMarkers(ts.Server)
 	ctx := testCtx(t)
 	admCl := ts.client(t)
@@ -228,8 +218,8 @@ func TestTransactionalProducer(t *testing.T) {
 		t.Fatalf("commit: %v", err)
 	}
 	d = waitTxnState(t, ctx, adm, id, "CompleteCommit")
-	if d.ProducerID != pid || d.ProducerEpoch != 0 {
-		t.Errorf("after commit: %+v", d)
+	if d.ProducerID != pid || d.ProducerEpoch != bump {
+		t.Errorf("after commit: %+v, want epoch %d", d, bump)
 	}
 	if got := mk.markers(); len(got) != 1 || !got[0].Commit || got[0].TransactionalID != id || got[0].ProducerID != pid ||
 		!slices.Equal(got[0].Partitions, []txn.TopicPartition{{Topic: "txn", Partition: 0}, {Topic: "txn", Partition: 1}}) {
@@ -251,7 +241,7 @@ func TestTransactionalProducer(t *testing.T) {
 	}
 	produce(p2, 0)
 	d = describeTxn(t, ctx, adm, id)
-	if d.State != "Ongoing" || d.ProducerID != pid || d.ProducerEpoch < 1 {
+	if d.State != "Ongoing" || d.ProducerID != pid || d.ProducerEpoch < 1+bump {
 		t.Errorf("describe after the second producer's produce: %+v", d)
 	}
 	wantTopics(t, "second producer's transaction", d.Topics, "txn", 0)
@@ -439,7 +429,7 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 	c := &testCluster{t: t, sets: map[string]string{
 		"transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "2",
 		"transaction.state.log.min.isr": "1",
-	}, transactions: true}
+	}}
 	startClusterOf(c, 2)
 	for _, s := range c.servers {
 		standInMarkers(s)
@@ -493,10 +483,11 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 		t.Errorf("after failover: %+v, before: %+v", after, before)
 	}
 	// A producer of the same id at the new coordinator: the loaded id's
-	// epoch is bumped (a new id would get a new producer id at epoch 0).
+	// epoch is bumped at InitProducerId and again at the commit
+	// (transaction.version 2); a new id would get a new producer id.
 	txnOnce(2)
 	d := waitTxnState(t, ctx, admin(), "tx-f", "CompleteCommit")
-	if d.ProducerID != before.ProducerID || d.ProducerEpoch != before.ProducerEpoch+1 {
+	if d.ProducerID != before.ProducerID || d.ProducerEpoch != before.ProducerEpoch+2 {
 		t.Errorf("after a transaction at the new coordinator: %+v, before the failover: %+v", d, before)
 	}
 }

@@ -349,7 +349,7 @@ func startTxnCluster(t *testing.T) (c *testCluster, coord, other int32) {
 	c = &testCluster{t: t, sets: map[string]string{
 		"transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
 		"group.initial.rebalance.delay.ms": "0",
-	}, transactions: true}
+	}}
 	startClusterOf(c, 2)
 	tt, err := c.servers[0].ensureTxnStateTopic()
 	if err != nil {
