@@ -34,7 +34,7 @@
 // `make test`) fails when the file differs from what the run found.
 //
 // External clients run as subprocesses that print one line per check,
-// "RESULT client|feature|PASS|FAIL|UNSUPPORTED|detail" (see
+// "RESULT client|feature|PASS|FAIL|detail" (see
 // java/src/main/java/strata/compat/Main.java, scripts/); for the leader
 // change a client prints "MOVE topic" and waits for a line on its stdin,
 // which the harness writes once it has moved that partition's leader.
