@@ -103,3 +103,22 @@ func TestProblemsSecurity(t *testing.T) {
 		t.Errorf("the security table does not show franz-go's PLAIN failure:\n%s", doc)
 	}
 }
+
+// The transactions check's verdict on what a read_committed reader read:
+// the committed records pass; an aborted one, a missing one or a
+// duplicate fail.
+func TestTxnValues(t *testing.T) {
+	if err := checkTxnValues(txnCommitted()); err != nil {
+		t.Fatalf("the committed records: %v", err)
+	}
+	for name, got := range map[string][]string{
+		"aborted":   append(txnCommitted(), "a-3"),
+		"fenced":    append(txnCommitted(), "z-0"),
+		"missing":   txnCommitted()[1:],
+		"duplicate": append(txnCommitted(), "c-0"),
+	} {
+		if err := checkTxnValues(got); err == nil {
+			t.Errorf("%s: passed", name)
+		}
+	}
+}

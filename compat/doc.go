@@ -29,6 +29,11 @@
 //     broker, with the reason; a listed failure that starts passing fails
 //     the test, so the list stays true.
 //
+// The transactions check (txn_test.go) is the same for every client that
+// has transactions: the harness makes its topics beforehand and, after a
+// pass, checks with franz-go what the client cannot see for itself (the
+// aborted records are in the log, the group's offset is the one sent).
+//
 // It renders docs/compatibility.md from the outcome: `make compat` (which
 // sets STRATA_COMPAT_WRITE=1) rewrites it, and `go test ./compat/` (so
 // `make test`) fails when the file differs from what the run found.

@@ -86,7 +86,7 @@ var clients = []Client{
 			"offsets":         "kcat has no command that commits or fetches offsets on demand; see python3-confluent-kafka, the same librdkafka",
 			"admin":           "kcat has no admin commands (only -L, metadata, used by the leader-change check)",
 			"sec-oauthbearer": "Debian's librdkafka 2.0.2 is built without OIDC (libcurl), and kcat has no other way to be given a token than librdkafka's unsecured JWT (`enable.sasl.oauthbearer.unsecure.jwt`, `alg` none), which Strata refuses as Kafka's JWKS validator does; python3-confluent-kafka, the same librdkafka, passes with a token from its `oauth_cb`",
-			"transactions":    "kcat cannot commit and abort transactions on demand or commit a group's offsets in one (with `-X transactional.id` it only wraps its whole input in one transaction); python3-confluent-kafka, the same librdkafka, runs the check",
+			"transactions":    "kcat's transactional producer (`-X transactional.id`) writes its whole input in one transaction, committed at the end of the input and aborted on a signal; it cannot commit a group's offsets in a transaction (consume-transform-produce), which the check needs. python3-confluent-kafka, the same librdkafka, runs it",
 		}},
 	{Key: "confluent-kafka-python", Title: "python3-confluent-kafka (librdkafka)", Sec: true, From: "Debian's package python3-confluent-kafka",
 		NA: map[string]string{"group-kip848": librdkafkaV2}},
@@ -353,7 +353,7 @@ var featureDocs = []string{
 	"**commit and fetch offsets**: an offset (with metadata where the client has it) is committed and fetched back.",
 	"**admin**: a topic is created (with a config where the client can), its configs described, then deleted.",
 	"**metadata after a leader change**: on two brokers, a producer writes to a partition, its leader moves (preferred leader election), and the same producer writes again and its metadata names the new leader.",
-	"**transactions**: a transactional producer starts; Strata has no transactions yet, so the check passes when the client fails at once (not after a timeout) with the broker's refusal.",
+	"**transactions**: a producer with a `transactional.id` commits a transaction of 10 records to the two partitions of a topic and aborts another of 10 (after they reached the broker); it then consumes 10 records of an input topic in a group (read_committed) and, in one transaction, writes a record for each and commits the group's offsets (`sendOffsetsToTransaction`, TxnOffsetCommit; franz-go with its GroupTransactSession, sarama with the group's generation and member id, kafkajs a transaction per batch). Zombie fencing: the producer begins a transaction, a second producer with the same `transactional.id` starts and commits one of its own, and the first one's commit must fail as fenced (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for older request versions). A read_committed consumer of the same client then reads the topic from the start and must find exactly the committed records, none of the aborted or fenced ones. Afterwards the suite checks with franz-go that the aborted records are in the log (read_uncommitted), so that there was something to skip, and that the group's committed offset is the one the transaction sent.",
 }
 
 // securityIntro opens the security table.
