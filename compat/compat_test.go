@@ -3,7 +3,6 @@ package compat
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,35 +82,6 @@ func (e *env) check(t *testing.T, client, feature string, f func(ctx context.Con
 	t.Logf("%s %s: PASS in %v", client, feature, time.Since(start).Round(time.Millisecond))
 }
 
-// checkTxn runs a transactional start that must fail at once, with an
-// error containing the client's TxnError.
-func (e *env) checkTxn(t *testing.T, client string, f func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	start := time.Now()
-	err := f(ctx)
-	e.recordTxn(t, client, time.Since(start), err)
-}
-
-func (e *env) recordTxn(t *testing.T, client string, took time.Duration, err error) {
-	t.Helper()
-	want := clientByKey(client).TxnError
-	switch {
-	case err == nil:
-		e.rec.record(client, "transactions", Fail, "the transactional producer started; Strata has no transactions, so this is unexpected")
-	case took > 5*time.Second:
-		e.rec.record(client, "transactions", Fail, fmt.Sprintf("failed after %v, not at once: %v", took.Round(time.Millisecond), err))
-	case !strings.Contains(err.Error(), want):
-		e.rec.record(client, "transactions", Fail, fmt.Sprintf("failed with %q, want an error containing %q", err, want))
-	default:
-		e.rec.record(client, "transactions", Unsupported, err.Error())
-		t.Logf("%s transactions: refused in %v: %v", client, took.Round(time.Millisecond), err)
-		return
-	}
-	t.Logf("%s transactions: FAIL", client)
-}
-
 // TestCompat is the client matrix.
 func TestCompat(t *testing.T) {
 	start := time.Now()
@@ -125,6 +95,7 @@ func TestCompat(t *testing.T) {
 	e := &env{addr: b.Addr(), root: root, rec: &recorder{m: Matrix{Versions: map[string]string{}, Outcomes: map[cell]Outcome{}}}}
 	e.sec = startSecurity(t)
 	e.seeds = startCluster(t)
+	prepareTxn(t, []string{e.addr})
 	t.Logf("brokers up in %v", time.Since(start).Round(time.Millisecond))
 
 	drivers := []struct {
@@ -157,6 +128,7 @@ func TestCompat(t *testing.T) {
 		}
 	})
 
+	verifyTxn(t, e)
 	m := &e.rec.m
 	for _, p := range m.Problems() {
 		t.Error(p)
@@ -382,7 +354,7 @@ func waitFor(t testing.TB, ctx context.Context, what string, f func() error) {
 }
 
 // resultLine is what external drivers print per check.
-var resultLine = regexp.MustCompile(`^RESULT ([a-z0-9-]+)\|([a-z0-9-]+)\|(PASS|FAIL|UNSUPPORTED)\|(.*)$`)
+var resultLine = regexp.MustCompile(`^RESULT ([a-z0-9-]+)\|([a-z0-9-]+)\|(PASS|FAIL)\|(.*)$`)
 
 // runProcess runs an external driver to completion (or timeout), records
 // its RESULT and VERSION lines, and answers its MOVE lines.
@@ -439,17 +411,6 @@ func runProcess(t *testing.T, e *env, timeout time.Duration, cmd *exec.Cmd) {
 			m := resultLine.FindStringSubmatch(line)
 			if m == nil {
 				t.Errorf("malformed line %q", line)
-				continue
-			}
-			if m[2] == "transactions" && Status(m[3]) == Unsupported {
-				// "<ms> ms <error>": refused; recordTxn judges how fast and why.
-				var ms int64
-				var msg string
-				if _, err := fmt.Sscanf(m[4], "%d ms", &ms); err != nil {
-					t.Errorf("malformed transactions line %q", line)
-				}
-				_, msg, _ = strings.Cut(m[4], " ms ")
-				e.recordTxn(t, m[1], time.Duration(ms)*time.Millisecond, errors.New(msg))
 				continue
 			}
 			e.rec.record(m[1], m[2], Status(m[3]), m[4])

@@ -53,8 +53,8 @@ func TestDeclarationsName(t *testing.T) {
 		if !c.Tool && c.From == "" {
 			t.Errorf("%s: no From (where its version comes from)", c.Key)
 		}
-		if _, na := c.NA["transactions"]; !na && !c.Tool && c.TxnError == "" {
-			t.Errorf("%s: runs the transactions check but has no TxnError", c.Key)
+		if _, na := c.NA["transactions"]; !na && !c.Tool && txnTopic(c.Key) == "" {
+			t.Errorf("%s: runs the transactions check but has no txnTopic", c.Key)
 		}
 	}
 }
@@ -71,11 +71,7 @@ func TestProblemsSecurity(t *testing.T) {
 				if _, na := c.NA[f]; na {
 					continue
 				}
-				s := Pass
-				if f == "transactions" {
-					s = Unsupported
-				}
-				m.Outcomes[cell{c.Key, f}] = Outcome{Status: s}
+				m.Outcomes[cell{c.Key, f}] = Outcome{Status: Pass}
 			}
 		}
 		return m
@@ -105,5 +101,24 @@ func TestProblemsSecurity(t *testing.T) {
 	}
 	if doc := m.Render(); !strings.Contains(doc, "| SASL_SSL: PLAIN | pass | **FAIL** |") {
 		t.Errorf("the security table does not show franz-go's PLAIN failure:\n%s", doc)
+	}
+}
+
+// The transactions check's verdict on what a read_committed reader read:
+// the committed records pass; an aborted one, a missing one or a
+// duplicate fail.
+func TestTxnValues(t *testing.T) {
+	if err := checkTxnValues(txnCommitted()); err != nil {
+		t.Fatalf("the committed records: %v", err)
+	}
+	for name, got := range map[string][]string{
+		"aborted":   append(txnCommitted(), "a-3"),
+		"fenced":    append(txnCommitted(), "z-0"),
+		"missing":   txnCommitted()[1:],
+		"duplicate": append(txnCommitted(), "c-0"),
+	} {
+		if err := checkTxnValues(got); err == nil {
+			t.Errorf("%s: passed", name)
+		}
 	}
 }

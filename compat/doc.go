@@ -29,12 +29,17 @@
 //     broker, with the reason; a listed failure that starts passing fails
 //     the test, so the list stays true.
 //
+// The transactions check (txn_test.go) is the same for every client that
+// has transactions: the harness makes its topics beforehand and, after a
+// pass, checks with franz-go what the client cannot see for itself (the
+// aborted records are in the log, the group's offset is the one sent).
+//
 // It renders docs/compatibility.md from the outcome: `make compat` (which
 // sets STRATA_COMPAT_WRITE=1) rewrites it, and `go test ./compat/` (so
 // `make test`) fails when the file differs from what the run found.
 //
 // External clients run as subprocesses that print one line per check,
-// "RESULT client|feature|PASS|FAIL|UNSUPPORTED|detail" (see
+// "RESULT client|feature|PASS|FAIL|detail" (see
 // java/src/main/java/strata/compat/Main.java, scripts/); for the leader
 // change a client prints "MOVE topic" and waits for a line on its stdin,
 // which the harness writes once it has moved that partition's leader.

@@ -344,16 +344,6 @@ func runFranz(t *testing.T, e *env) {
 		}
 		return nil
 	})
-	e.checkTxn(t, client, func(ctx context.Context) error {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("f-txn"), kgo.DefaultProduceTopic("f-txn"), kgo.AllowAutoTopicCreation())
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cl.BeginTransaction(); err != nil {
-			return err
-		}
-		return cl.ProduceSync(ctx, &kgo.Record{Value: []byte("txn")}).FirstErr()
-	})
+	e.check(t, client, "transactions", func(ctx context.Context) error { return franzTxn(ctx, seeds) })
 	runFranzSecurity(t, e)
 }

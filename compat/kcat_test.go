@@ -3,7 +3,6 @@ package compat
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -185,19 +184,6 @@ func runKcat(t *testing.T, e *env) {
 			return fmt.Errorf("kcat -L does not say %q: %s", want, out)
 		}
 		return nil
-	})
-	e.checkTxn(t, client, func(ctx context.Context) error {
-		if err := createTopic(ctx, seeds, "k-txn", 1); err != nil {
-			return err
-		}
-		_, err := kcatRun(ctx, kcat, "txn\n", "-P", "-b", e.addr, "-t", "k-txn", "-X", "transactional.id=k-txn")
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return errors.Join(err, ctx.Err())
-		}
-		return err
 	})
 	runKcatSecurity(t, e, kcat)
 }

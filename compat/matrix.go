@@ -58,9 +58,6 @@ type Client struct {
 	From string
 	// NA lists the features the client lacks, with why; they are not run.
 	NA map[string]string
-	// TxnError is a part of the error the client reports at once when a
-	// transactional producer starts (Strata has no transactions yet).
-	TxnError string
 }
 
 const (
@@ -71,13 +68,10 @@ const (
 
 // clients are the columns, in the order of the document, and the tools.
 var clients = []Client{
-	{Key: "java", Title: "Java kafka-clients", Sec: true, From: "Maven Central, pinned in compat/java/pom.xml",
-		TxnError: "TransactionalIdAuthorizationException"},
-	{Key: "franz-go", Title: "franz-go", Sec: true, From: goModule,
-		TxnError: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"},
+	{Key: "java", Title: "Java kafka-clients", Sec: true, From: "Maven Central, pinned in compat/java/pom.xml"},
+	{Key: "franz-go", Title: "franz-go", Sec: true, From: goModule},
 	{Key: "sarama", Title: "IBM/sarama", Sec: true, From: goModule,
-		NA:       map[string]string{"group-kip848": noKIP848},
-		TxnError: "Transactional ID authorization failed"},
+		NA: map[string]string{"group-kip848": noKIP848}},
 	{Key: "kafka-go", Title: "segmentio/kafka-go", Sec: true, From: goModule,
 		NA: map[string]string{
 			"sec-oauthbearer":    "kafka-go has no OAUTHBEARER mechanism (it has PLAIN and SCRAM)",
@@ -92,21 +86,18 @@ var clients = []Client{
 			"offsets":         "kcat has no command that commits or fetches offsets on demand; see python3-confluent-kafka, the same librdkafka",
 			"admin":           "kcat has no admin commands (only -L, metadata, used by the leader-change check)",
 			"sec-oauthbearer": "Debian's librdkafka 2.0.2 is built without OIDC (libcurl), and kcat has no other way to be given a token than librdkafka's unsecured JWT (`enable.sasl.oauthbearer.unsecure.jwt`, `alg` none), which Strata refuses as Kafka's JWKS validator does; python3-confluent-kafka, the same librdkafka, passes with a token from its `oauth_cb`",
-		},
-		TxnError: "transactions are not supported by Strata yet"},
+			"transactions":    "kcat's transactional producer (`-X transactional.id`) writes its whole input in one transaction, committed at the end of the input and aborted on a signal; it cannot commit a group's offsets in a transaction (consume-transform-produce), which the check needs. python3-confluent-kafka, the same librdkafka, runs it",
+		}},
 	{Key: "confluent-kafka-python", Title: "python3-confluent-kafka (librdkafka)", Sec: true, From: "Debian's package python3-confluent-kafka",
-		NA:       map[string]string{"group-kip848": librdkafkaV2},
-		TxnError: "transactions are not supported by Strata yet"},
+		NA: map[string]string{"group-kip848": librdkafkaV2}},
 	{Key: "confluent-kafka-pypi", Title: "confluent-kafka from PyPI (librdkafka)", Sec: true,
-		From:     "PyPI, pinned in compat/python/requirements.txt; its wheel bundles librdkafka",
-		TxnError: "transactions are not supported by Strata yet"},
+		From: "PyPI, pinned in compat/python/requirements.txt; its wheel bundles librdkafka"},
 	{Key: "kafkajs", Title: "kafkajs", Sec: true, From: "npm, pinned in compat/node/package.json",
 		NA: map[string]string{
 			"consume-partition": "kafkajs consumes only in groups (no assign)",
 			"group-cooperative": "kafkajs has no cooperative rebalance protocol",
 			"group-kip848":      noKIP848,
-		},
-		TxnError: "coordinator"},
+		}},
 
 	{Key: "kafka-topics", Title: "kafka-topics", Tool: true,
 		Run: "`--create` with a config, `--list`, `--alter --partitions`, `--describe`, `--delete`"},
@@ -144,9 +135,8 @@ var differences = []string{
 type Status string
 
 const (
-	Pass        Status = "PASS"
-	Fail        Status = "FAIL"
-	Unsupported Status = "UNSUPPORTED" // transactions: refused at once, as wanted
+	Pass Status = "PASS"
+	Fail Status = "FAIL"
 )
 
 // Outcome is what a check found.
@@ -181,8 +171,6 @@ func (m *Matrix) Problems() []string {
 			case na:
 			case !ran:
 				out = append(out, fmt.Sprintf("%s %s: not run (every feature runs or is declared not applicable)", c.Key, f))
-			case o.Status == Unsupported && f != "transactions":
-				out = append(out, fmt.Sprintf("%s %s: reported unsupported: %s", c.Key, f, o.Detail))
 			case o.Status == Fail && !expected:
 				out = append(out, fmt.Sprintf("%s %s: FAIL: %s", c.Key, f, o.Detail))
 			case o.Status != Fail && expected:
@@ -254,8 +242,6 @@ func (m *Matrix) Render() string {
 			return "untested"
 		case o.Status == Pass:
 			return "pass"
-		case o.Status == Unsupported:
-			return "not supported " + note("Strata has no transactions yet: a transactional producer fails at once (within 5 s) with "+c.TxnError+", and does not hang")
 		default:
 			if why, ok := expectedFailures[cell{c.Key, f}]; ok {
 				return "**FAIL** " + note(why)
@@ -367,7 +353,7 @@ var featureDocs = []string{
 	"**commit and fetch offsets**: an offset (with metadata where the client has it) is committed and fetched back.",
 	"**admin**: a topic is created (with a config where the client can), its configs described, then deleted.",
 	"**metadata after a leader change**: on two brokers, a producer writes to a partition, its leader moves (preferred leader election), and the same producer writes again and its metadata names the new leader.",
-	"**transactions**: a transactional producer starts; Strata has no transactions yet, so the check passes when the client fails at once (not after a timeout) with the broker's refusal.",
+	"**transactions**: a producer with a `transactional.id` commits a transaction of 10 records to the two partitions of a topic and aborts another of 10 (after they reached the broker); it then consumes 10 records of an input topic in a group (read_committed) and, in one transaction, writes a record for each and commits the group's offsets (`sendOffsetsToTransaction`, TxnOffsetCommit; franz-go with its GroupTransactSession, sarama with the group's generation and member id, kafkajs a transaction per batch). Zombie fencing: the producer begins a transaction, a second producer with the same `transactional.id` starts and commits one of its own, and the first one's commit must fail as fenced (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for older request versions). A read_committed consumer of the same client then reads the topic from the start and must find exactly the committed records, none of the aborted or fenced ones. Afterwards the suite checks with franz-go that the aborted records are in the log (read_uncommitted), so that there was something to skip, and that the group's committed offset is the one the transaction sent.",
 }
 
 // securityIntro opens the security table.

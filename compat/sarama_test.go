@@ -28,7 +28,12 @@ func saramaConfig() *sarama.Config {
 
 // saramaRead reads n records from partitions 0..parts-1 of topic.
 func saramaRead(ctx context.Context, seeds []string, topic string, parts int32, n int) ([]string, error) {
-	c, err := sarama.NewConsumer(seeds, saramaConfig())
+	return saramaReadWith(ctx, seeds, saramaConfig(), topic, parts, n)
+}
+
+// saramaReadWith is saramaRead with a consumer of config cfg.
+func saramaReadWith(ctx context.Context, seeds []string, cfg *sarama.Config, topic string, parts int32, n int) ([]string, error) {
+	c, err := sarama.NewConsumer(seeds, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -314,18 +319,6 @@ func runSarama(t *testing.T, e *env) {
 		}
 		return nil
 	})
-	e.checkTxn(t, client, func(ctx context.Context) error {
-		cfg := saramaConfig()
-		cfg.Producer.Idempotent = true
-		cfg.Net.MaxOpenRequests = 1
-		cfg.Producer.Transaction.ID = "s-txn"
-		cfg.Producer.Transaction.Retry.Max = 0
-		p, err := sarama.NewSyncProducer(seeds, cfg)
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		return p.BeginTxn()
-	})
+	e.check(t, client, "transactions", func(ctx context.Context) error { return saramaTxn(ctx, seeds) })
 	runSaramaSecurity(t, e)
 }

@@ -188,19 +188,103 @@ async function leaderChange() {
   }
 }
 
+const series = (prefix, n) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+const toPartitions = (vs) => vs.map((v, i) => ({ value: v, partition: i % 2 }));
+
+// The transactions check; compat/txn_test.go says what each step writes.
+// The harness made js-txn (two partitions) and js-txn-in (the input
+// records) beforehand.
 async function transactions() {
-  const p = single.producer({ transactionalId: 'js-txn', idempotent: true, maxInFlightRequests: 1 });
-  const start = Date.now();
+  const topic = 'js-txn';
+  const conf = { transactionalId: topic, idempotent: true, maxInFlightRequests: 1 };
+  const p1 = single.producer(conf);
+  const p2 = single.producer(conf);
+  await p1.connect();
+  let fencedBy;
   try {
-    await p.connect();
-    const txn = await p.transaction();
+    let txn = await p1.transaction(); // InitProducerId
+    await txn.send({ topic, acks: -1, messages: toPartitions(series('c', 10)) });
+    await txn.commit();
+    txn = await p1.transaction();
+    await txn.send({ topic, acks: -1, messages: toPartitions(series('a', 10)) });
     await txn.abort();
-    result('transactions', 'FAIL', 'a transaction started; transactions are not expected to work yet');
-  } catch (e) {
-    const cause = e.originalError || e.cause || {};
-    result('transactions', 'UNSUPPORTED', `${Date.now() - start} ms ${e.name}: ${e.message} ${cause.type || ''} ${cause.message || ''}`);
+
+    // Consume-transform-produce in group js-txn-g, kafkajs's way: each
+    // batch in a transaction with its offsets (sendOffsets).
+    const g = `${topic}-g`;
+    const c = single.consumer({ groupId: g, maxWaitTimeInMs: 200 });
+    await c.connect();
+    try {
+      await c.subscribe({ topic: `${topic}-in`, fromBeginning: true });
+      let n = 0;
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`consumed ${n} of 10 records in 30 s`)), 30000);
+        c.run({
+          autoCommit: false,
+          eachBatch: async ({ batch }) => {
+            const t = await p1.transaction();
+            try {
+              await t.send({ topic, acks: -1, messages: toPartitions(batch.messages.map((m) => `t-${m.value}`)) });
+              await t.sendOffsets({
+                consumerGroupId: g,
+                topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }],
+              });
+              await t.commit();
+            } catch (e) {
+              await t.abort().catch(() => {});
+              clearTimeout(timer);
+              reject(e);
+              throw e;
+            }
+            n += batch.messages.length;
+            if (n >= 10) { clearTimeout(timer); resolve(); }
+          },
+        }).catch(reject);
+      });
+    } finally {
+      await c.disconnect();
+    }
+
+    // Zombie fencing: p2's InitProducerId fences p1.
+    txn = await p1.transaction();
+    await txn.send({ topic, acks: -1, messages: toPartitions(series('z', 2)) });
+    await p2.connect();
+    const t2 = await p2.transaction();
+    await t2.send({ topic, acks: -1, messages: toPartitions(series('f', 2)) });
+    await t2.commit();
+    try {
+      await txn.commit();
+    } catch (e) {
+      fencedBy = e.type || (e.originalError && e.originalError.type) || `${e.name}: ${e.message}`;
+    }
+    if (!fencedBy) throw new Error("the fenced producer's commit succeeded");
+    if (fencedBy !== 'PRODUCER_FENCED' && fencedBy !== 'INVALID_PRODUCER_EPOCH') throw new Error(`the fenced producer's commit: ${fencedBy}, want it fenced`);
+  } finally {
+    await p1.disconnect().catch(() => {});
+    await p2.disconnect().catch(() => {});
   }
-  await p.disconnect().catch(() => {});
+
+  // kafkajs reads read_committed unless told readUncommitted.
+  const want = [...series('c', 10), ...series('t-in', 10), ...series('f', 2)];
+  const r = single.consumer({ groupId: `${topic}-reader`, maxWaitTimeInMs: 200 });
+  await r.connect();
+  const got = [];
+  try {
+    await r.subscribe({ topic, fromBeginning: true });
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`read ${got.length} of ${want.length} records in 30 s: ${got}`)), 30000);
+      r.run({
+        eachMessage: async ({ message }) => {
+          got.push(message.value.toString());
+          if (got.length >= want.length) { clearTimeout(timer); resolve(); }
+        },
+      }).catch(reject);
+    });
+  } finally {
+    await r.disconnect();
+  }
+  if (!sameSet(got, want)) throw new Error(`read_committed consumer read ${[...got].sort()}, want the committed ${[...want].sort()}`);
+  return `committed, aborted, sendOffsets, zombie fenced (${fencedBy}); read_committed read the ${want.length} committed records`;
 }
 
 // ---- the security section: one listener and mechanism per check, given
@@ -270,7 +354,7 @@ async function main() {
   await check('offsets', offsets);
   await check('admin', adminCheck);
   await check('leader-change', leaderChange);
-  await transactions();
+  await check('transactions', transactions);
   // Each security check has its own topic and connections: all at once.
   await Promise.all(['sec-tls', 'sec-mtls', 'sec-plain', 'sec-scram-sha-256', 'sec-scram-sha-512', 'sec-oauthbearer']
     .map((f) => check(f, secCheck(f))));

@@ -191,14 +191,91 @@ def leader_change():
         time.sleep(0.2)
 
 
+def series(prefix, n):
+    return ["%s-%d" % (prefix, i) for i in range(n)]
+
+
+def send_all(p, topic, vs):
+    """Sends vs to partitions 0 and 1 (value i to i%2) and waits until the
+    broker has them."""
+    errs = []
+    for i, v in enumerate(vs):
+        p.produce(topic, v.encode(), partition=i % 2, on_delivery=lambda err, msg: err and errs.append(err))
+    if p.flush(30) != 0:
+        raise RuntimeError("records still undelivered after 30 s")
+    if errs:
+        raise RuntimeError("delivery failed: %s" % errs[0])
+
+
 def transactions():
-    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": P + "txn"})
-    start = time.time()
+    """compat/txn_test.go says what each step writes; the harness made the
+    topic (two partitions) and its input topic beforehand."""
+    topic = P + "txn"
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": topic}
+    p1 = ck.Producer(conf)
+    p1.init_transactions(30)
+    p1.begin_transaction()
+    send_all(p1, topic, series("c", 10))
+    p1.commit_transaction(30)
+    p1.begin_transaction()
+    send_all(p1, topic, series("a", 10))
+    p1.abort_transaction(30)
+
+    # Consume-transform-produce in group <topic>-g.
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": topic + "-g", "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, "isolation.level": "read_committed"})
+    c.subscribe([topic + "-in"])
+    outs = []
+    deadline = time.time() + 30
+    while len(outs) < 10:
+        if time.time() > deadline:
+            raise RuntimeError("consumed %d of 10 records of %s-in" % (len(outs), topic))
+        m = c.poll(0.2)
+        if m is None:
+            continue
+        if m.error():
+            raise ck.KafkaException(m.error())
+        outs.append("t-" + m.value().decode())
+    p1.begin_transaction()
+    send_all(p1, topic, outs)
+    p1.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+    p1.commit_transaction(30)
+    c.close()
+
+    # Zombie fencing: p2's init_transactions fences p1.
+    p1.begin_transaction()
+    send_all(p1, topic, series("z", 2))
+    p2 = ck.Producer(conf)
+    p2.init_transactions(30)
+    p2.begin_transaction()
+    send_all(p2, topic, series("f", 2))
+    p2.commit_transaction(30)
     try:
-        p.init_transactions(30)
-        result("transactions", "FAIL", "init_transactions succeeded; transactions are not expected to work yet")
+        p1.commit_transaction(30)
+        raise RuntimeError("the fenced producer's commit_transaction succeeded")
     except ck.KafkaException as e:
-        result("transactions", "UNSUPPORTED", "%d ms %s" % ((time.time() - start) * 1000, e.args[0].str()))
+        err = e.args[0]
+        if err.code() not in (ck.KafkaError._FENCED, ck.KafkaError.PRODUCER_FENCED, ck.KafkaError.INVALID_PRODUCER_EPOCH):
+            raise RuntimeError("the fenced producer's commit_transaction: %s, want it fenced" % err)
+        fenced_by = err.name()
+
+    want = series("c", 10) + ["t-in-%d" % i for i in range(10)] + series("f", 2)
+    r = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": P + "unused", "enable.auto.commit": False,
+                     "isolation.level": "read_committed"})
+    r.assign([ck.TopicPartition(topic, part, ck.OFFSET_BEGINNING) for part in (0, 1)])
+    got = []
+    deadline = time.time() + 20
+    while len(got) < len(want) and time.time() < deadline:
+        m = r.poll(0.2)
+        if m is None:
+            continue
+        if m.error():
+            raise ck.KafkaException(m.error())
+        got.append(m.value().decode())
+    r.close()
+    if sorted(got) != sorted(want):
+        raise RuntimeError("read_committed consumer read %s, want the committed %s" % (sorted(got), sorted(want)))
+    return "committed, aborted, send_offsets_to_transaction, zombie fenced (%s); read_committed read the %d committed records" % (fenced_by, len(want))
 
 
 # ---- the security section: one listener and mechanism per check, given
@@ -284,7 +361,7 @@ if KIP848:
 check("offsets", offsets)
 check("admin", admin_check)
 check("leader-change", leader_change)
-transactions()
+check("transactions", transactions)
 # Each security check has its own topic and connections: all at once.
 threads = [threading.Thread(target=check, args=(f, sec_check(f)))
            for f in ("sec-tls", "sec-mtls", "sec-plain", "sec-scram-sha-256", "sec-scram-sha-512", "sec-oauthbearer")]

@@ -40,7 +40,7 @@ import org.apache.kafka.common.utils.internals.Exit;
 /**
  * The Java side of the client matrix: Apache Kafka's client and its
  * command-line tools, all in this one JVM. Each check prints one line
- * {@code RESULT <client>|<feature>|PASS|FAIL|UNSUPPORTED|<detail>} that the
+ * {@code RESULT <client>|<feature>|PASS|FAIL|<detail>} that the
  * Go test (compat/) parses. For the leader-change check it prints
  * {@code MOVE <topic>} and waits for a line on stdin once the harness has
  * moved the partition's leader.
@@ -86,7 +86,7 @@ public final class Main {
         check("java", "offsets", Main::offsets);
         check("java", "admin", Main::admin);
         check("java", "leader-change", Main::leaderChange);
-        transactions();
+        check("java", "transactions", Main::transactions);
 
         // A tool's exit(0) returns (the tools end there anyway; some call it
         // inside their own try blocks); any other status ends the tool.
@@ -327,17 +327,93 @@ public final class Main {
         }
     }
 
-    static void transactions() {
-        long start = System.nanoTime();
-        try (KafkaProducer<String, String> p = producer(bootstrap, Map.of(
-                ProducerConfig.TRANSACTIONAL_ID_CONFIG, "j-txn",
-                ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000"))) {
-            p.initTransactions();
-            result("java", "transactions", "FAIL", "initTransactions succeeded; transactions are not expected to work yet");
-        } catch (Throwable e) {
-            long ms = (System.nanoTime() - start) / 1_000_000;
-            result("java", "transactions", "UNSUPPORTED", ms + " ms " + describe(e));
+    static List<String> series(String prefix, int n) {
+        List<String> vs = new ArrayList<>();
+        for (int i = 0; i < n; i++) vs.add(prefix + "-" + i);
+        return vs;
+    }
+
+    /** Sends values to partitions 0 and 1 of topic (value i to i%2) and waits until the broker has them. */
+    static void sendAll(KafkaProducer<String, String> p, String topic, List<String> values) throws Exception {
+        List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+        for (int i = 0; i < values.size(); i++) fs.add(p.send(new ProducerRecord<>(topic, i % 2, null, values.get(i))));
+        for (var f : fs) f.get(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * The transactions check; compat/txn_test.go says what each step
+     * writes. The harness made j-txn (two partitions) and j-txn-in (the
+     * input records) beforehand.
+     */
+    static String transactions() throws Exception {
+        String topic = "j-txn", in = topic + "-in";
+        Map<String, String> txn = Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, topic, ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        String fencedBy;
+        try (KafkaProducer<String, String> p1 = producer(bootstrap, txn)) {
+            p1.initTransactions();
+            p1.beginTransaction();
+            sendAll(p1, topic, series("c", 10));
+            p1.commitTransaction();
+            p1.beginTransaction();
+            sendAll(p1, topic, series("a", 10));
+            p1.abortTransaction();
+
+            // Consume-transform-produce in group j-txn-g.
+            try (KafkaConsumer<String, String> c = consumer(bootstrap, Map.of(
+                    ConsumerConfig.GROUP_ID_CONFIG, topic + "-g",
+                    ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+                c.subscribe(List.of(in));
+                List<String> outs = new ArrayList<>();
+                Map<TopicPartition, OffsetAndMetadata> offsets = new java.util.HashMap<>();
+                long deadline = System.currentTimeMillis() + 30_000;
+                while (outs.size() < 10) {
+                    if (System.currentTimeMillis() > deadline) throw new IllegalStateException("consumed " + outs.size() + " of 10 records of " + in);
+                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                        outs.add("t-" + r.value());
+                        offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    }
+                }
+                p1.beginTransaction();
+                sendAll(p1, topic, outs);
+                p1.sendOffsetsToTransaction(offsets, c.groupMetadata());
+                p1.commitTransaction();
+            }
+
+            // Zombie fencing: p2's initTransactions fences p1.
+            p1.beginTransaction();
+            sendAll(p1, topic, series("z", 2));
+            try (KafkaProducer<String, String> p2 = producer(bootstrap, txn)) {
+                p2.initTransactions();
+                p2.beginTransaction();
+                sendAll(p2, topic, series("f", 2));
+                p2.commitTransaction();
+            }
+            try {
+                p1.commitTransaction();
+                throw new IllegalStateException("the fenced producer's commitTransaction succeeded");
+            } catch (org.apache.kafka.common.errors.ProducerFencedException | org.apache.kafka.common.errors.InvalidProducerEpochException e) {
+                fencedBy = e.getClass().getSimpleName();
+            }
         }
+
+        List<String> want = new ArrayList<>(series("c", 10));
+        for (int i = 0; i < 10; i++) want.add("t-in-" + i);
+        want.addAll(series("f", 2));
+        List<String> got = new ArrayList<>();
+        try (KafkaConsumer<String, String> c = consumer(bootstrap, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (got.size() < want.size() && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) got.add(r.value());
+            }
+        }
+        List<String> g = new ArrayList<>(got), w = new ArrayList<>(want);
+        java.util.Collections.sort(g);
+        java.util.Collections.sort(w);
+        if (!g.equals(w)) throw new IllegalStateException("read_committed consumer read " + g + ", want the committed " + w);
+        return "committed, aborted, sendOffsetsToTransaction, zombie fenced (" + fencedBy + "); read_committed read the " + want.size() + " committed records";
     }
 
     // ---- the security section: one listener and mechanism per check, given
