@@ -109,6 +109,8 @@ var clients = []Client{
 		Run: "`--election-type preferred` for one partition of a two-broker cluster"},
 	{Key: "kafka-reassign-partitions", Title: "kafka-reassign-partitions", Tool: true,
 		Run: "`--execute` then `--verify` of moving a partition to the other broker"},
+	{Key: "kafka-transactions", Title: "kafka-transactions", Tool: true,
+		Run: "`list`, `describe`, `describe-producers` and `find-hanging` of a transaction left open, then `abort` of it at its partition: a read_committed consumer reads past it and not its record"},
 }
 
 // cell names one client's feature.

@@ -98,6 +98,7 @@ public final class Main {
         check("kafka-consumer-groups", "tool", Main::kafkaConsumerGroups);
         check("kafka-leader-election", "tool", Main::kafkaLeaderElection);
         check("kafka-reassign-partitions", "tool", Main::kafkaReassignPartitions);
+        check("kafka-transactions", "tool", Main::kafkaTransactions);
         security.join();
         out.println("DONE");
         out.flush();
@@ -558,6 +559,57 @@ public final class Main {
             org.apache.kafka.tools.consumer.group.ConsumerGroupCommand.main(args);
             return null;
         }, args);
+    }
+
+    static String transactionsTool(String... args) throws Exception {
+        return tool("kafka-transactions", () -> {
+            org.apache.kafka.tools.TransactionsCommand.main(args);
+            return null;
+        }, args);
+    }
+
+    /**
+     * A transaction left open in partition 0 of tool-txn: list, describe,
+     * describe-producers and find-hanging show it, abort ends it at the
+     * partition, and a read_committed consumer then reads past it.
+     */
+    static String kafkaTransactions() throws Exception {
+        String t = "tool-txn", id = "tool-txn-id";
+        createTopic(bootstrap, t, 1);
+        try (KafkaProducer<String, String> p = producer(bootstrap, Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id,
+                ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000"))) {
+            p.initTransactions();
+            p.beginTransaction();
+            long first = p.send(new ProducerRecord<>(t, 0, null, "open")).get(20, TimeUnit.SECONDS).offset();
+            String l = transactionsTool("--bootstrap-server", bootstrap, "list");
+            require(l, id, "list");
+            require(l, "Ongoing", "list");
+            String d = transactionsTool("--bootstrap-server", bootstrap, "describe", "--transactional-id", id);
+            require(d, "Ongoing", "describe");
+            require(d, t + "-0", "describe");
+            String dp = transactionsTool("--bootstrap-server", bootstrap, "describe-producers", "--topic", t, "--partition", "0");
+            String[] rows = dp.trim().split("\n");
+            String[] last = rows[rows.length - 1].trim().split("\\s+");
+            if (rows.length < 2 || !last[last.length - 1].equals(Long.toString(first)))
+                throw new IllegalStateException("describe-producers does not show the open transaction at offset " + first + ": " + dp.trim());
+            transactionsTool("--bootstrap-server", bootstrap, "find-hanging", "--broker-id", "0");
+            transactionsTool("--bootstrap-server", bootstrap, "abort", "--topic", t, "--partition", "0", "--start-offset", Long.toString(first));
+            dp = transactionsTool("--bootstrap-server", bootstrap, "describe-producers", "--topic", t, "--partition", "0");
+            require(dp, "None", "describe-producers after abort");
+            try (KafkaConsumer<String, String> c = consumer(bootstrap, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+                TopicPartition tp = new TopicPartition(t, 0);
+                long end = c.endOffsets(List.of(tp), Duration.ofSeconds(20)).get(tp);
+                if (end <= first) throw new IllegalStateException("read_committed end offset " + end + " after abort, want past " + first);
+                c.assign(List.of(tp));
+                long deadline = System.currentTimeMillis() + 20_000;
+                while (c.position(tp) < end) {
+                    if (System.currentTimeMillis() > deadline) throw new IllegalStateException("read_committed consumer stuck at " + c.position(tp) + " of " + end);
+                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200)))
+                        throw new IllegalStateException("read_committed read the aborted record at offset " + r.offset());
+                }
+            }
+        }
+        return "list, describe, describe-producers, find-hanging and abort of an open transaction";
     }
 
     static void require(String text, String want, String what) {
