@@ -123,13 +123,6 @@ func TestKIP890ApiVersionsFeature(t *testing.T) {
 			t.Errorf("EndTxn max v%d, AddPartitionsToTxn max v%d; want 5 and 5", endTxn, addParts)
 		}
 	}
-	// Without transactions, no feature.
-	ts := startTestServer(t, nil)
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = 3, "test", "1"
-	if resp := rawRequest(t, ts.addr(), req).(*kmsg.ApiVersionsResponse); len(resp.SupportedFeatures)+len(resp.FinalizedFeatures) != 0 {
-		t.Errorf("transactions off: features %+v %+v, want none", resp.SupportedFeatures, resp.FinalizedFeatures)
-	}
 }
 
 // With transaction.version 2, franz-go sends no AddPartitionsToTxn (the

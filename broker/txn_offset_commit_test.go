@@ -6,13 +6,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/plog"
 )
 
 // TestTxnOffsetCommitHandler calls the TxnOffsetCommit handler in-process
-// (served only with transactions on) on a broker with the authorizer on: Kafka's ACL checks, then offsets that
+// on a broker with the authorizer on, in a transaction open at its
+// coordinator: Kafka's ACL checks, then offsets that
 // OffsetFetch with require_stable reports unstable until a COMMIT marker
 // is written to __consumer_offsets and handed to the group coordinator.
 func TestTxnOffsetCommitHandler(t *testing.T) {
@@ -34,11 +36,23 @@ func TestTxnOffsetCommitHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A transaction of tx1 open at its coordinator: the leader of g1's
+	// offsets partition verifies (or adds) the partition with it.
+	prod := b.as(t, "admin", kgo.TransactionalID("tx1"), kgo.DefaultProduceTopic("orders"))
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	d := describeTxn(t, ctx, adm, "tx1")
+	pid, epoch := d.ProducerID, d.ProducerEpoch
+
 	alice := &clientConn{env: &envelopeOrigin{principal: "User:alice", host: "127.0.0.1"}}
 	txnReq := func(txnID, group string, offsets map[string]int64) *kmsg.TxnOffsetCommitRequest {
 		r := kmsg.NewPtrTxnOffsetCommitRequest()
 		r.Version = txnOffsetCommitMaxVersion
-		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = txnID, group, 4000, 0, -1
+		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = txnID, group, pid, epoch, -1
 		for _, topic := range []string{"orders", "secret", "missing"} {
 			off, ok := offsets[topic]
 			if !ok {
@@ -120,15 +134,15 @@ func TestTxnOffsetCommitHandler(t *testing.T) {
 	}
 	idx := b.groups.coord.PartitionFor("g1")
 	p := b.partition(offsetsTopic, idx)
-	if _, open := p.Log().OpenTransaction(4000); !open {
+	if _, open := p.Log().OpenTransaction(pid); !open {
 		t.Fatal("no transaction open in __consumer_offsets for the producer")
 	}
 	// What the marker writer does: the COMMIT marker, then CompleteTxn.
-	if _, err := p.Log().AppendControl(4000, 0, plog.EndTxnMarker{Type: plog.ControlCommit}, p.LeaderEpoch(), 0); err != nil {
+	if _, err := p.Log().AppendControl(pid, epoch, plog.EndTxnMarker{Type: plog.ControlCommit}, p.LeaderEpoch(), 0); err != nil {
 		t.Fatal(err)
 	}
 	p.AdvanceHW(p.Log().LogEndOffset())
-	b.groups.coord.CompleteTxn(idx, 4000, true)
+	b.groups.coord.CompleteTxn(idx, pid, true)
 	if off, code := fetch(); code != 0 || off != 7 {
 		t.Fatalf("fetch after the commit marker: %d %v, want 7", off, kerr.ErrorForCode(code))
 	}
