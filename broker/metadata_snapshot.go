@@ -91,6 +91,7 @@ type snapshotState struct {
 	ownerFor  string // this cluster's id when owner was read
 	warned    string // the foreign snapshot last warned about
 	carried   map[string]bool
+	closing   bool // the write of Close: nothing is merged
 }
 
 // snapshotLoop writes the snapshots while the broker runs.

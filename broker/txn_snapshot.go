@@ -182,7 +182,7 @@ func (s *Server) writeTxnSnapshots(ctx context.Context, st *snapshotState, md *c
 			continue
 		}
 		if !l.bucketLoaded.Load() {
-			if !ours || !s.mergeTxnState(ctx, l, md) {
+			if !ours || st.closing || !s.mergeTxnState(ctx, l, md) {
 				complete = false
 				continue
 			}
