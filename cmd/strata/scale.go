@@ -108,8 +108,8 @@ func clusterDrain(e *adminEnv, args []string) int {
 				k += fmt.Sprintf(" (%d held by open transactions)", held)
 			}
 			if len(open) > 0 {
-				k += fmt.Sprintf("; waiting for %d open transactions to end (their producer's commit or abort, or their coordinator's abort at transaction.timeout.ms): %s",
-					len(open), describeOpen(open))
+				k += fmt.Sprintf("; waiting for %s to end (their producer's commit or abort, or their coordinator's abort at transaction.timeout.ms): %s",
+					countTxns(len(open)), describeOpen(open))
 			}
 			prog.update(fmt.Sprintf("%s (%v)", k, time.Since(began).Round(time.Second)), k)
 		}
@@ -159,8 +159,16 @@ func drainedTransactions(waited map[string]bool, d time.Duration) string {
 	if len(ids) > 10 {
 		ids = append(ids[:10], fmt.Sprintf("and %d more", len(waited)-10))
 	}
-	return fmt.Sprintf("transactions: waited %v for %d open transactions to end (%s); none is open, their markers are in the bucket",
-		d.Round(time.Millisecond), len(waited), strings.Join(ids, ", "))
+	return fmt.Sprintf("transactions: waited %v for %s to end (%s); none is open, their markers are in the bucket",
+		d.Round(time.Millisecond), countTxns(len(waited)), strings.Join(ids, ", "))
+}
+
+// countTxns is "1 open transaction", "2 open transactions".
+func countTxns(n int) string {
+	if n == 1 {
+		return "1 open transaction"
+	}
+	return fmt.Sprintf("%d open transactions", n)
 }
 
 // drainSnapshots waits until every broker with tiered storage says its
@@ -225,7 +233,7 @@ func drainSnapshots(ctx context.Context, adm *kadm.Client, timeout time.Duration
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "  %v (retrying)\n", err)
 		} else {
-			fmt.Fprintf(os.Stderr, "  waiting for brokers %s to write the group offsets and metadata snapshot to the bucket\n", strings.Join(behind, ","))
+			fmt.Fprintf(os.Stderr, "  waiting for brokers %s to write the group offsets, transaction state and metadata snapshot to the bucket\n", strings.Join(behind, ","))
 		}
 		select {
 		case <-ctx.Done():
@@ -385,16 +393,18 @@ its bucket writes nothing over it and deletes none of its objects), the
 cluster takes the snapshot's cluster id, the brokers take each
 partition's log end from the bucket, and the consumer groups' committed
 offsets are committed again through --bootstrap once every partition
-serves.
+serves. The transaction coordinators load the transactional ids' state
+from the bucket themselves.
 
 --discard instead throws the bucket's snapshot away and gives the bucket
 to the cluster at --bootstrap: the snapshot's topics, their records in
 the bucket (deleted by the brokers' reconciliation once
 remote.log.reconciliation.grace.ms has passed), their configs, the
-dynamic broker configs and the consumer groups' committed offsets it
-kept are gone for good. It refuses a snapshot written less than 3 minutes
-ago (a running cluster rewrites its snapshot at least every minute: that
-cluster may be running on this bucket) unless --force.
+dynamic broker configs, the consumer groups' committed offsets and the
+transaction state it kept are gone for good. It refuses a snapshot
+written less than 3 minutes ago (a running cluster rewrites its snapshot
+at least every minute: that cluster may be running on this bucket)
+unless --force.
 
 --config names a server.properties whose zookeeper.set.acl,
 zookeeper.digest.user and zookeeper.digest.password restore uses (the
@@ -473,6 +483,10 @@ func runRestore(e *adminEnv, args []string) int {
 	groups, err := tierpkg.ReadGroupOffsets(ctx, store, snap.ClusterID)
 	if err != nil {
 		return fail("restore: group offsets: %v", err)
+	}
+	txnStates, err := tierpkg.ReadTxnStates(ctx, store, snap.ClusterID)
+	if err != nil {
+		return fail("restore: transaction state: %v", err)
 	}
 	req := zk.RestoreRequest{NextProducerID: snap.NextProducerID, BrokerConfigs: map[string]map[string]string{}, ClusterID: snap.ClusterID, Auth: auth}
 	for b, cfg := range snap.BrokerConfigs {
@@ -567,7 +581,19 @@ func runRestore(e *adminEnv, args []string) int {
 		}
 	}
 	fmt.Printf("committed the offsets of %d consumer groups\n", n)
+	if ids := txnIDs(txnStates); ids > 0 {
+		fmt.Printf("transaction state: the bucket holds the state of %d transactional ids; the transaction coordinators load it when their __transaction_state partitions start (the first transactional producer creates the topic)\n", ids)
+	}
 	return 0
+}
+
+// txnIDs counts the transactional ids of the bucket's transaction state.
+func txnIDs(states []tierpkg.TxnStateSnapshot) int {
+	n := 0
+	for _, s := range states {
+		n += len(s.Transactions)
+	}
+	return n
 }
 
 // commitRestored commits a group's restored offsets, retrying while its

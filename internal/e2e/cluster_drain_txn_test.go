@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"strata/broker/txn"
@@ -96,7 +97,16 @@ func readTxnTopic(t *testing.T, ctx context.Context, seeds []string, topic strin
 // them), a producer with the same transactional.id gets the same
 // producer id at a higher epoch and commits, and the old producer is
 // fenced.
-func TestClusterDrainTransactionsFromZero(t *testing.T) {
+func TestClusterDrainTransactionsFromZero(t *testing.T) { drainTransactionsFromZero(t, false) }
+
+// TestClusterRestoreTransactionsFromBucket is the same with ZooKeeper
+// lost too: new brokers on a fresh ZooKeeper run a while (a person's
+// pause: each says the bucket is another cluster's), then strata admin
+// restore brings the cluster back; __transaction_state is created anew
+// when the producer comes back and loads the bucket's state.
+func TestClusterRestoreTransactionsFromBucket(t *testing.T) { drainTransactionsFromZero(t, true) }
+
+func drainTransactionsFromZero(t *testing.T, loseZooKeeper bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c := startScaleCluster(t, "txn", "transaction.abort.timed.out.transaction.cleanup.interval.ms=500")
@@ -203,8 +213,28 @@ func TestClusterDrainTransactionsFromZero(t *testing.T) {
 	// Scale to zero and back on empty disks, after a person's pause.
 	c.stopAndWipe()
 	time.Sleep(2 * time.Second)
-	for _, br := range c.bs {
-		br.Restart()
+	if loseZooKeeper {
+		c.start("txn-after")
+		waitFor(t, 30*time.Second, "every broker to warn of the other cluster's snapshot", func() bool {
+			for _, br := range c.bs {
+				if !strings.Contains(br.Logs(), "the bucket holds the metadata snapshot of another cluster") {
+					return false
+				}
+			}
+			return true
+		})
+		res := testenv.RunStrata(t, 3*time.Minute, append([]string{"admin", "--bootstrap", strings.Join(c.seeds, ","), "restore", "--zookeeper", c.zk.Addr() + "/txn-after"}, c.tier...)...)
+		if res.ExitCode != 0 {
+			t.Fatalf("restore: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		t.Logf("restore: %s", strings.TrimSpace(res.Stdout))
+		if !strings.Contains(res.Stdout, "transaction state: the bucket holds the state of 2 transactional ids") {
+			t.Fatalf("restore says nothing of the transaction state:\n%s", res.Stdout)
+		}
+	} else {
+		for _, br := range c.bs {
+			br.Restart()
+		}
 	}
 	want := map[string]int{"c1": 60, "c3": 60, "o4": 30}
 	got := readTxnTopic(t, ctx, c.seeds, topic, kgo.ReadCommitted(), 150)
@@ -215,8 +245,12 @@ func TestClusterDrainTransactionsFromZero(t *testing.T) {
 	if fmt.Sprint(all) != fmt.Sprint(map[string]int{"a2": 60, "c1": 60, "c3": 60, "o4": 30, "t5": 20}) {
 		t.Fatalf("read_uncommitted after the restore: %v", all)
 	}
-	c.waitLog(30*time.Second, "loaded transaction state into an empty __transaction_state partition from the bucket's snapshot")
 	adm = c.admin()
+	if !loseZooKeeper {
+		// A fresh ZooKeeper has no __transaction_state until a producer
+		// comes back (below).
+		c.waitLog(30*time.Second, "loaded transaction state into an empty __transaction_state partition from the bucket's snapshot")
+	}
 	open, err := adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 	if err != nil || len(open) > 0 {
 		t.Fatalf("open transactions after the restore: %v %v", open, err)
@@ -232,6 +266,7 @@ func TestClusterDrainTransactionsFromZero(t *testing.T) {
 	n := txnProducer("zero-txn", time.Minute)
 	produce(n, "n6", 10)
 	end(n, "n6", kgo.TryCommit)
+	c.waitLog(30*time.Second, "loaded transaction state into an empty __transaction_state partition from the bucket's snapshot")
 	after, err := adm.DescribeTransactions(ctx, "zero-txn")
 	if err != nil || after["zero-txn"].Err != nil {
 		t.Fatalf("describe transactions: %v %+v", err, after)
@@ -239,19 +274,21 @@ func TestClusterDrainTransactionsFromZero(t *testing.T) {
 	if d, was := after["zero-txn"], before["zero-txn"]; d.ProducerID != was.ProducerID || d.ProducerEpoch <= was.ProducerEpoch {
 		t.Fatalf("zero-txn after the restore: producer id %d epoch %d; before the drain %d epoch %d", d.ProducerID, d.ProducerEpoch, was.ProducerID, was.ProducerEpoch)
 	}
-	zctx, zcancel := context.WithTimeout(ctx, 30*time.Second)
-	zerr := a.BeginTransaction()
-	if zerr == nil {
-		zerr = a.ProduceSync(zctx, &kgo.Record{Value: txnValue("z7", 0)}).FirstErr()
+	if !loseZooKeeper { // the old producer knows the brokers' addresses
+		zctx, zcancel := context.WithTimeout(ctx, 30*time.Second)
+		zerr := a.BeginTransaction()
+		if zerr == nil {
+			zerr = a.ProduceSync(zctx, &kgo.Record{Value: txnValue("z7", 0)}).FirstErr()
+		}
+		if zerr == nil {
+			zerr = a.EndTransaction(zctx, kgo.TryCommit)
+		}
+		zcancel()
+		if !errors.Is(zerr, kerr.InvalidProducerEpoch) && !errors.Is(zerr, kerr.ProducerFenced) {
+			t.Fatalf("the producer from before the drain, after the same transactional.id was initialized again: %v, want it fenced", zerr)
+		}
+		t.Logf("the old producer: %v", zerr)
 	}
-	if zerr == nil {
-		zerr = a.EndTransaction(zctx, kgo.TryCommit)
-	}
-	zcancel()
-	if zerr == nil {
-		t.Fatalf("the producer from before the drain committed after the same transactional.id was initialized again")
-	}
-	t.Logf("the old producer: %v", zerr)
 	got = readTxnTopic(t, ctx, c.seeds, topic, kgo.ReadCommitted(), 160)
 	want["n6"] = 10
 	if fmt.Sprint(got) != fmt.Sprint(want) {
