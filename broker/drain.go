@@ -18,6 +18,15 @@ package broker
 // after the drain was asked ignores it, so restarted brokers accept
 // writes at once.
 //
+// Transactions go on ending while a broker drains: only produce requests
+// are refused, so a producer's EndTxn, the coordinator's writes to
+// __transaction_state (its own appends) and the markers (WriteTxnMarkers)
+// are written, and the coordinator keeps aborting timed-out
+// transactions. A partition with an open transaction uploads only up to
+// its last stable offset; strata admin cluster drain waits until no
+// transaction is open and the markers are uploaded, then for the
+// transaction state in the bucket (txn_snapshot.go).
+//
 // remote.log.manager.segment.idle.roll.ms does the same roll for a
 // tiered partition whose active segment has had no append for that long,
 // so that a quiet partition's last records reach the bucket too.

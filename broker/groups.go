@@ -144,7 +144,8 @@ func localLeaderTerm(p *partition) (leaderTerm, bool) {
 const finalSnapshotTimeout = 5 * time.Second
 
 // finalGroupSnapshots writes, as the broker closes, the group offsets
-// snapshots of the offsets partitions it still leads and has loaded, so
+// snapshots of the offsets partitions it still leads and has loaded (and
+// the transaction state of the __transaction_state partitions), so
 // that the commits since the snapshot loop's last check (at most
 // snapshotCheck) are in the bucket too, when the bucket is this
 // cluster's. It runs once the snapshot loop is told to stop and before
@@ -164,9 +165,13 @@ func (s *Server) finalGroupSnapshots() {
 		return // not this cluster's bucket (or unreadable): nothing is written
 	}
 	st := &snapshotState{groups: map[*offsetsLog]*snapshotWritten{}, merges: map[*offsetsLog]int{},
+		txns: map[*offsetsLog]*snapshotWritten{}, closing: true,
 		ownerOK: true, owner: md.ClusterID, ownerFor: md.ClusterID}
 	if !s.writeGroupSnapshots(ctx, st, md, time.Now()) {
 		s.log.Warn("not every group offsets snapshot was written to the bucket at shutdown")
+	}
+	if !s.writeTxnSnapshots(ctx, st, md, time.Now()) {
+		s.log.Warn("not every transaction state snapshot was written to the bucket at shutdown")
 	}
 }
 

@@ -79,7 +79,8 @@ type snapshotState struct {
 	cluster        snapshotWritten
 	clusterVersion int64 // the metadata version cluster was written from
 	groups         map[*offsetsLog]*snapshotWritten
-	merges         map[*offsetsLog]int // merge attempts
+	txns           map[*offsetsLog]*snapshotWritten // __transaction_state partitions (txn_snapshot.go)
+	merges         map[*offsetsLog]int              // merge attempts
 	// seen holds the topic ids of the metadata while this broker is the
 	// active controller: one that leaves it was deleted.
 	seen map[[16]byte]bool
@@ -90,6 +91,7 @@ type snapshotState struct {
 	ownerFor  string // this cluster's id when owner was read
 	warned    string // the foreign snapshot last warned about
 	carried   map[string]bool
+	closing   bool // the write of Close: nothing is merged
 }
 
 // snapshotLoop writes the snapshots while the broker runs.
@@ -97,7 +99,7 @@ func (s *Server) snapshotLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(snapshotCheck)
 	defer t.Stop()
-	st := &snapshotState{clusterVersion: -1, groups: map[*offsetsLog]*snapshotWritten{}, merges: map[*offsetsLog]int{},
+	st := &snapshotState{clusterVersion: -1, groups: map[*offsetsLog]*snapshotWritten{}, txns: map[*offsetsLog]*snapshotWritten{}, merges: map[*offsetsLog]int{},
 		seen: map[[16]byte]bool{}, carried: map[string]bool{}}
 	for {
 		select {
@@ -110,7 +112,8 @@ func (s *Server) snapshotLoop() {
 }
 
 // snapshotTick is one check: the owner, the cluster snapshot, the group
-// offsets, and the time they are all in the bucket as of.
+// offsets, the transaction state, and the time they are all in the bucket
+// as of.
 func (s *Server) snapshotTick(st *snapshotState, now time.Time) {
 	md := s.ctrl.Metadata()
 	if md.ClusterID == "" {
@@ -134,6 +137,9 @@ func (s *Server) snapshotTick(st *snapshotState, now time.Time) {
 		clear(st.seen) // a view other than the controller's proves no deletion
 	}
 	if !s.writeGroupSnapshots(ctx, st, md, now) {
+		complete = false
+	}
+	if !s.writeTxnSnapshots(ctx, st, md, now) {
 		complete = false
 	}
 	if complete && st.ownerOK && st.owner == md.ClusterID && s.ctx.Err() == nil {

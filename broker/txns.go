@@ -183,7 +183,8 @@ func (s *Server) findTxnCoordinator(cc *clientConn, c *kmsg.FindCoordinatorRespo
 // txnStateLog is the coordinator's view of one __transaction_state
 // partition: the group coordinator's adapter (appends as an acks=-1
 // produce, durability bound to the leader term it was loaded for), with
-// a plain replay (no bucket snapshot to seed it from).
+// a replay of its own that seeds an empty partition from the bucket
+// (txn_snapshot.go).
 type txnStateLog struct{ *offsetsLog }
 
 // Replay reads the partition from its start to the log end offset it has
@@ -194,6 +195,15 @@ func (l txnStateLog) Replay(fn func([]byte) error) error {
 	end := l.p.Log().LogEndOffset()
 	if err := l.waitHW(end); err != nil {
 		return err
+	}
+	if err := l.s.seedTxnState(l, end); err != nil {
+		return err
+	}
+	if e := l.p.Log().LogEndOffset(); e != end {
+		end = e
+		if err := l.waitHW(end); err != nil {
+			return err
+		}
 	}
 	off := l.p.Log().LogStartOffset()
 	for off < end {

@@ -24,6 +24,7 @@ import (
 //
 //	_strata/cluster.json                   ClusterSnapshot
 //	_strata/group-offsets/<partition>.json GroupOffsetsSnapshot
+//	_strata/txn-state/<partition>.json     TxnStateSnapshot (txn_snapshot.go)
 //	_strata/deleted-topics/<topic id>      TopicDeletion (deletions.go)
 //
 // The bucket's metadata belongs to one cluster: the one whose cluster id
@@ -233,7 +234,8 @@ func (e *RecentSnapshotError) Error() string {
 // that reconciliation deletes their objects, once nothing names them and
 // the grace period has passed), then replaces the snapshot by an empty
 // one of clusterID, at the next generation, naming what it discarded;
-// then it deletes the group offsets of other clusters. It fails with
+// then it deletes the group offsets and transaction state of other
+// clusters. It fails with
 // ErrNotFound when the bucket has no snapshot, ErrOwnSnapshot when it is
 // clusterID's already, and a *RecentSnapshotError, writing nothing, when
 // it was written less than minAge before now (0: no such check).
@@ -287,6 +289,9 @@ func DiscardClusterSnapshot(ctx context.Context, store ObjectStore, clusterID st
 		if err := store.DeleteMany(ctx, stale); err != nil {
 			return *cur, fmt.Errorf("delete the discarded group offsets: %w", err)
 		}
+	}
+	if err := deleteForeignTxnStates(ctx, store, clusterID); err != nil {
+		return *cur, fmt.Errorf("delete the discarded transaction state: %w", err)
 	}
 	return *cur, nil
 }

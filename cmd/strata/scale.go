@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -32,11 +33,15 @@ const drainUsage = `usage: strata admin cluster drain [--timeout D]
        strata admin cluster resume
 
 drain refuses writes on every broker and has each one roll and upload
-the active segment of every tiered partition it leads; once every tiered
-partition's last tiered offset is its log end, it waits for every broker
-to have written the metadata snapshot and the consumer groups' committed
-offsets (__consumer_offsets is not tiered) to the bucket, and returns:
-nothing exists only on a broker's disk and the brokers may all stop.
+the active segment of every tiered partition it leads. Transactions
+still end while it drains: it waits until no transaction is open (each
+one committed or aborted by its producer, or aborted by its coordinator
+at its transaction.timeout.ms) and their markers are uploaded too. Once
+every tiered partition's last tiered offset is its log end, it waits for
+every broker to have written the metadata snapshot, the consumer groups'
+committed offsets and the transaction state (__consumer_offsets and
+__transaction_state are not tiered) to the bucket, and returns: nothing
+exists only on a broker's disk and the brokers may all stop.
 Records of topics without remote.storage.enable stay on the brokers'
 disks: drain names them. resume accepts writes again (so does any broker
 started after the drain).
@@ -73,26 +78,97 @@ func clusterDrain(e *adminEnv, args []string) int {
 	fmt.Fprintf(os.Stderr, "draining: writes refused; uploading the active segments of %d tiered topics\n", len(tiered))
 	began := time.Now()
 	prog := newProgress(os.Stderr)
+	waited := map[string]bool{} // transactional ids seen open
+	var txnWait time.Duration
 	for {
-		left, total, err := drainLeft(ctx, cl, tiered)
+		// The transactions first: one that ends after this look writes
+		// its markers, which the uploads then wait for.
+		open, terr := openTransactions(ctx, adm)
+		left, total, held, err := drainLeft(ctx, cl, tiered)
+		if err == nil {
+			err = terr
+		}
+		for _, t := range open {
+			waited[t.TxnID] = true
+		}
+		if len(open) > 0 {
+			txnWait = time.Since(began)
+		}
 		switch {
 		case err != nil:
 			prog.update(fmt.Sprintf("  %v (retrying)", err), "error")
-		case left == 0:
+		case left == 0 && len(open) == 0:
 			prog.done()
+			fmt.Println(drainedTransactions(waited, txnWait))
 			fmt.Printf("drained: all %d partitions of tiered topics are in the bucket (%v)\n", total, time.Since(began).Round(time.Millisecond))
 			return drainSnapshots(ctx, adm, *timeout)
 		default:
 			k := fmt.Sprintf("  %d of %d partitions still uploading", left, total)
+			if held > 0 {
+				k += fmt.Sprintf(" (%d held by open transactions)", held)
+			}
+			if len(open) > 0 {
+				k += fmt.Sprintf("; waiting for %s to end (their producer's commit or abort, or their coordinator's abort at transaction.timeout.ms): %s",
+					countTxns(len(open)), describeOpen(open))
+			}
 			prog.update(fmt.Sprintf("%s (%v)", k, time.Since(began).Round(time.Second)), k)
 		}
 		select {
 		case <-ctx.Done():
 			prog.done()
+			if len(open) > 0 {
+				return fail("cluster drain: not drained within %v: %d partitions still uploading, %d transactions open: %s", *timeout, left, len(open), describeOpen(open))
+			}
 			return fail("cluster drain: not drained within %v: %d partitions still uploading", *timeout, left)
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// openStates are the states of a transaction that has not ended.
+var openStates = []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+
+// openTransactions lists the transactions that have not ended, sorted.
+func openTransactions(ctx context.Context, adm *kadm.Client) ([]kadm.ListedTransaction, error) {
+	ls, err := adm.ListTransactions(ctx, nil, openStates)
+	if err != nil {
+		return nil, fmt.Errorf("list transactions: %w", err)
+	}
+	return ls.Sorted(), nil
+}
+
+// describeOpen names open transactions (the first ten).
+func describeOpen(open []kadm.ListedTransaction) string {
+	var parts []string
+	for i, t := range open {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(open)-10))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s, producer id %d)", t.TxnID, t.State, t.ProducerID))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// drainedTransactions is the drain's line on transactions.
+func drainedTransactions(waited map[string]bool, d time.Duration) string {
+	if len(waited) == 0 {
+		return "transactions: none was open"
+	}
+	ids := slices.Sorted(maps.Keys(waited))
+	if len(ids) > 10 {
+		ids = append(ids[:10], fmt.Sprintf("and %d more", len(waited)-10))
+	}
+	return fmt.Sprintf("transactions: waited %v for %s to end (%s); none is open, their markers are in the bucket",
+		d.Round(time.Millisecond), countTxns(len(waited)), strings.Join(ids, ", "))
+}
+
+// countTxns is "1 open transaction", "2 open transactions".
+func countTxns(n int) string {
+	if n == 1 {
+		return "1 open transaction"
+	}
+	return fmt.Sprintf("%d open transactions", n)
 }
 
 // drainSnapshots waits until every broker with tiered storage says its
@@ -146,6 +222,9 @@ func drainSnapshots(ctx context.Context, adm *kadm.Client, timeout time.Duration
 				if lg, lerr := adm.ListGroups(ctx); lerr == nil {
 					groups = fmt.Sprintf("the committed offsets of %d consumer groups", len(lg))
 				}
+				if lt, lerr := adm.ListTransactions(ctx, nil, nil); lerr == nil {
+					fmt.Printf("transaction state: the state of %d transactional ids is in the bucket's snapshot (__transaction_state is not tiered, it comes back from the snapshot)\n", len(lt))
+				}
 				fmt.Printf("group offsets: %s and the cluster's metadata are in the bucket's snapshot (as of %s; __consumer_offsets is not tiered, its offsets come back from the snapshot); the brokers may stop\n",
 					groups, time.UnixMilli(since).UTC().Format(time.RFC3339))
 				return 0
@@ -154,7 +233,7 @@ func drainSnapshots(ctx context.Context, adm *kadm.Client, timeout time.Duration
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "  %v (retrying)\n", err)
 		} else {
-			fmt.Fprintf(os.Stderr, "  waiting for brokers %s to write the group offsets and metadata snapshot to the bucket\n", strings.Join(behind, ","))
+			fmt.Fprintf(os.Stderr, "  waiting for brokers %s to write the group offsets, transaction state and metadata snapshot to the bucket\n", strings.Join(behind, ","))
 		}
 		select {
 		case <-ctx.Done():
@@ -237,20 +316,27 @@ func tieredTopics(ctx context.Context, adm *kadm.Client) (tiered, untiered []str
 
 // drainLeft counts the partitions of topics whose records are not all in
 // the bucket: the last tiered offset (ListOffsets -5) is short of the log
-// end (-1), and the log is not empty (earliest -2 below the end).
-func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, total int, err error) {
+// end (-1), and the log is not empty (earliest -2 below the end); and
+// among them those held by an open transaction: the last stable offset
+// (-1 read_committed) below the log end (uploads stop there).
+func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, total, held int, err error) {
 	if len(topics) == 0 {
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
 	adm := kadm.NewClient(cl)
 	md, err := adm.Metadata(ctx, topics...)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
+	const lso = -100 // the key of the read_committed -1
 	got := map[int64]map[string]map[int32]int64{}
-	for _, ts := range []int64{-1, -2, -5} {
+	for _, ts := range []int64{-1, -2, -5, lso} {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.Version = 9
+		key := ts
+		if ts == lso {
+			ts, req.IsolationLevel = -1, 1
+		}
 		for _, t := range topics {
 			rt := kmsg.NewListOffsetsRequestTopic()
 			rt.Topic = t
@@ -262,20 +348,20 @@ func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, tota
 			req.Topics = append(req.Topics, rt)
 		}
 		shards := cl.RequestSharded(ctx, req)
-		got[ts] = map[string]map[int32]int64{}
+		got[key] = map[string]map[int32]int64{}
 		for _, sh := range shards {
 			if sh.Err != nil {
-				return 0, 0, sh.Err
+				return 0, 0, 0, sh.Err
 			}
 			for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
 				for _, p := range t.Partitions {
 					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-						return 0, 0, fmt.Errorf("%s-%d: %s", t.Topic, p.Partition, errName(err))
+						return 0, 0, 0, fmt.Errorf("%s-%d: %s", t.Topic, p.Partition, errName(err))
 					}
-					if got[ts][t.Topic] == nil {
-						got[ts][t.Topic] = map[int32]int64{}
+					if got[key][t.Topic] == nil {
+						got[key][t.Topic] = map[int32]int64{}
 					}
-					got[ts][t.Topic][p.Partition] = p.Offset
+					got[key][t.Topic][p.Partition] = p.Offset
 				}
 			}
 		}
@@ -286,10 +372,13 @@ func drainLeft(ctx context.Context, cl *kgo.Client, topics []string) (left, tota
 			end, start, tiered := got[-1][t][p], got[-2][t][p], got[-5][t][p]
 			if end > start && tiered < end-1 {
 				left++
+				if got[lso][t][p] < end {
+					held++
+				}
 			}
 		}
 	}
-	return left, total, nil
+	return left, total, held, nil
 }
 
 const restoreUsage = `usage: strata admin restore --zookeeper CONNECT [--config FILE] --tier URL [--s3-endpoint URL] [--s3-region R] [--s3-ca-bundle FILE] [--s3-sse MODE [--s3-sse-kms-key-id ID]]
@@ -304,16 +393,18 @@ its bucket writes nothing over it and deletes none of its objects), the
 cluster takes the snapshot's cluster id, the brokers take each
 partition's log end from the bucket, and the consumer groups' committed
 offsets are committed again through --bootstrap once every partition
-serves.
+serves. The transaction coordinators load the transactional ids' state
+from the bucket themselves.
 
 --discard instead throws the bucket's snapshot away and gives the bucket
 to the cluster at --bootstrap: the snapshot's topics, their records in
 the bucket (deleted by the brokers' reconciliation once
 remote.log.reconciliation.grace.ms has passed), their configs, the
-dynamic broker configs and the consumer groups' committed offsets it
-kept are gone for good. It refuses a snapshot written less than 3 minutes
-ago (a running cluster rewrites its snapshot at least every minute: that
-cluster may be running on this bucket) unless --force.
+dynamic broker configs, the consumer groups' committed offsets and the
+transaction state it kept are gone for good. It refuses a snapshot
+written less than 3 minutes ago (a running cluster rewrites its snapshot
+at least every minute: that cluster may be running on this bucket)
+unless --force.
 
 --config names a server.properties whose zookeeper.set.acl,
 zookeeper.digest.user and zookeeper.digest.password restore uses (the
@@ -392,6 +483,10 @@ func runRestore(e *adminEnv, args []string) int {
 	groups, err := tierpkg.ReadGroupOffsets(ctx, store, snap.ClusterID)
 	if err != nil {
 		return fail("restore: group offsets: %v", err)
+	}
+	txnStates, err := tierpkg.ReadTxnStates(ctx, store, snap.ClusterID)
+	if err != nil {
+		return fail("restore: transaction state: %v", err)
 	}
 	req := zk.RestoreRequest{NextProducerID: snap.NextProducerID, BrokerConfigs: map[string]map[string]string{}, ClusterID: snap.ClusterID, Auth: auth}
 	for b, cfg := range snap.BrokerConfigs {
@@ -486,7 +581,19 @@ func runRestore(e *adminEnv, args []string) int {
 		}
 	}
 	fmt.Printf("committed the offsets of %d consumer groups\n", n)
+	if ids := txnIDs(txnStates); ids > 0 {
+		fmt.Printf("transaction state: the bucket holds the state of %d transactional ids; the transaction coordinators load it when their __transaction_state partitions start (the first transactional producer creates the topic)\n", ids)
+	}
 	return 0
+}
+
+// txnIDs counts the transactional ids of the bucket's transaction state.
+func txnIDs(states []tierpkg.TxnStateSnapshot) int {
+	n := 0
+	for _, s := range states {
+		n += len(s.Transactions)
+	}
+	return n
 }
 
 // commitRestored commits a group's restored offsets, retrying while its
