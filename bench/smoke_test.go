@@ -164,12 +164,16 @@ func smokeWorkload(t *testing.T, name string) Workload {
 		w.Rate, w.Warmup, w.Duration = 1000, Duration(200*time.Millisecond), Duration(800*time.Millisecond)
 	case "txn", "txn-100", "txn-idempotent":
 		// Run by TestTxnPresets, with Apache Kafka.
+		// A few transactions each (every one is a commit round trip).
 		w.Records, w.Warmup = 3000, Duration(100*time.Millisecond)
-		if name == "txn" {
+		switch name {
+		case "txn":
 			w.TxnRecords = 1000
+		case "txn-100":
+			w.Records = 400
 		}
 	case "txn-latency":
-		w.Rate, w.Warmup, w.Duration, w.TxnRecords = 1000, Duration(200*time.Millisecond), Duration(800*time.Millisecond), 50
+		w.Rate, w.Warmup, w.Duration = 1000, Duration(100*time.Millisecond), Duration(400*time.Millisecond)
 	case "move":
 		// Run by TestMovePresetSmall, which checks the move figures.
 		w.RecordSize = 4 << 10
