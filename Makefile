@@ -6,7 +6,7 @@ BIN      := bin/strata
 GOFLAGS  ?=
 TESTTIME ?= 20m
 
-.PHONY: all build image run test test-deps vet metrics-doc fuzz bench bench-tier bench-move bench-throughput bench-tls clean cluster cluster-down chaos compat
+.PHONY: all build image run test test-deps vet metrics-doc fuzz bench bench-tier bench-move bench-throughput bench-tls bench-txn clean cluster cluster-down chaos compat
 
 all: build
 
@@ -136,6 +136,14 @@ bench-throughput: build
 bench-tls: build
 	./deploy/install-deps.sh kafka
 	./$(BIN) bench --preset tls,tls-latency --out bench/results/tls --results bench/results/tls/RESULTS.md
+
+# The transaction presets alone (about six minutes): issue 26's goals,
+# Strata and Apache Kafka with transactional producers (transactions of
+# 10,000 and of 100 records) and read_committed consumers, against the
+# idempotent producer; writes bench/results/txn/ and its RESULTS.md.
+bench-txn: build
+	./deploy/install-deps.sh kafka
+	./$(BIN) bench --preset txn-idempotent,txn,txn-100,txn-latency --out bench/results/txn --results bench/results/txn/RESULTS.md
 
 clean:
 	rm -rf bin bench/out

@@ -28,8 +28,10 @@ const (
 // brokers of deploy/local/cluster.sh); for a replicated workload the
 // cluster, three Kafka nodes and a single Strata broker (whose topics
 // have replication factor 1); for a TLS workload Strata and one Kafka node
-// over TLS, and Strata in plaintext (what TLS costs it); otherwise Strata,
-// one Kafka node and kfake.
+// over TLS, and Strata in plaintext (what TLS costs it); for a
+// transactions workload (transactional producers or read_committed
+// consumers) Strata and one Kafka node; otherwise Strata, one Kafka node
+// and kfake.
 func DefaultTargets(w Workload) []string {
 	switch {
 	case w.Tier != nil:
@@ -42,6 +44,8 @@ func DefaultTargets(w Workload) []string {
 		return []string{TargetCluster, TargetKafkaCluster, TargetStrata}
 	case w.TLS:
 		return []string{TargetStrataTLS, TargetKafkaTLS, TargetStrata}
+	case w.TxnRecords > 0 || w.ReadCommitted:
+		return []string{TargetStrata, TargetKafka}
 	}
 	return []string{TargetStrata, TargetKafka, TargetKfake}
 }

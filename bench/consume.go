@@ -157,6 +157,9 @@ func groupName(topic string) string { return "strata-bench-" + topic }
 // mode it joins the topic's consumer group, which starts at offset 0.
 func consumerOpts(cfg Config, br brokers, topic string, c, n int) []kgo.Opt {
 	opts := br.opts(kgo.FetchMaxWait(time.Second))
+	if cfg.TxnRecords > 0 || cfg.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	if cfg.ConsumeMode == ConsumeGroup {
 		bal, _ := groupBalancer(cfg.Balancer) // validated
 		return append(opts,

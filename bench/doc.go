@@ -7,8 +7,8 @@
 // target rate (or as fast as possible), acks, compression, linger,
 // consumers, warm-up and duration, an optional backlog and read-back, and
 // faults. Workloads come from [Presets] (throughput, latency, catch-up,
-// groups, replication, failover, tier), from JSON files ([ParseWorkload];
-// examples in bench/workloads) or from flags. A [Config] adds where to run
+// groups, replication, failover, tier, tls, txn and others), from JSON
+// files ([ParseWorkload]; examples in bench/workloads) or from flags. A [Config] adds where to run
 // it: Strata started as a separate process by the harness, Apache Kafka
 // started by the harness (kafka: one node; kafka-cluster: three; see
 // below), franz-go's in-process kfake cluster (or kfake-process: the same
@@ -229,6 +229,27 @@
 //
 // Issue 6's goals: upload ≥ 0.7x raw PUT, cold read ≥ 0.7x local read,
 // and a cold first record within 50 ms on every probed partition.
+//
+// # Transactions
+//
+// With TxnRecords set (the txn, txn-100 and txn-latency presets) each
+// producer client is transactional (txn.go): its records go in
+// transactions of TxnRecords records, BeginTransaction, the records,
+// Flush, EndTransaction with commit, and a record counts as acknowledged
+// once its transaction has committed, so that produce throughput counts
+// committed records and produce latency runs to the commit's answer. The
+// consumers read with isolation.level=read_committed: their end-to-end
+// latency includes the commit and the markers that make the records
+// visible. The run checks that the end offsets hold every committed
+// record plus one commit marker per partition of each transaction, and
+// that the consumers read every committed record once. The
+// txn-idempotent preset is the same load with the idempotent producer (and
+// read_committed consumers): the goal on transactional throughput against
+// it compares two workloads of one suite, run for run
+// (Goal.DenominatorWorkload). Both peers, Strata and one Apache Kafka
+// node, get the same client settings (acks=all, franz-go's defaults
+// otherwise); the Kafka node keeps its transaction log at one replica
+// (transaction.state.log.replication.factor=1, min.isr=1).
 //
 // Goals ([Goal.Evaluate]): a goal comparing two targets takes the median
 // of their ratio over the runs of its workload (--count) and reports the

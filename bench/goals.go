@@ -17,6 +17,10 @@ type Goal struct {
 	AtLeast     bool   // measured >= Want; otherwise measured <= Want
 	Want        float64
 	Unit        string
+	// DenominatorWorkload, when set, takes the denominator from the report
+	// of that workload with the same run number (Report.Run) instead of
+	// Workload's: a figure of one target under two workloads of one suite.
+	DenominatorWorkload string
 	// RatioInRun: the metric is already a ratio of two figures measured
 	// in one run (a size against another on the same target), so the
 	// goal is judged as a ratio goal is (the median of the runs, a miss
@@ -210,8 +214,21 @@ var Issue25Goals = []Goal{
 	{Name: "broker CPU seconds per GB produced over TLS vs Apache Kafka over TLS (tls preset, run phase, one consumer alongside)", Workload: "tls", Numerator: TargetStrataTLS, Denominator: TargetKafkaTLS, AtLeast: false, Want: 0.5, Unit: "x", metric: cpuPerGBProduced},
 }
 
+func e2eP99(r Result) (float64, bool) { return r.EndToEnd.P99Ms, r.EndToEnd.Count > 0 }
+
+// Issue26Goals are the transactions' targets: transactional produce
+// (records counted once committed) against the idempotent producer on the
+// same broker and against Apache Kafka's transactions, and the end-to-end
+// latency a read_committed consumer sees, in the same run.
+var Issue26Goals = []Goal{
+	{Name: "transactional produce throughput, transactions of 10,000 records, vs idempotent produce on the same broker (txn vs txn-idempotent preset, Strata)", Workload: "txn", Numerator: TargetStrata, Denominator: TargetStrata, DenominatorWorkload: "txn-idempotent", AtLeast: true, Want: 0.8, Unit: "x", metric: produceMBps},
+	{Name: "transactional produce throughput, transactions of 10,000 records, vs Apache Kafka (txn preset)", Workload: "txn", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: true, Want: 1.5, Unit: "x", metric: produceMBps},
+	{Name: "transactional produce throughput, transactions of 100 records, vs Apache Kafka (txn-100 preset)", Workload: "txn-100", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: true, Want: 1.5, Unit: "x", metric: produceMBps},
+	{Name: "p99 end-to-end latency of a read_committed consumer at 2,000 rec/s in transactions of 100, vs Apache Kafka (txn-latency preset)", Workload: "txn-latency", Numerator: TargetStrata, Denominator: TargetKafka, AtLeast: false, Want: 0.5, Unit: "x", metric: e2eP99},
+}
+
 // Goals are every issue's goals, as `strata bench` evaluates them.
-var Goals = slices.Concat(Issue2Goals, Issue17Goals, Issue5Goals, Issue6Goals, Issue16Goals, Issue25Goals)
+var Goals = slices.Concat(Issue2Goals, Issue17Goals, Issue5Goals, Issue6Goals, Issue16Goals, Issue25Goals, Issue26Goals)
 
 // Evaluate checks g against the reports (see [GoalResult] for how).
 func (g Goal) Evaluate(reports []*Report) GoalResult {
@@ -226,6 +243,9 @@ func (g Goal) Evaluate(reports []*Report) GoalResult {
 			gr.Note = "no " + g.Numerator + " result"
 		} else {
 			gr.Note = fmt.Sprintf("workload %s has no successful run against both %s and %s", g.Workload, g.Numerator, g.Denominator)
+			if g.DenominatorWorkload != "" {
+				gr.Note = fmt.Sprintf("no run of both workload %s and workload %s on %s", g.Workload, g.DenominatorWorkload, g.Numerator)
+			}
 		}
 		return gr
 	}
@@ -289,7 +309,20 @@ func (g Goal) values(reports []*Report) []float64 {
 			vals = append(vals, n)
 			continue
 		}
-		den, ok := rep.Result(g.Denominator)
+		denRep := rep
+		if g.DenominatorWorkload != "" {
+			denRep = nil
+			for _, r := range reports {
+				if r.Workload.Name == g.DenominatorWorkload && r.Run == rep.Run {
+					denRep = r
+					break
+				}
+			}
+			if denRep == nil {
+				continue
+			}
+		}
+		den, ok := denRep.Result(g.Denominator)
 		if !ok {
 			continue
 		}

@@ -84,6 +84,10 @@ func TestKafkaDefaultTargets(t *testing.T) {
 		"failover":            {TargetCluster},
 		"tier":                {TargetTier},
 		"move":                {TargetMove},
+		"txn":                 {TargetStrata, TargetKafka},
+		"txn-100":             {TargetStrata, TargetKafka},
+		"txn-idempotent":      {TargetStrata, TargetKafka},
+		"txn-latency":         {TargetStrata, TargetKafka},
 	} {
 		c := Config{Workload: Presets[name]}.withDefaults()
 		if !slices.Equal(c.Targets, want) {
@@ -93,7 +97,7 @@ func TestKafkaDefaultTargets(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if len(Presets) != 11 {
+	if len(Presets) != 15 {
 		t.Errorf("%d presets: give the new one its default targets here", len(Presets))
 	}
 	bad := Config{Workload: Presets["failover"], Targets: []string{TargetKafkaCluster}}.withDefaults()

@@ -62,6 +62,8 @@ type producers struct {
 	stopEarly chan struct{}
 	// acks, when set, logs every acknowledgement by partition (faults).
 	acks *ackLog
+	// txns, for transactional producers (txn.go), counts their commits.
+	txns *txnCounts
 }
 
 type producer struct {
@@ -70,6 +72,7 @@ type producer struct {
 	keys  *keyGen
 	idx   int // over all producers
 	seq   int64
+	txn   *txnState // transactional producers only
 }
 
 // newProducers creates Producers clients per topic; each sends one record
@@ -79,16 +82,33 @@ func newProducers(ctx context.Context, cfg Config, br brokers, topics []string, 
 	rng := rand.NewChaCha8([32]byte{'s', 't', 'r', 'a', 't', 'a'})
 	_, _ = rng.Read(pool)
 	ps := &producers{cfg: cfg, payload: pool, hist: hist, all: all}
+	if cfg.TxnRecords > 0 {
+		ps.txns = &txnCounts{ackedEnd: map[tp]int64{}}
+	}
 	for _, topic := range topics {
 		for range cfg.Producers {
 			idx := len(ps.clients)
-			cl, err := kgo.NewClient(producerOpts(cfg, br, topic)...)
+			opts := producerOpts(cfg, br, topic)
+			if cfg.TxnRecords > 0 {
+				opts = append(opts, txnOpts(topic, idx)...)
+			}
+			cl, err := kgo.NewClient(opts...)
 			if err != nil {
 				ps.close()
 				return nil, fmt.Errorf("producer client: %w", err)
 			}
 			p := &producer{cl: cl, topic: topic, keys: newKeyGen(cfg.Workload, uint64(idx)+1), idx: idx}
 			ps.clients = append(ps.clients, p)
+			if cfg.TxnRecords > 0 {
+				// A transaction of one record: the producer id, the
+				// coordinator, the partitions and a commit.
+				p.txn = &txnState{}
+				if !ps.txnSend(ctx, p, time.Now(), false) || !ps.commit(ctx, p) {
+					ps.close()
+					return nil, fmt.Errorf("warm-up transaction to %s: %w", topic, ps.err())
+				}
+				continue
+			}
 			rec := ps.record(p, time.Now())
 			if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 				ps.close()
@@ -141,6 +161,10 @@ func (ps *producers) produce(ctx context.Context, p *producer, rec *kgo.Record, 
 			ps.errMu.Unlock()
 			return
 		}
+		if p.txn != nil { // acknowledged when the transaction commits
+			p.txn.add(txnRec{tp: tp{r.Topic, r.Partition}, offset: r.Offset, bytes: len(r.Value), intended: intended, measured: measured})
+			return
+		}
 		ps.all.records.Add(1)
 		ps.all.bytes.Add(int64(len(r.Value)))
 		if ps.acks != nil {
@@ -152,13 +176,18 @@ func (ps *producers) produce(ctx context.Context, p *producer, rec *kgo.Record, 
 		ps.hist.record(now.Sub(intended))
 		ps.measured.records.Add(1)
 		ps.measured.bytes.Add(int64(len(r.Value)))
-		for n := now.UnixNano(); ; {
-			last := ps.lastAck.Load()
-			if n <= last || ps.lastAck.CompareAndSwap(last, n) {
-				break
-			}
-		}
+		ps.noteAck(now)
 	})
+}
+
+// noteAck moves lastAck up to now.
+func (ps *producers) noteAck(now time.Time) {
+	for n := now.UnixNano(); ; {
+		last := ps.lastAck.Load()
+		if n <= last || ps.lastAck.CompareAndSwap(last, n) {
+			return
+		}
+	}
 }
 
 // backlog produces n records as fast as the clients take them, unmeasured,
@@ -208,6 +237,9 @@ func (ps *producers) loop(ctx context.Context, p *producer, start, end time.Time
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	if p.txn != nil {
+		defer ps.commit(ctx, p) // the last transaction, however short
+	}
 	for k := int64(0); ; k++ {
 		var intended time.Time
 		if perRate > 0 {
@@ -239,6 +271,12 @@ func (ps *producers) loop(ctx context.Context, p *producer, start, end time.Time
 				ps.measuredSent.Add(-1)
 				return
 			}
+		}
+		if p.txn != nil {
+			if !ps.txnSend(ctx, p, intended, measured) {
+				return
+			}
+			continue
 		}
 		ps.send(ctx, p, intended, measured)
 	}

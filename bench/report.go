@@ -377,6 +377,8 @@ var tableRows = slices.Concat(
 		{"records sent (all)", count(func(r Result) int64 { return r.Sent })},
 		{"records acknowledged (all)", count(func(r Result) int64 { return r.Acked })},
 		{"records in topics", count(func(r Result) int64 { return r.TopicRecords })},
+		{"transactions committed (all)", func(r Result) (float64, bool) { return float64(r.Transactions), r.Transactions > 0 }},
+		{"commit markers in topics", func(r Result) (float64, bool) { return float64(r.TxnMarkers), r.TxnMarkers > 0 }},
 		{"records consumed", count(func(r Result) int64 { return r.Consumed })},
 		{"duplicates consumed", count(func(r Result) int64 { return r.Duplicates })},
 		{"produce errors", count(func(r Result) int64 { return r.ProduceErrors })},

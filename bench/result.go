@@ -72,8 +72,13 @@ type Result struct {
 	WarmupRecords int64 `json:"warmup_records"` // one per producer client, sent before anything else
 	Backlog       int64 `json:"backlog"`        // records produced before the consumers started
 	TopicRecords  int64 `json:"topic_records"`  // sum of the partitions' end offsets after the run
-	Consumed      int64 `json:"consumed"`       // all distinct records the run's consumers read
-	Duplicates    int64 `json:"duplicates"`     // records read again (group rebalances)
+	// Transactions committed (transactional producers, txn.go), the warm-up
+	// ones included, and the commit markers they wrote: one control record
+	// per partition of each, which TopicRecords counts too.
+	Transactions int64 `json:"transactions,omitempty"`
+	TxnMarkers   int64 `json:"txn_markers,omitempty"`
+	Consumed     int64 `json:"consumed"`   // all distinct records the run's consumers read
+	Duplicates   int64 `json:"duplicates"` // records read again (group rebalances)
 
 	// RunBytes are the record values acknowledged in the run phase (its
 	// warm-up included): what the broker's CPU seconds of that phase are

@@ -147,6 +147,11 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 	defer ps.close()
 	defer func() {
 		res.Sent, res.Acked, res.ProduceErrors = ps.sent.Load(), tr.prodAll.records.Load(), tr.prodAll.errors.Load()
+		if ps.txns != nil {
+			ps.txns.mu.Lock()
+			res.Transactions, res.TxnMarkers = ps.txns.commits, ps.txns.markers
+			ps.txns.mu.Unlock()
+		}
 		res.ProduceLatency = tr.prodHist.summary()
 		res.EndToEnd = tr.e2eHist.summary()
 		if perr := ps.err(); perr != nil {
@@ -278,8 +283,14 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 	}
 	if cs != nil {
 		tr.mon.setPhase(phaseDrain, &tr.consAll, 0)
+		target := ends
+		if ps.txns != nil {
+			// A read_committed consumer never sees the markers: it is
+			// done after the last committed record of each partition.
+			target = ps.ackedEnd()
+		}
 		select {
-		case <-track.setTarget(ends):
+		case <-track.setTarget(target):
 		case <-dctx.Done():
 			return fmt.Errorf("drain: consumers read %d of %d records: %w", tr.consAll.records.Load(), res.TopicRecords, dctx.Err())
 		}
@@ -293,6 +304,11 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 		if last := track.lastMeasured.Load(); last > 0 {
 			res.Consume = throughput(track.measured.records.Load(), track.measured.bytes.Load(), time.Unix(0, last).Sub(win.start))
 		}
+	}
+	if ps.txns != nil {
+		ps.txns.mu.Lock()
+		res.Transactions, res.TxnMarkers = ps.txns.commits, ps.txns.markers
+		ps.txns.mu.Unlock()
 	}
 	if err := tr.checkCounts(); err != nil {
 		return err
@@ -367,6 +383,18 @@ func (tr *targetRun) rawReadFloor(ctx context.Context, ends map[tp]int64) error 
 // checkCounts compares what was acknowledged, stored and consumed.
 func (tr *targetRun) checkCounts() error {
 	res := tr.res
+	if tr.cfg.TxnRecords > 0 {
+		// Each committed transaction wrote a marker per partition it
+		// touched; the consumers read the records, not the markers.
+		acked := tr.prodAll.records.Load()
+		if tr.prodAll.errors.Load() == 0 && acked+res.TxnMarkers != res.TopicRecords {
+			return fmt.Errorf("committed %d records in %d transactions with %d markers, topics hold %d offsets", acked, res.Transactions, res.TxnMarkers, res.TopicRecords)
+		}
+		if tr.cfg.Consumers > 0 && res.Consumed != acked {
+			return fmt.Errorf("a read_committed consumer read %d distinct records, %d were committed", res.Consumed, acked)
+		}
+		return nil
+	}
 	if tr.cfg.Acks != "0" && tr.prodAll.errors.Load() == 0 && tr.prodAll.records.Load() != res.TopicRecords {
 		return fmt.Errorf("acknowledged %d records, topics hold %d", tr.prodAll.records.Load(), res.TopicRecords)
 	}

@@ -19,7 +19,15 @@ func checkConsistent(t *testing.T, res Result, w Workload) {
 	if res.Error != "" {
 		t.Fatalf("%s: %s", res.Target, res.Error)
 	}
-	if res.Sent != res.Acked || res.Acked != res.TopicRecords || res.ProduceErrors != 0 {
+	// Each committed transaction adds a commit marker per partition it
+	// touched to the offsets, not to the records a consumer reads.
+	records := res.TopicRecords - res.TxnMarkers
+	if w.TxnRecords > 0 {
+		checkTxn(t, res, w)
+	} else if res.Transactions != 0 || res.TxnMarkers != 0 {
+		t.Errorf("%s: %d transactions and %d markers without transactions", res.Target, res.Transactions, res.TxnMarkers)
+	}
+	if res.Sent != res.Acked || res.Acked != records || res.ProduceErrors != 0 {
 		t.Errorf("%s: sent %d acked %d in topics %d errors %d", res.Target, res.Sent, res.Acked, res.TopicRecords, res.ProduceErrors)
 	}
 	if want := int64(w.Producers*w.Topics) + w.Backlog; res.WarmupRecords != int64(w.Producers*w.Topics) || res.Backlog != w.Backlog || res.TopicRecords < want+res.Produce.Records {
@@ -34,7 +42,7 @@ func checkConsistent(t *testing.T, res Result, w Workload) {
 	}
 	if w.Consumers > 0 {
 		e := res.EndToEnd
-		if res.Consumed != res.TopicRecords || res.Duplicates != 0 && w.ConsumeMode == ConsumeAssign {
+		if res.Consumed != records || res.Duplicates != 0 && w.ConsumeMode == ConsumeAssign {
 			t.Errorf("%s: consumed %d (%d duplicates), topics hold %d", res.Target, res.Consumed, res.Duplicates, res.TopicRecords)
 		}
 		if res.Consume.Records != res.Produce.Records || e.Count != res.Consume.Records || e.Negative != 0 || e.P50Ms < 0 || e.P99Ms < e.P50Ms {
@@ -154,6 +162,18 @@ func smokeWorkload(t *testing.T, name string) Workload {
 		w.Records, w.Warmup = 3000, Duration(100*time.Millisecond)
 	case "tls-latency":
 		w.Rate, w.Warmup, w.Duration = 1000, Duration(200*time.Millisecond), Duration(800*time.Millisecond)
+	case "txn", "txn-100", "txn-idempotent":
+		// Run by TestTxnPresets, with Apache Kafka.
+		// A few transactions each (every one is a commit round trip).
+		w.Records, w.Warmup = 3000, Duration(100*time.Millisecond)
+		switch name {
+		case "txn":
+			w.TxnRecords = 1000
+		case "txn-100":
+			w.Records = 400
+		}
+	case "txn-latency":
+		w.Rate, w.Warmup, w.Duration = 1000, Duration(100*time.Millisecond), Duration(400*time.Millisecond)
 	case "move":
 		// Run by TestMovePresetSmall, which checks the move figures.
 		w.RecordSize = 4 << 10

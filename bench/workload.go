@@ -103,6 +103,19 @@ type Workload struct {
 	// costs Strata (tls.go). Any workload runs over TLS on those targets.
 	TLS bool `json:"tls"`
 
+	// TxnRecords, when positive, makes the producers transactional
+	// (txn.go): each has a transactional.id and sends its records in
+	// transactions of TxnRecords records (BeginTransaction, the records,
+	// Flush, EndTransaction with commit). A record counts as acknowledged
+	// when its transaction commits, and its produce latency runs to the
+	// commit's answer. The consumers read with
+	// isolation.level=read_committed.
+	TxnRecords int `json:"txn_records"`
+	// ReadCommitted has the consumers read with
+	// isolation.level=read_committed without transactional producers (the
+	// idempotent baseline of the transaction presets).
+	ReadCommitted bool `json:"read_committed"`
+
 	// SampleInterval is the period of the timelines and resource samples.
 	SampleInterval Duration `json:"sample_interval"`
 
@@ -186,7 +199,8 @@ func LoadWorkload(path string) (Workload, error) {
 // Presets are the named workloads. Issue 2's goals use throughput and
 // latency; issue 5's use replication and failover; issue 17's (against
 // Apache Kafka) throughput, latency and replication-latency; issue 25's
-// (over TLS) tls.
+// (over TLS) tls; issue 26's (transactions) txn, txn-100, txn-idempotent
+// and txn-latency.
 var Presets = map[string]Workload{
 	// throughput: as fast as possible, 1 KB records, 6 partitions, acks=-1,
 	// one consumer alongside; then every record is read back from the page
@@ -268,6 +282,35 @@ var Presets = map[string]Workload{
 		Name: "tls-latency", Partitions: 6, RecordSize: 1024, Acks: "all",
 		Linger: 0, Producers: 1, Consumers: 1, Rate: 2000,
 		Warmup: Duration(5 * time.Second), Duration: Duration(20 * time.Second), TLS: true,
+	},
+	// txn-idempotent: the baseline of the transaction presets: as fast as
+	// possible, 1 KB records, 6 partitions, acks=-1, linger 5 ms, the
+	// idempotent producer, one read_committed consumer alongside.
+	"txn-idempotent": {
+		Name: "txn-idempotent", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1, ReadCommitted: true,
+		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 300_000,
+	},
+	// txn: txn-idempotent with a transactional producer committing every
+	// 10,000 records.
+	"txn": {
+		Name: "txn", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1, TxnRecords: 10_000,
+		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 300_000,
+	},
+	// txn-100: the same with transactions of 100 records.
+	"txn-100": {
+		Name: "txn-100", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: Duration(5 * time.Millisecond), Producers: 1, Consumers: 1, TxnRecords: 100,
+		Warmup: Duration(time.Second), Duration: Duration(60 * time.Second), Records: 300_000,
+	},
+	// txn-latency: the latency preset (2,000 records/s open loop, linger
+	// 0) in transactions of 100 records, read by a read_committed
+	// consumer: the end-to-end latency includes the commit.
+	"txn-latency": {
+		Name: "txn-latency", Partitions: 6, RecordSize: 1024, Acks: "all",
+		Linger: 0, Producers: 1, Consumers: 1, Rate: 2000, TxnRecords: 100,
+		Warmup: Duration(5 * time.Second), Duration: Duration(20 * time.Second),
 	},
 	// groups: 6 members of one consumer group (eager range balancer) on
 	// 12 partitions while records flow at 2,000 records/s; reports each
@@ -422,6 +465,12 @@ func (w Workload) Validate() error {
 		return errors.New("faults need a rate (open loop) and a replication factor of at least 2")
 	case len(w.Faults) > 0 && w.Rebalances > 0:
 		return errors.New("faults and rebalances cannot be measured in one run")
+	case w.TxnRecords < 0 || w.TxnRecords > 1_000_000:
+		return errors.New("txn records must be 0..1000000")
+	case w.TxnRecords > 0 && (w.Acks != "all" || w.NoIdempotence):
+		return errors.New("transactions need acks=all and the idempotent producer")
+	case w.TxnRecords > 0 && (w.Backlog > 0 || len(w.Faults) > 0 || w.Rebalances > 0 || w.ReadBack || w.RawReadBack || w.Tier != nil || w.Move != nil):
+		return errors.New("transactions: no backlog, faults, rebalances, read-back, tier or move")
 	}
 	if t := w.Tier; t != nil {
 		switch {
@@ -487,6 +536,11 @@ func (w Workload) Describe() string {
 	}
 	if w.ConsumeMode == ConsumeGroup {
 		s += ", balancer " + w.Balancer
+	}
+	if w.TxnRecords > 0 {
+		s += fmt.Sprintf(", transactional producers committing every %d records (a record counts once committed), read_committed consumers", w.TxnRecords)
+	} else if w.ReadCommitted {
+		s += ", read_committed consumers"
 	}
 	if len(w.Faults) > 0 {
 		s += fmt.Sprintf(", faults %s (each to the leader of the most partitions, healed before the next; the run ends after them)", strings.Join(w.Faults, ", "))

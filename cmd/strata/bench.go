@@ -77,7 +77,7 @@ func runBench(args []string) int {
 		workloads   listFlag
 		strataArgs  listFlag
 	)
-	fs.Var(&targets, "target", "strata, kafka (Apache Kafka, one KRaft node, fetched by deploy/install-deps.sh kafka), kfake, kfake-process (kfake in a process of its own), cluster (three brokers on ZooKeeper, deploy/local/cluster.sh), kafka-cluster (three Kafka nodes), strata-tls or kafka-tls (Strata or one Kafka node serving TLS only, with certificates made for the run) or HOST:PORT (repeatable; default per workload: cluster for faults, cluster, kafka-cluster and strata when replicated, strata-tls, kafka-tls and strata for the tls presets, else strata, kafka and kfake)")
+	fs.Var(&targets, "target", "strata, kafka (Apache Kafka, one KRaft node, fetched by deploy/install-deps.sh kafka), kfake, kfake-process (kfake in a process of its own), cluster (three brokers on ZooKeeper, deploy/local/cluster.sh), kafka-cluster (three Kafka nodes), strata-tls or kafka-tls (Strata or one Kafka node serving TLS only, with certificates made for the run) or HOST:PORT (repeatable; default per workload: cluster for faults, cluster, kafka-cluster and strata when replicated, strata-tls, kafka-tls and strata for the tls presets, strata and kafka for the transaction presets, else strata, kafka and kfake)")
 	fs.Var(&workloads, "workload", "JSON workload file (repeatable; see bench/workloads)")
 	fs.Var(&strataArgs, "strata-arg", "extra argument to `strata serve` (repeatable)")
 	if err := fs.Parse(args); err != nil {
