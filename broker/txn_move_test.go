@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"strata/broker/txn"
 	"strata/controller"
@@ -129,28 +130,75 @@ func (c *testCluster) openAt(t *testing.T, id int32, topic string, pid, first in
 	if lo := listOffsetIso(t, rc, topic, -1, 1); lo != first {
 		t.Errorf("broker %d: read_committed ListOffsets latest %d, want %d", id, lo, first)
 	}
+	// DescribeProducers shows the open transaction too.
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	kresp, err := handleDescribeProducers(c.servers[id], nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ap := range kresp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ActiveProducers {
+		if ap.ProducerID == pid {
+			found = true
+			if ap.CurrentTxnStartOffset != first {
+				t.Errorf("broker %d: DescribeProducers: producer %d's transaction from %d, want %d", id, pid, ap.CurrentTxnStartOffset, first)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("broker %d: DescribeProducers of %s-0 lacks producer %d", id, topic, pid)
+	}
 }
 
 // The transaction coordinator fails over while transactions are open in
-// a partition led by another broker: one Ongoing that its producer
-// continues and commits at the new coordinator, one Ongoing whose
-// transactional id a fresh producer takes over (the new coordinator
-// aborts the old transaction with real ABORT markers), and one in
-// PrepareCommit and one in PrepareAbort whose markers the old
-// coordinator never wrote (the new coordinator writes them when it loads
-// them). read_committed readers get the committed records, never the
-// aborted ones.
+// a partition: one Ongoing that its producer continues and commits at the
+// new coordinator, one Ongoing whose transactional id a fresh producer
+// takes over (the new coordinator aborts the old transaction with real
+// ABORT markers), and one in PrepareCommit and one in PrepareAbort whose
+// markers the old coordinator never wrote (the new coordinator writes
+// them when it loads them). read_committed readers get the committed
+// records, never the aborted ones. The coordinator's broker dies (the
+// data partition led by another broker, or by the dying one and moving
+// to its follower), or __transaction_state is reassigned away from it
+// (it stays up and refuses the transactional ids it no longer
+// coordinates).
 func TestTxnCoordinatorFailoverOpenTransactions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		reassign bool // move __transaction_state instead of killing its leader
+		withData bool // the data partition led by the coordinator's broker too
+	}{
+		{"kill", false, false},
+		{"kill with the data leader", false, true},
+		{"reassign", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testTxnCoordinatorFailover(t, tc.reassign, tc.withData) })
+	}
+}
+
+func testTxnCoordinatorFailover(t *testing.T, reassign, withData bool) {
 	c, tsReplicas := startTxnMoveCluster(t, 3, 2, nil, nil)
-	var data int32 = -1
+	old := c.partition(txnStateTopic).Leader
+	var third, survivor int32 = -1, -1
 	for id := range c.servers {
-		if !slices.Contains(tsReplicas, id) {
-			data = id
+		switch {
+		case !slices.Contains(tsReplicas, id):
+			third = id
+		case id != old:
+			survivor = id
 		}
 	}
-	c.createTopic("d", []int32{data}, nil)
+	if withData {
+		c.createTopic("d", []int32{old, third}, nil)
+		c.waitISR("d", slices.Sorted(slices.Values([]int32{old, third}))...)
+	} else {
+		c.createTopic("d", []int32{third}, nil)
+	}
+	dataLeader := func() *Server { return c.servers[c.partition("d").Leader] }
 	ctx := testCtx(t)
-	old := c.partition(txnStateTopic).Leader
 	c.waitISR(txnStateTopic, slices.Sorted(slices.Values(tsReplicas))...)
 
 	keep := c.client(kgo.TransactionalID("tx-keep"))
@@ -186,14 +234,26 @@ func TestTxnCoordinatorFailoverOpenTransactions(t *testing.T) {
 	}
 	keepPID := describeTxn(t, ctx, adm, "tx-keep").ProducerID
 	fenceBefore := describeTxn(t, ctx, adm, "tx-fence")
-	c.openAt(t, data, "d", keepPID, keepFirst)
+	c.openAt(t, c.partition("d").Leader, "d", keepPID, keepFirst)
 
 	c.waitISR(txnStateTopic, slices.Sorted(slices.Values(tsReplicas))...)
-	c.kill(old)
-	waitFor(t, "a new leader of "+txnStateTopic, 10*time.Second, func() bool {
-		l := c.partition(txnStateTopic).Leader
-		return l >= 0 && l != old
-	})
+	if reassign {
+		target := []int32{survivor, third}
+		res, err := c.m.AlterPartitionReassignments(ctx, map[controller.TopicPartition][]int32{{Topic: txnStateTopic}: target})
+		if err != nil || res[controller.TopicPartition{Topic: txnStateTopic}] != nil {
+			t.Fatalf("reassign %s-0 to %v: %v %v", txnStateTopic, target, res, err)
+		}
+		waitFor(t, txnStateTopic+" moved", 20*time.Second, func() bool {
+			pm := c.partition(txnStateTopic)
+			return !pm.Reassigning() && pm.Leader == survivor && c.servers[old].partition(txnStateTopic, 0) == nil
+		})
+	} else {
+		c.kill(old)
+		waitFor(t, "a new leader of "+txnStateTopic, 10*time.Second, func() bool {
+			l := c.partition(txnStateTopic).Leader
+			return l >= 0 && l != old
+		})
+	}
 	lost := map[string]bool{}
 	for len(lostc) > 0 {
 		mk := <-lostc
@@ -210,7 +270,7 @@ func TestTxnCoordinatorFailoverOpenTransactions(t *testing.T) {
 	// The new coordinator loads the transactions as they were.
 	d := waitTxnState(t, ctx, adm, "tx-prep", "CompleteCommit")
 	if d.Coordinator == old {
-		t.Errorf("tx-prep still coordinated by the dead broker %d", old)
+		t.Errorf("tx-prep still coordinated by the old coordinator %d", old)
 	}
 	waitTxnState(t, ctx, adm, "tx-pab", "CompleteAbort")
 	for _, id := range []string{"tx-keep", "tx-fence"} {
@@ -237,8 +297,8 @@ func TestTxnCoordinatorFailoverOpenTransactions(t *testing.T) {
 		t.Errorf("the fenced producer's commit: %v, want PRODUCER_FENCED", err)
 	}
 
-	leo := waitStable(t, c.servers[data], "d", 0)
-	p := c.servers[data].partition("d", 0)
+	leo := waitStable(t, dataLeader(), "d", 0)
+	p := dataLeader().partition("d", 0)
 	for _, pid := range []int64{keepPID, fenceBefore.ProducerID, d.ProducerID} {
 		if at, open := p.Log().OpenTransaction(pid); open {
 			t.Errorf("producer %d's transaction still open at %d in d-0", pid, at)
@@ -330,8 +390,9 @@ func TestTxnDataLeaderChangeOpenTransaction(t *testing.T) {
 // A partition with an open transaction is reassigned from one broker to
 // another (its leader moves with it): the new replica, leading, has the
 // transaction open from its first offset and its last stable offset
-// there; read_committed stops there; the commit's marker lands at the
-// new leader; and read_committed then reads exactly the committed
+// there; read_committed stops there; the producers go on at the new
+// leader (the transactional one in its open transaction); the commit's
+// marker lands there; and read_committed then reads exactly the committed
 // records, an earlier aborted transaction filtered. Tiered, the new
 // replica copies the local tail only (it starts at the old leader's last
 // tiered offset), with the aborted transaction wholly in the bucket.
@@ -346,7 +407,8 @@ func testTxnReassignOpen(t *testing.T, tiered bool) {
 	if tiered {
 		sets = tierClusterSets()
 		store = tier.NewMemStore()
-		topicConfigs = map[string]string{"remote.storage.enable": "true", "segment.bytes": "8192", "file.delete.delay.ms": "0"}
+		topicConfigs = map[string]string{"remote.storage.enable": "true", "segment.bytes": "8192", "file.delete.delay.ms": "0",
+			"local.retention.bytes": "20000"}
 	}
 	c, tsReplicas := startTxnMoveCluster(t, 3, 1, sets, store)
 	coord := tsReplicas[0]
@@ -419,7 +481,15 @@ func testTxnReassignOpen(t *testing.T, tiered bool) {
 	// filtered.
 	before := readValues(t, ctx, c.seeds(), topic, len(want)-5, kgo.ReadCommitted())
 	wantValues(t, "read_committed during the open transaction", before, want[:len(want)-5])
+	committedBefore, after := want[:len(want)-5], slices.Clone(want[len(want)-5:])
 
+	// The producers go on at the new leader, from the sequences they
+	// had: the idempotent one and the transactional one in its open
+	// transaction.
+	want = nil
+	produce(3)
+	after = append(after, want...)
+	txnValue(t, ctx, prod, topic, "open-3")
 	endTxnOf(t, ctx, prod, true)
 	waitTxnState(t, ctx, adm, "tx-mv", "CompleteCommit")
 	leo := waitStable(t, c.servers[to], topic, 0)
@@ -437,8 +507,8 @@ func testTxnReassignOpen(t *testing.T, tiered bool) {
 	txnValue(t, ctx, prod, topic, "committed-2")
 	endTxnOf(t, ctx, prod, true)
 	waitStable(t, c.servers[to], topic, 0)
-	full := append(slices.Clone(want[:len(want)-5]), "open-1", "open-2")
-	full = append(append(full, want[len(want)-5:]...), "committed-2")
+	full := append(slices.Clone(committedBefore), "open-1", "open-2")
+	full = append(append(full, after...), "open-3", "committed-2")
 	wantValues(t, "read_committed after the commit", readValues(t, ctx, c.seeds(), topic, len(full), kgo.ReadCommitted()), full)
 }
 
@@ -484,4 +554,55 @@ func TestTxnTimeoutAbortReaders(t *testing.T) {
 	wantValues(t, "read_committed", readValues(t, ctx, seeds, "to", 2, kgo.ReadCommitted()), []string{"c-1", "c-2"})
 	wantValues(t, "read_uncommitted", readValues(t, ctx, seeds, "to", 4, kgo.ReadUncommitted()),
 		[]string{"c-1", "timed-out-1", "timed-out-2", "c-2"})
+}
+
+// A transaction open when its coordinator's broker dies keeps its start
+// time at the new coordinator, which aborts it once it has been open
+// longer than its timeout: its ABORT marker hides it from read_committed
+// readers, read_uncommitted ones see it.
+func TestTxnTimeoutAbortAfterFailover(t *testing.T) {
+	c, tsReplicas := startTxnMoveCluster(t, 2, 2, map[string]string{
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"}, nil)
+	old := c.partition(txnStateTopic).Leader
+	survivor := tsReplicas[0] + tsReplicas[1] - old
+	c.createTopic("tf", []int32{survivor}, nil)
+	c.waitISR(txnStateTopic, 0, 1)
+	ctx := testCtx(t)
+	cl := c.client(kgo.TransactionalID("tx-tf"), kgo.TransactionTimeout(2*time.Second))
+	beginTxn(t, cl)
+	txnValue(t, ctx, cl, "tf", "c-1")
+	endTxnOf(t, ctx, cl, true)
+	beginTxn(t, cl)
+	txnValue(t, ctx, cl, "tf", "timed-out-1")
+	before := describeTxn(t, ctx, kadm.NewClient(c.client()), "tx-tf")
+	if before.State != "Ongoing" {
+		t.Fatalf("tx-tf before the failover: %+v", before)
+	}
+	c.waitISR(txnStateTopic, 0, 1)
+	c.kill(old)
+	adm := kadm.NewClient(c.client())
+	var d kadm.DescribedTransaction
+	waitFor(t, "tx-tf described by the new coordinator", 10*time.Second, func() bool {
+		ds, err := adm.DescribeTransactions(ctx, "tx-tf")
+		d = ds["tx-tf"]
+		return err == nil && d.Err == nil
+	})
+	if d.State == "Ongoing" && d.StartTimestamp != before.StartTimestamp {
+		t.Errorf("tx-tf at the new coordinator started at %d, before the failover at %d", d.StartTimestamp, before.StartTimestamp)
+	}
+	d = waitTxnState(t, ctx, adm, "tx-tf", "CompleteAbort")
+	if d.Coordinator != survivor || d.ProducerEpoch <= before.ProducerEpoch {
+		t.Errorf("after the timeout at the new coordinator: %+v, before the failover: %+v", d, before)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Errorf("commit after the timeout abort: %v, want the producer fenced", err)
+	}
+	fresh := c.client(kgo.TransactionalID("tx-tf"))
+	beginTxn(t, fresh)
+	txnValue(t, ctx, fresh, "tf", "c-2")
+	endTxnOf(t, ctx, fresh, true)
+	waitStable(t, c.servers[survivor], "tf", 0)
+	wantValues(t, "read_committed", readValues(t, ctx, c.seeds(), "tf", 2, kgo.ReadCommitted()), []string{"c-1", "c-2"})
+	wantValues(t, "read_uncommitted", readValues(t, ctx, c.seeds(), "tf", 3, kgo.ReadUncommitted()),
+		[]string{"c-1", "timed-out-1", "c-2"})
 }
