@@ -606,3 +606,96 @@ func TestTxnTimeoutAbortAfterFailover(t *testing.T) {
 	wantValues(t, "read_uncommitted", readValues(t, ctx, c.seeds(), "tf", 3, kgo.ReadUncommitted()),
 		[]string{"c-1", "timed-out-1", "c-2"})
 }
+
+// The coordinator's broker dies after writing the markers of a commit
+// and of an abort to one of their two partitions, before the other: the
+// new coordinator writes them to both, so one partition gets each marker
+// twice. The second marker of a transaction already ended changes
+// nothing readers see: read_committed reads the committed records of
+// both partitions, never the aborted ones, and later transactions of the
+// same ids work.
+func TestTxnCoordinatorFailoverMarkersHalfWritten(t *testing.T) {
+	c, tsReplicas := startTxnMoveCluster(t, 3, 2, nil, nil)
+	old := c.partition(txnStateTopic).Leader
+	var third, survivor int32
+	for id := range c.servers {
+		switch {
+		case !slices.Contains(tsReplicas, id):
+			third = id
+		case id != old:
+			survivor = id
+		}
+	}
+	c.createTopic("h0", []int32{third}, nil)
+	c.createTopic("h1", []int32{survivor}, nil)
+	c.waitISR(txnStateTopic, slices.Sorted(slices.Values(tsReplicas))...)
+	ctx := testCtx(t)
+	both := func(cl *kgo.Client, v string) {
+		t.Helper()
+		for _, topic := range []string{"h0", "h1"} {
+			txnValue(t, ctx, cl, topic, v)
+		}
+	}
+	hc := c.client(kgo.TransactionalID("tx-hc"))
+	ha := c.client(kgo.TransactionalID("tx-ha"))
+	beginTxn(t, hc)
+	both(hc, "c-1")
+	endTxnOf(t, ctx, hc, true)
+	beginTxn(t, hc)
+	both(hc, "c-2")
+	beginTxn(t, ha)
+	both(ha, "a-1")
+
+	// The old coordinator writes the markers to h0 only, then dies.
+	h0 := c.rc(third)
+	half := func(mk txn.Markers) {
+		resp := h0.do(markersRequest(mk, []txn.TopicPartition{{Topic: "h0"}}), 1).(*kmsg.WriteTxnMarkersResponse)
+		if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Errorf("marker of %s to h0: %v", mk.TransactionalID, kerr.ErrorForCode(code))
+		}
+	}
+	c.servers[old].txns.writeMarkers.Store(&half)
+	endTxnOf(t, ctx, hc, true)
+	endTxnOf(t, ctx, ha, false)
+	adm := kadm.NewClient(c.client())
+	for id, state := range map[string]string{"tx-hc": "PrepareCommit", "tx-ha": "PrepareAbort"} {
+		if d := describeTxn(t, ctx, adm, id); d.State != state {
+			t.Fatalf("%s in %s before the failover, want %s", id, d.State, state)
+		}
+	}
+	// c-1 C c-2 a-1 C A in h0: the markers written, the LSO past them.
+	if lso := waitStable(t, c.servers[third], "h0", 0); lso != 6 {
+		t.Fatalf("h0's last stable offset %d after its markers, want 6", lso)
+	}
+	c.kill(old)
+	adm = kadm.NewClient(c.client())
+	waitTxnState(t, ctx, adm, "tx-hc", "CompleteCommit")
+	waitTxnState(t, ctx, adm, "tx-ha", "CompleteAbort")
+	// h0 has each marker twice, h1 once.
+	if lso := waitStable(t, c.servers[third], "h0", 0); lso != 8 {
+		t.Errorf("h0's log end %d after the new coordinator's markers, want 8 (each marker twice)", lso)
+	}
+	if lso := waitStable(t, c.servers[survivor], "h1", 0); lso != 6 {
+		t.Errorf("h1's log end %d, want 6", lso)
+	}
+
+	beginTxn(t, hc)
+	both(hc, "c-3")
+	endTxnOf(t, ctx, hc, true)
+	fresh := c.client(kgo.TransactionalID("tx-ha"))
+	beginTxn(t, fresh)
+	both(fresh, "a-2")
+	endTxnOf(t, ctx, fresh, false)
+	beginTxn(t, fresh)
+	both(fresh, "c-4")
+	endTxnOf(t, ctx, fresh, true)
+	for _, topic := range []string{"h0", "h1"} {
+		leader := c.servers[c.partition(topic).Leader]
+		waitStable(t, leader, topic, 0)
+		seeds := []string{leader.Addr().String()}
+		wantValues(t, topic+" read_committed", readValues(t, ctx, seeds, topic, 4, kgo.ReadCommitted()),
+			[]string{"c-1", "c-2", "c-3", "c-4"})
+		wantValues(t, topic+" read_uncommitted", readValues(t, ctx, seeds, topic, 6, kgo.ReadUncommitted()),
+			[]string{"c-1", "c-2", "a-1", "c-3", "a-2", "c-4"})
+	}
+}
