@@ -568,7 +568,7 @@ func TestTxnTimeoutAbortAfterFailover(t *testing.T) {
 	c.createTopic("tf", []int32{survivor}, nil)
 	c.waitISR(txnStateTopic, 0, 1)
 	ctx := testCtx(t)
-	cl := c.client(kgo.TransactionalID("tx-tf"), kgo.TransactionTimeout(2*time.Second))
+	cl := c.client(kgo.TransactionalID("tx-tf"), kgo.TransactionTimeout(3*time.Second))
 	beginTxn(t, cl)
 	txnValue(t, ctx, cl, "tf", "c-1")
 	endTxnOf(t, ctx, cl, true)
@@ -587,8 +587,8 @@ func TestTxnTimeoutAbortAfterFailover(t *testing.T) {
 		d = ds["tx-tf"]
 		return err == nil && d.Err == nil
 	})
-	if d.State == "Ongoing" && d.StartTimestamp != before.StartTimestamp {
-		t.Errorf("tx-tf at the new coordinator started at %d, before the failover at %d", d.StartTimestamp, before.StartTimestamp)
+	if d.State != "Ongoing" || d.StartTimestamp != before.StartTimestamp {
+		t.Errorf("tx-tf at the new coordinator: %s from %d; before the failover: %s from %d", d.State, d.StartTimestamp, before.State, before.StartTimestamp)
 	}
 	d = waitTxnState(t, ctx, adm, "tx-tf", "CompleteAbort")
 	if d.Coordinator != survivor || d.ProducerEpoch <= before.ProducerEpoch {
@@ -613,9 +613,17 @@ func TestTxnTimeoutAbortAfterFailover(t *testing.T) {
 // twice. The second marker of a transaction already ended changes
 // nothing readers see: read_committed reads the committed records of
 // both partitions, never the aborted ones, and later transactions of the
-// same ids work.
+// same ids work. Under transaction version 2 the repeated marker carries
+// the epoch the partition already has (the coordinator bumped it at the
+// end), under 1 the transaction's own.
 func TestTxnCoordinatorFailoverMarkersHalfWritten(t *testing.T) {
-	c, tsReplicas := startTxnMoveCluster(t, 3, 2, nil, nil)
+	for _, tv := range []string{"1", "2"} {
+		t.Run("transaction.version="+tv, func(t *testing.T) { testTxnMarkersHalfWritten(t, tv) })
+	}
+}
+
+func testTxnMarkersHalfWritten(t *testing.T, tv string) {
+	c, tsReplicas := startTxnMoveCluster(t, 3, 2, map[string]string{"transaction.version": tv}, nil)
 	old := c.partition(txnStateTopic).Leader
 	var third, survivor int32
 	for id := range c.servers {
