@@ -130,8 +130,13 @@ func checkTxnState(e *producerEntry, b BatchMeta) error {
 // INVALID_PRODUCER_EPOCH (Kafka replaced PRODUCER_FENCED by it in 2.7),
 // and with transaction version 2 (KIP-890: the coordinator bumps the
 // epoch on every end, KIP-1228 tells the partition) an epoch not newer
-// than the producer's is too, so a late or repeated marker cannot end the
-// next transaction; a coordinator epoch older than the one of the
+// than the producer's is too while the producer has a transaction open,
+// so a late marker cannot end the next transaction. A marker of the
+// current epoch with no transaction open is a retry of one already
+// written (the coordinator's new leader completing a prepared
+// transaction, or a resend after a lost answer) and is written again
+// (Kafka's KAFKA-19999); refusing it would leave the transaction
+// prepared for ever. A coordinator epoch older than the one of the
 // producer's last marker is TRANSACTION_COORDINATOR_FENCED. Replicated
 // markers are not checked.
 func (p *ProducerState) checkMarker(pid int64, epoch int16, m EndTxnMarker, transactionVersion int16) error {
@@ -139,7 +144,7 @@ func (p *ProducerState) checkMarker(pid int64, epoch int16, m EndTxnMarker, tran
 	if e == nil {
 		return nil
 	}
-	if epoch < e.epoch || transactionVersion >= 2 && epoch == e.epoch {
+	if epoch < e.epoch || transactionVersion >= 2 && epoch == e.epoch && e.txnFirst >= 0 {
 		return fmt.Errorf("transaction marker (transaction version %d) of producer %d has epoch %d, not newer than the current epoch %d: %w",
 			transactionVersion, pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
 	}

@@ -138,8 +138,9 @@ func TestTxnEmptyTransactionMarker(t *testing.T) {
 // INVALID_PRODUCER_EPOCH, with an older coordinator epoch
 // TRANSACTION_COORDINATOR_FENCED; a producer in a transaction may not
 // write outside it (INVALID_TXN_STATE); with transaction version 2 only a
-// bumped epoch is accepted (KIP-890, KIP-1228). Refused markers change
-// nothing.
+// bumped epoch is accepted (KIP-890, KIP-1228), but for a retry of the
+// last marker while no transaction is open (KAFKA-19999). Refused markers
+// change nothing.
 func TestTxnMarkerFencing(t *testing.T) {
 	e := newMemEnv()
 	l := e.open(t)
@@ -179,12 +180,26 @@ func TestTxnMarkerFencing(t *testing.T) {
 	if epoch, _, _ := l.ProducerState(1); epoch != 4 {
 		t.Fatalf("epoch after a bumped marker %d", epoch)
 	}
-	if _, err := l.AppendControl(1, 4, EndTxnMarker{ControlAbort, 5}, 0, 2); !errors.Is(err, kerr.InvalidProducerEpoch) {
-		t.Fatalf("repeated transaction version 2 marker: %v", err)
+	// The same marker again, no transaction open: a retry of a marker
+	// already written (a new coordinator completing the prepared
+	// transaction); written, it ends nothing and indexes nothing.
+	leo = l.LogEndOffset()
+	aborted := l.AbortedTransactions(0, leo)
+	if _, err := l.AppendControl(1, 4, EndTxnMarker{ControlAbort, 6}, 0, 2); err != nil {
+		t.Fatalf("repeated transaction version 2 marker with no transaction open: %v", err)
+	}
+	if l.LogEndOffset() != leo+1 || !slices.Equal(l.AbortedTransactions(0, leo+1), aborted) {
+		t.Fatalf("repeated marker: log end %d (want %d), aborted transactions %+v (want %+v)",
+			l.LogEndOffset(), leo+1, l.AbortedTransactions(0, leo+1), aborted)
 	}
 	// The new epoch starts at sequence 0.
 	if _, err := l.Append(testBatch{ts: 1_700_000_000_000, records: 1, pid: 1, epoch: 4, seq: 0, txn: true}.bytes(), 0); err != nil {
 		t.Fatalf("first batch of the new epoch: %v", err)
+	}
+	// With the new epoch's transaction open, a late marker of that epoch
+	// would end it: refused.
+	if _, err := l.AppendControl(1, 4, EndTxnMarker{ControlAbort, 6}, 0, 2); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("late transaction version 2 marker with a transaction of its epoch open: %v", err)
 	}
 	// Control batches from producers are still refused.
 	if _, err := l.Append(ControlBatch(1, 4, EndTxnMarker{ControlCommit, 5}, 0), 0); !errors.Is(err, kerr.InvalidRecord) {
