@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,7 +34,10 @@ import (
 // min.insync.replicas 2. Meanwhile brokers are killed with -9 one at a
 // time and restarted, the ISRs recovering before the next: the broker
 // leading a worker's __transaction_state partition (its transaction
-// coordinator) and the group coordinator among them. The workers carry on
+// coordinator) just as the worker ends a transaction, the group
+// coordinator, the leader of an output partition (whose open
+// transactions and markers the new leader takes over) and of an input
+// partition. The workers carry on
 // as an application does: a failed transaction is aborted and the input
 // polled again, and a session that fails for good (fenced, or stuck) is
 // replaced by a new one with the same transactional id.
@@ -50,7 +54,7 @@ func TestClusterTxnConsumeTransformProduce(t *testing.T) {
 	long := chaosLong()
 	minRecords, rate, rounds := 3000, 250, 3
 	if long {
-		minRecords, rate, rounds = chaosEnvInt(t, "STRATA_CHAOS_TXN_RECORDS", 30000), 400, chaosEnvInt(t, "STRATA_CHAOS_TXN_ROUNDS", 9)
+		minRecords, rate, rounds = chaosEnvInt(t, "STRATA_CHAOS_TXN_RECORDS", 30000), 400, chaosEnvInt(t, "STRATA_CHAOS_TXN_ROUNDS", 18)
 	}
 	seed := chaosSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 26))
@@ -237,13 +241,21 @@ func TestClusterTxnConsumeTransformProduce(t *testing.T) {
 		md := waitISR(fmt.Sprintf("before round %d", round))
 		var victim int32
 		var why string
-		switch round % 4 {
-		case 1:
-			id := txnIDs[(round/4)%2]
-			victim, why = txnCoord(md, id), "transaction coordinator of "+id
+		// midEnd: the kill waits for a worker to start ending a
+		// transaction (flush, TxnOffsetCommit, EndTxn), so that it lands
+		// between the coordinator's prepare and its markers at times.
+		var midEnd *txnWorker
+		switch round % 6 {
+		case 1, 4:
+			w := (round / 3) % 2
+			victim, why = txnCoord(md, txnIDs[w]), "transaction coordinator of "+txnIDs[w]+" as it ends a transaction"
+			midEnd = workers[w]
 		case 2:
 			victim, why = groupCoord(md), "group coordinator"
 		case 3:
+			p := int32(rng.IntN(partitions))
+			victim, why = md.Topics[out].Partitions[p].Leader, fmt.Sprintf("leader of %s-%d", out, p)
+		case 5:
 			p := int32(rng.IntN(partitions))
 			victim, why = md.Topics[in].Partitions[p].Leader, fmt.Sprintf("leader of %s-%d", in, p)
 		default:
@@ -254,6 +266,15 @@ func TestClusterTxnConsumeTransformProduce(t *testing.T) {
 		}
 		freeze := long && round%3 == 0
 		b := bs[victim]
+		if midEnd != nil {
+			midEnd.armed.Store(true)
+			select {
+			case <-midEnd.ending:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("round %d: the worker ended no transaction for 30s; %s", round, stats.summary())
+			}
+			time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+		}
 		if freeze {
 			freezes++
 			logf("round %d: SIGSTOP broker %d (%s) past its ZooKeeper session; %s", round, victim, why, stats.summary())
@@ -502,6 +523,12 @@ func (s *txnStats) summary() string {
 type txnWorker struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// armed: the next End is announced on ending before it starts.
+	armed  atomic.Bool
+	ending chan struct{}
+	// sess is the current session, closed by stop if the loop does not
+	// end (Begin waits for a producer id without a context).
+	sess atomic.Pointer[kgo.GroupTransactSession]
 }
 
 // startTxnWorker runs the loop an application runs: poll, begin, produce
@@ -534,8 +561,9 @@ func startTxnWorker(t *testing.T, seeds []string, name, txnID, group, in, out st
 		return s
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &txnWorker{cancel: cancel, done: make(chan struct{})}
+	w := &txnWorker{cancel: cancel, done: make(chan struct{}), ending: make(chan struct{}, 1)}
 	sess := newSession()
+	w.sess.Store(sess)
 	if sess == nil {
 		close(w.done)
 		return w
@@ -554,6 +582,7 @@ func startTxnWorker(t *testing.T, seeds []string, name, txnID, group, in, out st
 			for sess = newSession(); sess == nil && ctx.Err() == nil; sess = newSession() {
 				time.Sleep(time.Second)
 			}
+			w.sess.Store(sess)
 			failures, lastCommit = 0, time.Now()
 		}
 		for ctx.Err() == nil {
@@ -590,6 +619,9 @@ func startTxnWorker(t *testing.T, seeds []string, name, txnID, group, in, out st
 			try := kgo.TransactionEndTry(produceErr == nil && flushErr == nil)
 			perr := produceErr
 			mu.Unlock()
+			if w.armed.CompareAndSwap(true, false) {
+				w.ending <- struct{}{}
+			}
 			committed, err := sess.End(ectx, try)
 			ecancel()
 			stats.mu.Lock()
@@ -631,7 +663,12 @@ func startTxnWorker(t *testing.T, seeds []string, name, txnID, group, in, out st
 
 func (w *txnWorker) stop() {
 	w.cancel()
-	<-w.done
+	select {
+	case <-w.done:
+	case <-time.After(20 * time.Second):
+		closeSession(w.sess.Load())
+		<-w.done
+	}
 }
 
 // closeSession closes a session, giving up waiting after 15s (a client
