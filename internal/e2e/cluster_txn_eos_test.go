@@ -264,7 +264,7 @@ func TestClusterTxnConsumeTransformProduce(t *testing.T) {
 		if victim <= 0 {
 			t.Fatalf("round %d: no broker is the %s", round, why)
 		}
-		freeze := long && round%3 == 0
+		freeze := long && round%4 == 0 // a transaction coordinator mid-End, the group coordinator, any broker
 		b := bs[victim]
 		if midEnd != nil {
 			midEnd.armed.Store(true)
