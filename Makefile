@@ -89,7 +89,7 @@ compat:
 CHAOSTIME ?= 60m
 chaos:
 	GO=$(GO) ./deploy/install-deps.sh zookeeper minio
-	STRATA_CHAOS=1 $(GO) test -count=1 -timeout $(CHAOSTIME) -run '^TestChaos' -v ./internal/e2e/
+	STRATA_CHAOS=1 $(GO) test -count=1 -timeout $(CHAOSTIME) -run '^(TestChaos|TestClusterTxnConsumeTransformProduce$$)' -v ./internal/e2e/
 
 # Run each fuzz target for a short while (FUZZTIME each).
 FUZZTIME ?= 20s
