@@ -26,7 +26,14 @@ package broker
 // CONCURRENT_TRANSACTIONS and the coordinator's own failures (not
 // reachable, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 // COORDINATOR_NOT_AVAILABLE) become NOT_ENOUGH_REPLICAS, which every
-// client retries without refreshing its metadata.
+// client retries without refreshing its metadata. When the leader adds
+// the partitions (transaction version 2), CONCURRENT_TRANSACTIONS is
+// first asked again, every 20 ms for up to 100 ms, as Kafka does: it is
+// what the first write of a transaction gets while the markers of the
+// producer's previous one are being written, which happens at nearly
+// every commit of a busy producer (Kafka Streams commits every 100 ms
+// with exactly_once_v2), and the client's retry backoff (100 ms) would
+// stall each of them.
 //
 // As Kafka's manager, the verifications bound for one coordinator broker
 // are batched: while a request to it is in flight, the transactions of
@@ -61,6 +68,16 @@ import (
 // txnVerifyTimeout bounds a verification round trip (Kafka:
 // request.timeout.ms of the AddPartitionsToTxnManager's channel).
 const txnVerifyTimeout = 15 * time.Second
+
+// addPartitionsRetryBackoff and addPartitionsRetryBackoffMax are Kafka's
+// add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms (their defaults): how often
+// and for how long the leader asks again when the coordinator answers
+// CONCURRENT_TRANSACTIONS to its adding of partitions.
+const (
+	addPartitionsRetryBackoff    = 20 * time.Millisecond
+	addPartitionsRetryBackoffMax = 100 * time.Millisecond
+)
 
 // verifyClientPrefix starts the client id of the leader's requests.
 const verifyClientPrefix = "strata-txn-verify-"
@@ -122,6 +139,14 @@ func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, w
 	out := map[txn.TopicPartition]verifyRefusal{}
 	for k, tps := range byProducer {
 		codes, err := s.askTxnCoordinator(transactionalID, k[0], int16(k[1]), tps, !add)
+		for start := time.Now(); add && err == nil && hasCode(codes, kerr.ConcurrentTransactions.Code) &&
+			time.Since(start) < addPartitionsRetryBackoffMax; {
+			select {
+			case <-s.ctx.Done():
+			case <-time.After(addPartitionsRetryBackoff):
+			}
+			codes, err = s.askTxnCoordinator(transactionalID, k[0], int16(k[1]), tps, !add)
+		}
 		for _, tp := range tps {
 			code := kerr.NetworkException.Code
 			if err == nil {
@@ -136,6 +161,16 @@ func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, w
 		}
 	}
 	return out
+}
+
+// hasCode reports whether any partition got code.
+func hasCode(codes map[txn.TopicPartition]int16, code int16) bool {
+	for _, c := range codes {
+		if c == code {
+			return true
+		}
+	}
+	return false
 }
 
 // verifyRefusal is a Produce partition's answer after a failed

@@ -7,11 +7,13 @@
 # (Apache Kafka's jars from Maven Central with mvn, about 45 MB, for the
 # benchmark's kafka targets), and for the client matrix (compat/):
 # compat-java (compat/java built with Maven: Kafka's Java client and
-# tools), compat-kafkajs (compat/node's kafkajs and codecs from npm) and
-# compat-confluent-kafka (compat/python's pinned confluent-kafka from
-# PyPI, with the librdkafka its wheel bundles, in a virtual environment).
+# tools), compat-streams (compat/streams built with Maven: a Kafka
+# Streams application), compat-kafkajs (compat/node's kafkajs and codecs
+# from npm) and compat-confluent-kafka (compat/python's pinned
+# confluent-kafka from PyPI, with the librdkafka its wheel bundles, in a
+# virtual environment).
 # Usage: install-deps.sh NAME...
-# `install-deps.sh --path minio|kafka|compat-java|compat-kafkajs|compat-confluent-kafka`
+# `install-deps.sh --path minio|kafka|compat-java|compat-streams|compat-kafkajs|compat-confluent-kafka`
 # prints where MinIO's binary or the directory of the others is (or goes).
 set -euo pipefail
 
@@ -122,6 +124,35 @@ compat_java_install() {
   mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
 }
 
+# The Kafka Streams application of compat/streams_test.go (compat/streams:
+# a pom with kafka-streams, the version of compat/java/pom.xml), built
+# with Maven the same way into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-streams-HASH.
+compat_streams_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-streams-$(compat_hash streams)"; }
+compat_streams_install() {
+  local dir tmp
+  dir="$(compat_streams_path)"
+  [ -f "$dir/classes/strata/streams/CountApp.class" ] && return 0
+  for tool in java mvn; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "install-deps: compat-streams needs $tool on PATH (Java 17 or later, and Maven)" >&2
+      exit 1
+    fi
+  done
+  mkdir -p "$(dirname "$dir")"
+  tmp="$(mktemp -d "$dir.install-XXXXXX")"
+  echo "install-deps: building compat/streams with Maven (kafka-streams)" >&2
+  if ! mvn -B -q -Dstyle.color=never -f "$COMPAT_DIR/streams/pom.xml" package dependency:copy-dependencies \
+      -DincludeScope=runtime -Dcompat.out="$tmp/build" -DoutputDirectory="$tmp/libs" >&2; then
+    rm -rf "$tmp"
+    echo "install-deps: mvn could not build compat/streams" >&2
+    exit 1
+  fi
+  mv "$tmp/build/classes" "$tmp/classes"
+  rm -rf "$tmp/build"
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+}
+
 # kafkajs and its codecs for the client matrix (compat/node/package.json,
 # exact versions), installed with npm once per hash of that file into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-kafkajs-HASH.
@@ -183,9 +214,10 @@ if [ "${1:-}" = --path ]; then
     minio) minio_path; exit 0 ;;
     kafka) kafka_path; exit 0 ;;
     compat-java) compat_java_path; exit 0 ;;
+    compat-streams) compat_streams_path; exit 0 ;;
     compat-kafkajs) compat_kafkajs_path; exit 0 ;;
     compat-confluent-kafka) compat_confluent_kafka_path; exit 0 ;;
-    *) echo "install-deps: --path knows minio, kafka, compat-java, compat-kafkajs and compat-confluent-kafka" >&2; exit 2 ;;
+    *) echo "install-deps: --path knows minio, kafka, compat-java, compat-streams, compat-kafkajs and compat-confluent-kafka" >&2; exit 2 ;;
   esac
 fi
 
@@ -201,6 +233,7 @@ for dep in "$@"; do
     minio) minio_install ;;
     kafka) kafka_install ;;
     compat-java) compat_java_install ;;
+    compat-streams) compat_streams_install ;;
     compat-kafkajs) compat_kafkajs_install ;;
     compat-confluent-kafka) compat_confluent_kafka_install ;;
     *) echo "install-deps: unknown dependency $dep" >&2; exit 2 ;;
