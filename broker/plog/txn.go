@@ -225,6 +225,14 @@ func (l *Log) Producers() []ProducerInfo {
 	return l.producers.List()
 }
 
+// ProducerCount is the number of producer ids in the partition's
+// producer state (Kafka's ProducerIdCount).
+func (l *Log) ProducerCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.Len()
+}
+
 // ExpireProducers applies producer.id.expiration.ms: producers whose last
 // write is at least maxAgeMs old are forgotten, except those with an open
 // transaction.
