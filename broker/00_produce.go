@@ -118,7 +118,7 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 			}
 			writes = append(writes, txnWrite{txn.TopicPartition{Topic: w.topic, Partition: w.part}, pid, epoch})
 		}
-		refused = s.verifyTxnWrites(req.Version, *req.TransactionID, writes)
+		refused = s.verifyTxnWrites(req.Version, *req.TransactionID, writes, verifyDeadline(time.Now(), req.TimeoutMillis))
 	}
 	for _, w := range todo {
 		sp := &resp.Topics[w.ti].Partitions[w.pi]

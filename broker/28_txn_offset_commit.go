@@ -27,6 +27,8 @@ package broker
 // (txns.go).
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -106,7 +108,7 @@ func (s *Server) verifyTxnOffsets(req *kmsg.TxnOffsetCommitRequest) int16 {
 	}
 	verifyOnly := req.Version < 5 || s.transactionVersion() < 2
 	tp := txn.TopicPartition{Topic: offsetsTopic, Partition: part}
-	codes, err := s.askTxnCoordinator(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, verifyOnly)
+	codes, err := s.askTxnCoordinator(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, verifyOnly, verifyDeadline(time.Now(), 0))
 	code := kerr.NetworkException.Code
 	if err == nil {
 		var ok bool

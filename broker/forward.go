@@ -220,27 +220,34 @@ func (s *Server) forwardEnvelope(ctx context.Context, to controller.Broker, cc *
 
 // roundTrip writes one request on conn and reads its response.
 func roundTrip(conn net.Conn, clientID string, req kmsg.Request) (kmsg.Response, error) {
-	const corr = 1
+	resp, _, err := roundTripCorr(conn, clientID, 1, req)
+	return resp, err
+}
+
+// roundTripCorr is roundTrip with correlation id corr; answered reports
+// whether any byte of the response was read.
+func roundTripCorr(conn net.Conn, clientID string, corr int32, req kmsg.Request) (resp kmsg.Response, answered bool, err error) {
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, corr)
 	if _, err := conn.Write(frame); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var hdr [8]byte
-	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
-		return nil, err
+	if n, err := io.ReadFull(conn, hdr[:]); err != nil {
+		return nil, n > 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(hdr[:4]))
 	if size < 4 || size > maxForwardResponse {
-		return nil, fmt.Errorf("response size %d out of bounds", size)
+		return nil, true, fmt.Errorf("response size %d out of bounds", size)
 	}
 	if got := int32(binary.BigEndian.Uint32(hdr[4:])); got != corr {
-		return nil, fmt.Errorf("response correlation id %d, want %d", got, corr)
+		return nil, true, fmt.Errorf("response correlation id %d, want %d", got, corr)
 	}
 	body := make([]byte, size-4)
 	if _, err := io.ReadFull(conn, body); err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return decodeResponse(req, body)
+	resp, err = decodeResponse(req, body)
+	return resp, true, err
 }
 
 // decodeResponse decodes the response to req from what follows the

@@ -12,8 +12,8 @@ package broker
 //
 //   - groups the partitions left by their current leader (this broker's
 //     metadata) and sends each leader one WriteTxnMarkers
-//     (27_write_txn_markers.go) on the inter-broker listener, as the
-//     forwarding of controller requests does (forward.go); the partitions
+//     (27_write_txn_markers.go) on the inter-broker listener, on the
+//     connections kept to that broker (peer_client.go); the partitions
 //     this broker leads are written in place, without a connection;
 //   - drops the partitions whose topic no longer exists (Kafka does the
 //     same: a deleted topic has nothing to mark);
@@ -81,6 +81,13 @@ type markerSender struct {
 	// beforeSend, when set (tests), is called before each WriteTxnMarkers
 	// to another broker, with that broker's id.
 	beforeSend atomic.Pointer[func(to int32)]
+
+	// unknownDestination counts the markers (transaction, partition)
+	// waiting for their partition to have a leader; logAppendRetry the
+	// transactions whose completion is to be written again
+	// (txn_metrics.go).
+	unknownDestination atomic.Int64
+	logAppendRetry     atomic.Int64
 }
 
 func newMarkerSender(h *txnHost) *markerSender {
@@ -174,6 +181,14 @@ func (ms *markerSender) write(mk txn.Markers) {
 			return false
 		}
 	}
+	// noLeader is how many of pending wait for a leader, as counted in
+	// ms.unknownDestination.
+	noLeader := int64(0)
+	setNoLeader := func(n int64) {
+		ms.unknownDestination.Add(n - noLeader)
+		noLeader = n
+	}
+	defer setNoLeader(0)
 	for attempt := 1; len(pending) > 0; attempt++ {
 		if s.ctx.Err() != nil {
 			return
@@ -185,6 +200,7 @@ func (ms *markerSender) write(mk txn.Markers) {
 		}
 		md := s.ctrl.Metadata()
 		byLeader := map[int32][]txn.TopicPartition{}
+		unknown := int64(0)
 		for tp := range pending {
 			t := md.Topics[tp.Topic]
 			if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
@@ -194,8 +210,11 @@ func (ms *markerSender) write(mk txn.Markers) {
 			}
 			if l := t.Partitions[tp.Partition].Leader; l >= 0 {
 				byLeader[l] = append(byLeader[l], tp)
+			} else {
+				unknown++
 			}
 		}
+		setNoLeader(unknown)
 		giveUp := false
 		for leader, tps := range byLeader {
 			codes, err := ms.writeAt(leader, mk, tps)
@@ -231,7 +250,14 @@ func (ms *markerSender) write(mk txn.Markers) {
 			return
 		}
 	}
+	setNoLeader(0)
 	backoff = markerRetryBackoffMin
+	retrying := false
+	defer func() {
+		if retrying {
+			ms.logAppendRetry.Add(-1)
+		}
+	}()
 	for {
 		code := ms.h.coord.CompleteTxn(mk)
 		switch code {
@@ -244,6 +270,10 @@ func (ms *markerSender) write(mk txn.Markers) {
 			return
 		}
 		log.Debug("complete transaction, retrying", "err", kerr.ErrorForCode(code))
+		if !retrying {
+			retrying = true
+			ms.logAppendRetry.Add(1)
+		}
 		if !wait() {
 			return
 		}
@@ -281,17 +311,8 @@ func (ms *markerSender) writeAt(leader int32, mk txn.Markers, tps []txn.TopicPar
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, markerAppendTimeout+5*time.Second)
 		defer cancel()
-		conn, err := s.dialBroker(ctx, "tcp", s.brokerAddr(b)) // listeners.go
-		if err != nil {
-			return nil, err
-		}
-		defer conn.Close()
-		if dl, ok := ctx.Deadline(); ok {
-			conn.SetDeadline(dl)
-		}
-		stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-		defer stop()
-		kresp, err := roundTrip(conn, markerClientPrefix+strconv.Itoa(int(s.cfg.ID)), req) // forward.go
+		// On the connections kept to that broker (peer_client.go).
+		kresp, err := ms.h.peers.roundTrip(ctx, leader, s.brokerAddr(b), markerClientPrefix+strconv.Itoa(int(s.cfg.ID)), req)
 		if err != nil {
 			return nil, err
 		}

@@ -18,7 +18,13 @@ package broker
 // Produce v12+, which only KIP-890 part 2 clients send) the client sends
 // no AddPartitionsToTxn: the leader's request adds the partition
 // (VerifyOnly false), as Kafka's ADD_PARTITION operation. Otherwise it
-// only verifies (VerifyOnly true).
+// only verifies (VerifyOnly true). The first write of a transaction
+// often comes while the markers of the producer's previous one are being
+// written (EndTxn answers before): the coordinator answers
+// CONCURRENT_TRANSACTIONS, and the leader asks again after 20 ms, for
+// up to 100 ms, before it answers the producer (as Kafka 4.0 does),
+// which would otherwise retry after its own backoff or metadata refresh
+// (seconds for some clients).
 //
 // The coordinator's answers, as Kafka's ReplicaManager maps them:
 // PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE
@@ -32,13 +38,21 @@ package broker
 // what the first write of a transaction gets while the markers of the
 // producer's previous one are being written, which happens at nearly
 // every commit of a busy producer (Kafka Streams commits every 100 ms
-// with exactly_once_v2), and the client's retry backoff (100 ms) would
-// stall each of them.
+// with exactly_once_v2), and the client's retry backoff would stall each
+// of them.
 //
 // As Kafka's manager, the verifications bound for one coordinator broker
 // are batched: while a request to it is in flight, the transactions of
 // the Produce requests that arrive are queued, and go together in the
 // next request (a transactional id queued twice waits for the one after).
+//
+// The requests go on connections kept per coordinator broker
+// (peer_client.go), as Kafka's manager keeps its inter-broker channel.
+// A Produce waits for its verification at most its timeout (Produce's
+// TimeoutMillis, and never more than txnVerifyTimeout): past it the
+// partitions are answered NOT_ENOUGH_REPLICAS, which the producer
+// retries, rather than holding the Produce (and the connection behind
+// it) while the coordinator is slow or unreachable.
 //
 // As Kafka's VerificationGuard, the leader takes a guard of the producer
 // in the partition before asking (plog.Log.StartTxnVerification); a
@@ -54,6 +68,8 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,18 +82,33 @@ import (
 )
 
 // txnVerifyTimeout bounds a verification round trip (Kafka:
-// request.timeout.ms of the AddPartitionsToTxnManager's channel).
+// request.timeout.ms of the AddPartitionsToTxnManager's channel), and a
+// Produce's wait for it when its own timeout is longer or not set.
 const txnVerifyTimeout = 15 * time.Second
 
-// addPartitionsRetryBackoff and addPartitionsRetryBackoffMax are Kafka's
-// add.partitions.to.txn.retry.backoff.ms and
-// add.partitions.to.txn.retry.backoff.max.ms (their defaults): how often
-// and for how long the leader asks again when the coordinator answers
-// CONCURRENT_TRANSACTIONS to its adding of partitions.
+// With transaction version 2, a leader adding partitions to a
+// transaction asks again every addPartitionsRetryBackoff while the
+// coordinator answers CONCURRENT_TRANSACTIONS, for up to
+// addPartitionsRetryMax (Kafka's add.partitions.to.txn.retry.backoff.ms
+// and add.partitions.to.txn.retry.backoff.max.ms defaults, KAFKA-18654).
 const (
-	addPartitionsRetryBackoff    = 20 * time.Millisecond
-	addPartitionsRetryBackoffMax = 100 * time.Millisecond
+	addPartitionsRetryBackoff = 20 * time.Millisecond
+	addPartitionsRetryMax     = 100 * time.Millisecond
 )
+
+// verifyDeadline is when a Produce with timeoutMillis stops waiting for
+// its verification.
+func verifyDeadline(now time.Time, timeoutMillis int32) time.Time {
+	d := txnVerifyTimeout
+	if t := time.Duration(timeoutMillis) * time.Millisecond; t > 0 && t < d {
+		d = t
+	}
+	return now.Add(d)
+}
+
+// errVerifyTimeout is a verification not answered by the Produce's
+// deadline.
+var errVerifyTimeout = errors.New("the transaction coordinator did not answer within the produce request's timeout")
 
 // verifyClientPrefix starts the client id of the leader's requests.
 const verifyClientPrefix = "strata-txn-verify-"
@@ -125,8 +156,9 @@ type txnWrite struct {
 
 // verifyTxnWrites asks the coordinator of transactionalID about writes
 // (all of one producer id and epoch, as a Produce's batches are) and
-// returns the Produce error code of each refused one, with its message.
-func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, writes []txnWrite) map[txn.TopicPartition]verifyRefusal {
+// returns the Produce error code of each refused one, with its message;
+// it waits for the answers until deadline.
+func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, writes []txnWrite, deadline time.Time) map[txn.TopicPartition]verifyRefusal {
 	if len(writes) == 0 {
 		return nil
 	}
@@ -138,15 +170,24 @@ func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, w
 	}
 	out := map[txn.TopicPartition]verifyRefusal{}
 	for k, tps := range byProducer {
-		codes, err := s.askTxnCoordinator(transactionalID, k[0], int16(k[1]), tps, !add)
-		for start := time.Now(); add && err == nil && hasCode(codes, kerr.ConcurrentTransactions.Code) &&
-			time.Since(start) < addPartitionsRetryBackoffMax; {
+		start := time.Now()
+		codes, err := s.askTxnCoordinator(transactionalID, k[0], int16(k[1]), tps, !add, deadline)
+		// Adding the partitions to the next transaction while the
+		// markers of the previous one are being written is
+		// CONCURRENT_TRANSACTIONS for a moment: asked again here
+		// rather than by the producer (Kafka's server-side retry).
+		for add && err == nil && anyCode(codes, kerr.ConcurrentTransactions.Code) &&
+			time.Since(start)+addPartitionsRetryBackoff <= addPartitionsRetryMax &&
+			time.Now().Add(addPartitionsRetryBackoff).Before(deadline) {
+			t := time.NewTimer(addPartitionsRetryBackoff)
 			select {
+			case <-t.C:
 			case <-s.ctx.Done():
-			case <-time.After(addPartitionsRetryBackoff):
 			}
-			codes, err = s.askTxnCoordinator(transactionalID, k[0], int16(k[1]), tps, !add)
+			t.Stop()
+			codes, err = s.askTxnCoordinator(transactionalID, k[0], int16(k[1]), tps, !add, deadline)
 		}
+		s.txns.metrics.verificationTime.Observe(float64(time.Since(start)) / float64(time.Millisecond))
 		for _, tp := range tps {
 			code := kerr.NetworkException.Code
 			if err == nil {
@@ -157,14 +198,15 @@ func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, w
 			}
 			if r, refused := produceVerifyRefusal(produceVersion, code, err); refused {
 				out[tp] = r
+				s.txns.metrics.verificationFailures.Inc()
 			}
 		}
 	}
 	return out
 }
 
-// hasCode reports whether any partition got code.
-func hasCode(codes map[txn.TopicPartition]int16, code int16) bool {
+// anyCode reports whether a partition of codes is code.
+func anyCode(codes map[txn.TopicPartition]int16, code int16) bool {
 	for _, c := range codes {
 		if c == code {
 			return true
@@ -209,8 +251,9 @@ func produceVerifyRefusal(produceVersion, code int16, err error) (verifyRefusal,
 
 // askTxnCoordinator sends one AddPartitionsToTxn v5 transaction to the
 // coordinator of transactionalID (in place when it is this broker) and
-// returns each partition's code.
-func (s *Server) askTxnCoordinator(transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) (map[txn.TopicPartition]int16, error) {
+// returns each partition's code, or an error when it has no answer by
+// deadline.
+func (s *Server) askTxnCoordinator(transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool, deadline time.Time) (map[txn.TopicPartition]int16, error) {
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = transactionalID, pid, epoch, verifyOnly
 	idx := map[string]int{}
@@ -233,13 +276,23 @@ func (s *Server) askTxnCoordinator(transactionalID string, pid int64, epoch int1
 	leader := t.Partitions[txn.PartitionFor(transactionalID, int32(len(t.Partitions)))].Leader
 	var results []kmsg.AddPartitionsToTxnResponseTransaction
 	if leader == s.cfg.ID {
-		results = s.addPartitionsBatched(5, []kmsg.AddPartitionsToTxnRequestTransaction{tr})
+		// In place, where adding the partitions writes
+		// __transaction_state: waited for until deadline too.
+		done := make(chan []kmsg.AddPartitionsToTxnResponseTransaction, 1)
+		go func() { done <- s.addPartitionsBatched(5, []kmsg.AddPartitionsToTxnRequestTransaction{tr}) }()
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case results = <-done:
+		case <-t.C:
+			return nil, errVerifyTimeout
+		}
 	} else {
 		b, ok := md.Broker(leader)
 		if !ok {
 			return nil, kerr.CoordinatorNotAvailable
 		}
-		rt, err := s.txns.verifier.ask(b.ID, s.brokerAddr(b), tr)
+		rt, err := s.txns.verifier.ask(b.ID, s.brokerAddr(b), tr, deadline)
 		if err != nil {
 			return nil, err
 		}
@@ -257,24 +310,6 @@ func (s *Server) askTxnCoordinator(transactionalID string, pid int64, epoch int1
 		}
 	}
 	return out, nil
-}
-
-// interBrokerRoundTrip sends req to the broker at addr on the
-// inter-broker listener and reads its answer.
-func (s *Server) interBrokerRoundTrip(addr, clientID string, req kmsg.Request) (kmsg.Response, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, txnVerifyTimeout)
-	defer cancel()
-	conn, err := s.dialBroker(ctx, "tcp", addr) // listeners.go
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	return roundTrip(conn, clientID, req) // forward.go
 }
 
 // verifyBatcher sends the verifications of this broker's partition
@@ -311,8 +346,9 @@ func newVerifyBatcher(s *Server) *verifyBatcher {
 	return &verifyBatcher{s: s, nodes: map[int32]*verifyNode{}}
 }
 
-// ask queues tr for broker id at addr and waits for its answer.
-func (vb *verifyBatcher) ask(id int32, addr string, tr kmsg.AddPartitionsToTxnRequestTransaction) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
+// ask queues tr for broker id at addr and waits for its answer until
+// deadline; a call still queued then is dropped from the queue.
+func (vb *verifyBatcher) ask(id int32, addr string, tr kmsg.AddPartitionsToTxnRequestTransaction, deadline time.Time) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
 	c := &verifyCall{addr: addr, tr: tr, done: make(chan verifyAnswer, 1)}
 	vb.mu.Lock()
 	n := vb.nodes[id]
@@ -326,9 +362,16 @@ func (vb *verifyBatcher) ask(id int32, addr string, tr kmsg.AddPartitionsToTxnRe
 		go vb.run(id, n)
 	}
 	vb.mu.Unlock()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
 	select {
 	case a := <-c.done:
 		return a.rt, a.err
+	case <-t.C:
+		vb.mu.Lock()
+		n.queue = slices.DeleteFunc(n.queue, func(q *verifyCall) bool { return q == c })
+		vb.mu.Unlock()
+		return kmsg.AddPartitionsToTxnResponseTransaction{}, errVerifyTimeout
 	case <-vb.s.ctx.Done():
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, vb.s.ctx.Err()
 	}
@@ -373,7 +416,9 @@ func (vb *verifyBatcher) send(id int32, batch []*verifyCall) {
 		req.Transactions = append(req.Transactions, c.tr)
 	}
 	// The newest address known: the last call's.
-	resp, err := s.interBrokerRoundTrip(batch[len(batch)-1].addr, verifyClientPrefix+strconv.Itoa(int(s.cfg.ID)), req)
+	ctx, cancel := context.WithTimeout(s.ctx, txnVerifyTimeout)
+	resp, err := s.txns.peers.roundTrip(ctx, id, batch[len(batch)-1].addr, verifyClientPrefix+strconv.Itoa(int(s.cfg.ID)), req)
+	cancel()
 	var r *kmsg.AddPartitionsToTxnResponse
 	if err == nil {
 		r = resp.(*kmsg.AddPartitionsToTxnResponse)

@@ -50,6 +50,12 @@ type txnHost struct {
 	// verifier batches this broker's verifications of transactional
 	// writes per coordinator broker (txn_verify.go).
 	verifier *verifyBatcher
+	// peers are the connections of the verifier and the marker sender
+	// to the other brokers (peer_client.go).
+	peers *peerClients
+	// metrics are the transaction metrics the request path updates
+	// (txn_metrics.go).
+	metrics txnMetrics
 
 	mu  sync.Mutex
 	led map[int32]*txnStateLog
@@ -59,6 +65,8 @@ func newTxnHost(s *Server) *txnHost {
 	h := &txnHost{s: s, led: map[int32]*txnStateLog{}}
 	h.markers = newMarkerSender(h)
 	h.verifier = newVerifyBatcher(s)
+	h.peers = newPeerClients(s)
+	h.metrics = newTxnMetrics()
 	send := h.markers.send
 	h.writeMarkers.Store(&send)
 	cfg := txn.ConfigFromBroker(s.cfg)
@@ -67,6 +75,7 @@ func newTxnHost(s *Server) *txnHost {
 	cfg.OffsetsPartitionFor = s.offsetsPartitionFor
 	cfg.SendMarkers = func(mk txn.Markers) { (*h.writeMarkers.Load())(mk) }
 	h.coord = txn.New(cfg)
+	h.registerTxnMetrics()
 	return h
 }
 
@@ -74,6 +83,7 @@ func (h *txnHost) close() {
 	if h != nil {
 		h.coord.Close()
 		h.markers.close() // its writers end with the broker's context
+		h.peers.close()
 	}
 }
 
@@ -96,9 +106,10 @@ func (s *Server) syncTxns(*controller.Metadata) {
 	if h == nil {
 		return
 	}
+	md := s.ctrl.Metadata()
+	h.peers.prune(md) // brokers gone: their connections close
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	md := s.ctrl.Metadata()
 	type wanted struct {
 		p    *partition
 		term leaderTerm

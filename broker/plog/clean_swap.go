@@ -145,6 +145,7 @@ func (c *cleaner) writeCleanedTxnIndex(cs *segment) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	l.abortedTxns.Store(true) // set already: the entries are the log's
 	name := segmentPath(l.dir, cs.base, txnIndexSuffix) + cleanedSuffix
 	f, err := l.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

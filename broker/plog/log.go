@@ -59,6 +59,15 @@ type Log struct {
 	// high watermark to pass their marker (producerstate_txn.go), so
 	// that OnHighWatermark takes no lock when there are none.
 	unreplicatedTxns atomic.Int32
+	// unstableTxns mirrors how many transactions are open or wait for
+	// the high watermark (ongoing + unreplicated), so that
+	// LastStableOffset takes no lock when there are none: a partition
+	// without transactions pays one atomic load per fetch for its LSO.
+	// abortedTxns is set once a segment of the log holds an aborted
+	// transaction (.txnindex entry) and stays set: until then
+	// AbortedTransactions answers none without the lock.
+	unstableTxns atomic.Int32
+	abortedTxns  atomic.Bool
 
 	// txnGuards are the verification guards of producers whose
 	// transactional write is being verified (txn.go); guardSeq numbers
@@ -309,6 +318,7 @@ func (l *Log) writeLocked(cfg *Config, records []byte) error {
 		return l.failLocked(werr)
 	}
 	pos := s.size
+	txnData := false
 	for p := int64(0); p < int64(len(records)); {
 		h := parseHeader(records[p:])
 		s.track(&h, pos+p, cfg)
@@ -317,8 +327,12 @@ func (l *Log) writeLocked(cfg *Config, records []byte) error {
 			l.applyControlLocked(s, &h, records[p:p+h.size()])
 		case h.ProducerID >= 0:
 			l.producers.Update(h.meta())
+			txnData = txnData || h.isTransactional()
 		}
 		p += h.size()
+	}
+	if txnData {
+		l.noteTxnsLocked() // before the batch can be read: LastStableOffset's fast path
 	}
 	s.size += int64(len(records))
 	l.lastWriteMs = l.nowMs()

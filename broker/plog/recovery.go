@@ -392,6 +392,9 @@ func (l *Log) loadTxnIndexes(recovered, have map[int64]bool) (int64, error) {
 			return -1, fmt.Errorf("transaction index %d: %w", s.base, err)
 		}
 		s.txn = txnIndex{entries: entries, onDisk: len(entries)}
+		if len(entries) > 0 {
+			l.abortedTxns.Store(true)
+		}
 	}
 	return from, nil
 }

@@ -111,13 +111,20 @@ func (l *Log) applyControlLocked(s *segment, h *batchHeader, b []byte) {
 	c, lso := l.producers.endTxn(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, h.MaxTimestamp)
 	if c != nil && c.abort {
 		s.txn.add(AbortedTxn{ProducerID: c.producerID, FirstOffset: c.firstOffset, LastOffset: c.lastOffset, LastStableOffset: lso})
+		l.abortedTxns.Store(true)
 	}
 	l.noteTxnsLocked()
 }
 
-// noteTxnsLocked updates unreplicatedTxns after the transactions changed.
+// noteTxnsLocked updates unreplicatedTxns and unstableTxns after the
+// transactions changed. Whatever adds a transaction calls it before
+// releasing the log's lock (the append of a transactional batch, a
+// marker, a reload of producer state), so that an unlocked read of 0
+// means the high watermark read before it is a stable offset.
 func (l *Log) noteTxnsLocked() {
-	l.unreplicatedTxns.Store(int32(len(l.producers.txns.unreplicated)))
+	t := &l.producers.txns
+	l.unreplicatedTxns.Store(int32(len(t.unreplicated)))
+	l.unstableTxns.Store(int32(len(t.ongoing) + len(t.unreplicated)))
 }
 
 // OnHighWatermark tells the log that the high watermark reached hw:
@@ -161,7 +168,13 @@ func (l *Log) FirstUnstableOffset() int64 {
 // fetches read below it. Calling it also tells the log that hw was
 // reached (Kafka's onHighWatermarkUpdated): completed transactions whose
 // marker is below hw no longer hold the LSO back (as OnHighWatermark).
+//
+// Without open or unreplicated transactions it takes no lock (one atomic
+// load): the LSO is hw.
 func (l *Log) LastStableOffset(hw int64) int64 {
+	if l.unstableTxns.Load() == 0 {
+		return hw
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lso := l.producers.lastStableOffset(hw)
@@ -176,8 +189,12 @@ func (l *Log) LastStableOffset(hw int64) int64 {
 // until an entry's last stable offset reaches upperBound (Kafka's
 // Log.collectAbortedTransactions). A read_committed fetch returning
 // batches from fetchOffset up to upperBound sends them to the consumer,
-// which drops the records of those transactions.
+// which drops the records of those transactions. A log that never held
+// an aborted transaction answers none without taking its lock.
 func (l *Log) AbortedTransactions(fetchOffset, upperBound int64) []AbortedTxn {
+	if !l.abortedTxns.Load() {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []AbortedTxn
@@ -206,6 +223,14 @@ func (l *Log) Producers() []ProducerInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.producers.List()
+}
+
+// ProducerCount is the number of producer ids in the partition's
+// producer state (Kafka's ProducerIdCount).
+func (l *Log) ProducerCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.Len()
 }
 
 // ExpireProducers applies producer.id.expiration.ms: producers whose last
