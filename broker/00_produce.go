@@ -12,7 +12,7 @@ package broker
 // current leader from v10 (KIP-951). Idempotent
 // duplicates are answered with their original offsets (KIP-98). acks=0
 // requests get no response; a failure closes the connection, as Kafka
-// does, so the producer notices. With transactions on, a transactional
+// does, so the producer notices. A transactional
 // batch whose producer has no open transaction in its partition is first
 // verified with the transaction coordinator (KIP-890, txn_verify.go).
 

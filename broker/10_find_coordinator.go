@@ -4,16 +4,9 @@ package broker
 //
 // Group keys (type 0): the coordinator is the leader of partition
 // abs(hashCode(group)) % partitions of __consumer_offsets, which is
-// created on first use. Transaction keys (type 1), with transactions on
-// (Options.Transactions, txns.go), need Describe on the transactional id
-// and name the leader of its __transaction_state partition, created on
-// first use. With transactions off (the default: they are not finished)
-// they are answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message
-// saying so. It is the one refusal every client treats as fatal
-// (librdkafka retries any other FindCoordinator error, UNSUPPORTED_VERSION
-// included), so a transactional producer fails at once instead of
-// retrying COORDINATOR_NOT_AVAILABLE until its own timeout; librdkafka and
-// the Java client show the message. Other types are INVALID_REQUEST. v6
+// created on first use. Transaction keys (type 1, txns.go) need Describe
+// on the transactional id and name the leader of its __transaction_state
+// partition, created on first use. Other types are INVALID_REQUEST. v6
 // (share groups, KIP-932) is not served.
 
 import (

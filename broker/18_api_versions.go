@@ -7,7 +7,7 @@ package broker
 // client retries lower. v3+ is flexible, but the response header stays v0
 // (no tagged fields) so that clients can always parse it.
 //
-// With transactions on, v3+ carries Kafka's transaction.version feature:
+// v3+ carries Kafka's transaction.version feature:
 // supported 0-2, finalized at the broker's transaction.version setting
 // (omitted when 0, as Kafka omits a feature at level 0). Clients use
 // KIP-890 part 2 (EndTxn v5, Produce v12 without AddPartitionsToTxn) only

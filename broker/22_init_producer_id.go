@@ -5,10 +5,7 @@ package broker
 // Without a transactional id every call hands out a new producer id at
 // epoch 0, as Kafka does; ids are reserved from the controller in blocks
 // of 1000 so they are unique across restarts. Transactional ids go to the
-// transaction coordinator when transactions are on (Options.Transactions,
-// txn_handlers.go); otherwise they get TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-// the refusal every client treats as fatal, as FindCoordinator does for
-// transaction keys. v6 (KIP-939's keepPreparedTxn, two-phase commit) is not
+// transaction coordinator (txn_handlers.go). v6 (KIP-939's keepPreparedTxn, two-phase commit) is not
 // served: it is not advertised, and a v6 request closes the connection.
 
 import (

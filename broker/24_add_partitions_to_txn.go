@@ -1,6 +1,6 @@
 package broker
 
-// AddPartitionsToTxn, v0-5, served only with transactions on (txns.go).
+// AddPartitionsToTxn, v0-5 (the transaction coordinator: txns.go).
 //
 // The clients' form: one transactional id and its partitions. Kafka's
 // checks, in its order: Write on the transactional id (every partition

@@ -1,6 +1,6 @@
 package broker
 
-// AddOffsetsToTxn, v0-4, served only with transactions on (txns.go): the
+// AddOffsetsToTxn, v0-4 (the transaction coordinator: txns.go): the
 // group's __consumer_offsets partition joins the transaction, so that the
 // offsets TxnOffsetCommit writes for it commit or abort with it. Kafka's
 // checks: Write on the transactional id

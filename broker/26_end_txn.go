@@ -1,6 +1,6 @@
 package broker
 
-// EndTxn, v0-5, served only with transactions on (txns.go): the
+// EndTxn, v0-5 (the transaction coordinator: txns.go): the
 // coordinator persists PrepareCommit or PrepareAbort and hands the
 // transaction's markers to the marker writer (txnHost.writeMarkers).
 // Kafka's check: Write on the transactional id

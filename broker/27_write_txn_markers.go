@@ -1,6 +1,6 @@
 package broker
 
-// WriteTxnMarkers, v0-2, served only with transactions on (txns.go).
+// WriteTxnMarkers, v0-2.
 //
 // The transaction coordinator's request to the leaders of a transaction's
 // partitions (txn_markers.go sends it): write a COMMIT or ABORT control

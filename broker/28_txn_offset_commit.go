@@ -23,8 +23,7 @@ package broker
 // versions only verify it. A refusal answers every partition, with
 // Kafka's mapping (INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE from v4
 // else INVALID_TXN_STATE, COORDINATOR_NOT_AVAILABLE when the transaction
-// coordinator cannot answer). Served only with transactions on
-// (txns.go).
+// coordinator cannot answer).
 
 import (
 	"time"

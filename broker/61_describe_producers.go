@@ -14,9 +14,6 @@ package broker
 // leader, or to the broker DescribeProducersOptions.brokerId names): a
 // broker without a replica answers NOT_LEADER_OR_FOLLOWER, one whose log
 // directory is offline KAFKA_STORAGE_ERROR.
-//
-// It is served with the other transaction APIs (registerTxn, apis.go):
-// ApiVersions offers it only when transactions are on.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

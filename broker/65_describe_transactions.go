@@ -1,6 +1,6 @@
 package broker
 
-// DescribeTransactions, v0, served only with transactions on (txns.go):
+// DescribeTransactions, v0 (the transaction coordinator: txns.go):
 // the state of each transactional id this broker coordinates. Kafka's
 // checks: Describe on each transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and only the topics the caller

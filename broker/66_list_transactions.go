@@ -1,6 +1,6 @@
 package broker
 
-// ListTransactions, v0-2, served only with transactions on (txns.go): the
+// ListTransactions, v0-2 (the transaction coordinator: txns.go): the
 // transactional ids this broker coordinates, filtered by state, producer
 // id, age (v1, KIP-994: started more than DurationFilterMillis ago; -1
 // any) and transactional id (v2, KIP-1152: a regular expression the whole

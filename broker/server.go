@@ -109,7 +109,7 @@ type Server struct {
 	network *network.Server
 
 	groups *groupsHost // group coordinator (groups.go)
-	txns   *txnHost    // transaction coordinator (txns.go); nil without Options.Transactions
+	txns   *txnHost    // transaction coordinator (txns.go)
 
 	ldir logDirState // offline after an I/O error (logdir.go)
 

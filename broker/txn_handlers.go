@@ -1,7 +1,6 @@
 package broker
 
-// InitProducerId with a transactional id, for 22_init_producer_id.go when
-// transactions are on (txns.go). Kafka's checks: Write on the
+// InitProducerId with a transactional id, for 22_init_producer_id.go. Kafka's checks: Write on the
 // transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the
 // coordinator's answer is mapped to the request's version
 // (txn.CodeForVersion: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before

@@ -37,7 +37,7 @@ func startClusterOf(c *testCluster, n int) {
 	}
 }
 
-// startTxnServer is startTestServer with Options.Transactions on.
+// startTxnServer starts one broker with the settings of sets.
 func startTxnServer(t testing.TB, sets map[string]string) *testServer {
 	t.Helper()
 	dir := t.TempDir()

@@ -342,7 +342,7 @@ func copyInTransactions(t *testing.T, ctx context.Context, seeds []string, leade
 	}
 }
 
-// startTxnCluster starts two brokers with transactions on, and returns
+// startTxnCluster starts two brokers, and returns
 // the cluster, the coordinator of __transaction_state's one partition and
 // the other broker.
 func startTxnCluster(t *testing.T) (c *testCluster, coord, other int32) {

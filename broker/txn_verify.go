@@ -1,7 +1,7 @@
 package broker
 
 // The partition leader's check of a transactional write (KIP-890 part 1,
-// Kafka's AddPartitionsToTxnManager), with transactions on.
+// Kafka's AddPartitionsToTxnManager).
 //
 // Before a transactional batch is appended to a partition where its
 // producer has no open transaction at that epoch

@@ -6,12 +6,7 @@ package broker
 // and the log adapter, the group coordinator's (groups.go) with a replay
 // of its own.
 //
-// Transactions are off unless Options.Transactions is set (cmd/strata
-// never sets it: see docs/transactions.md for what is missing). With them
-// off there is no host (Server.txns is nil), the transactional APIs are
-// neither advertised nor served, and FindCoordinator, InitProducerId and
-// Produce refuse transactional ids as before. With them on, the markers
-// of ended transactions are written by the marker sender
+// The markers of ended transactions are written by the marker sender
 // (txn_markers.go) through WriteTxnMarkers (27_write_txn_markers.go).
 //
 // The coordinator aborts timed-out transactions and expires idle
