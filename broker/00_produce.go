@@ -96,7 +96,9 @@ func handleProduce(s *Server, cc *clientConn, kreq kmsg.Request) (kmsg.Response,
 	// transactional batch is appended against its verification guard (0
 	// where the transaction was open already).
 	var refused map[txn.TopicPartition]verifyRefusal
-	if req.TransactionID != nil {
+	// A draining broker refuses the writes (produceTo): none is verified,
+	// which could add its partition to a transaction.
+	if req.TransactionID != nil && !s.draining.Load() {
 		guarded := !s.leaderAddsPartitions(req.Version)
 		var writes []txnWrite
 		for i := range todo {

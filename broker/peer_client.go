@@ -103,6 +103,23 @@ func (pc *peerClients) roundTrip(ctx context.Context, id int32, addr, clientID s
 		if !reused || answered || attempt > 0 || ctx.Err() != nil {
 			return nil, err
 		}
+		// The broker closed a kept connection (it restarted, or timed
+		// idle connections out): the others it kept are as dead, so the
+		// retry dials.
+		pc.dropIdle(id)
+	}
+}
+
+// dropIdle closes the idle connections to broker id.
+func (pc *peerClients) dropIdle(id int32) {
+	pc.mu.Lock()
+	var idle []*peerConn
+	if p := pc.peers[id]; p != nil {
+		idle, p.idle = p.idle, nil
+	}
+	pc.mu.Unlock()
+	for _, c := range idle {
+		c.Close()
 	}
 }
 

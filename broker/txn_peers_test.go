@@ -216,3 +216,38 @@ func TestTxnMetrics(t *testing.T) {
 		t.Errorf("log append retry queue %v, want 0", got)
 	}
 }
+
+// When the broker at the other end dropped every kept connection (it
+// restarted), a request that fails on one of them dials a new one rather
+// than trying the next dead one.
+func TestPeerClientsRetryDialsAfterDeadIdle(t *testing.T) {
+	ts := startTestServer(t, nil)
+	ctx := testCtx(t)
+	pc := newPeerClients(ts.Server)
+	addr := ts.addr()
+	var conns []*peerConn
+	for range 3 {
+		c, _, err := pc.get(ctx, 0, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		pc.put(0, c)
+	}
+	if n := pc.breakIdle(0); n < 2 {
+		t.Fatalf("%d idle connections kept, want at least 2", n)
+	}
+	before := pc.dials.Load()
+	resp, err := pc.roundTrip(ctx, 0, addr, "test", kmsg.NewPtrApiVersionsRequest())
+	if err != nil {
+		t.Fatalf("request after the kept connections died: %v", err)
+	}
+	if code := resp.(*kmsg.ApiVersionsResponse).ErrorCode; code != 0 {
+		t.Fatalf("ApiVersions: %v", kerr.ErrorForCode(code))
+	}
+	if d := pc.dials.Load() - before; d != 1 {
+		t.Fatalf("%d dials for the request, want 1", d)
+	}
+}

@@ -192,7 +192,8 @@ func (s *Server) writeTxnSnapshots(ctx context.Context, st *snapshotState, md *c
 			complete = false
 			continue
 		}
-		snap := tier.TxnStateSnapshot{ClusterID: md.ClusterID, Partition: idx, Partitions: nparts, Transactions: []tier.SnapshotTxn{}}
+		snap := tier.TxnStateSnapshot{ClusterID: md.ClusterID, Partition: idx, Partitions: nparts, LeaderEpoch: l.term.epoch,
+			Transactions: []tier.SnapshotTxn{}}
 		for _, r := range recs {
 			snap.Transactions = append(snap.Transactions, tier.SnapshotTxn{TransactionalID: r.TransactionalID, State: r.State.String(),
 				ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Value: r.Value})
@@ -210,8 +211,18 @@ func (s *Server) writeTxnSnapshots(ctx context.Context, st *snapshotState, md *c
 			complete = false
 			continue
 		}
+		if !l.leads() {
+			// Lost the partition since the state was read: its new
+			// leader writes it.
+			complete = false
+			continue
+		}
 		snap.WrittenMs = now.UnixMilli()
-		if err := tier.WriteTxnState(ctx, s.tier.store, snap); err != nil {
+		if err := tier.WriteTxnState(ctx, s.tier.store, snap); errors.Is(err, tier.ErrStaleTxnState) {
+			complete = false
+			s.log.Info("transaction state snapshot not written: a later leader of the partition wrote it", "partition", idx, "err", err)
+			continue
+		} else if err != nil {
 			complete = false
 			if s.ctx.Err() == nil {
 				s.tier.warnings.warn(s.log, "write transaction state snapshot to the bucket; retrying", "partition", idx, "err", err)

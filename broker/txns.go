@@ -69,6 +69,7 @@ func newTxnHost(s *Server) *txnHost {
 	cfg.NextProducerID = s.nextProducerID // 22_init_producer_id.go
 	cfg.OffsetsPartitionFor = s.offsetsPartitionFor
 	cfg.SendMarkers = func(mk txn.Markers) { (*h.writeMarkers.Load())(mk) }
+	cfg.RefuseNewTransactions = s.draining.Load // drain.go
 	h.coord = txn.New(cfg)
 	h.registerTxnMetrics()
 	return h

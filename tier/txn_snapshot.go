@@ -3,6 +3,7 @@ package tier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,10 @@ import (
 
 const txnSnapshotPrefix = SnapshotPrefix + "txn-state/"
 
+// ErrStaleTxnState is a transaction state write refused because a later
+// leader of the partition wrote the object.
+var ErrStaleTxnState = errors.New("transaction state written by a later leader")
+
 // TxnStateSnapshot is the transaction state of one __transaction_state
 // partition.
 type TxnStateSnapshot struct {
@@ -30,6 +35,12 @@ type TxnStateSnapshot struct {
 	Generation int64  `json:"generation"`
 	WrittenMs  int64  `json:"written_ms"`
 	Partition  int32  `json:"partition"`
+	// LeaderEpoch is the writer's leader epoch of the partition: a
+	// write with a lower one than the object's is refused
+	// (ErrStaleTxnState), so a coordinator that lost the partition
+	// (frozen past its ZooKeeper session, or slow to see the new
+	// metadata) cannot put older state over its successor's.
+	LeaderEpoch int32 `json:"leader_epoch"`
 	// Partitions is the partition count of __transaction_state: with
 	// another count, transactional ids map to other partitions.
 	Partitions   int32         `json:"partitions"`
@@ -54,8 +65,10 @@ func txnKey(partition int32) string {
 // WriteTxnState stores one __transaction_state partition's transaction
 // state as snap.ClusterID's, at the generation after its object's own,
 // if that object did not change meanwhile (ErrSnapshotChanged
-// otherwise). The caller has checked that the cluster snapshot names
-// snap.ClusterID and that its coordinator loaded what the object held.
+// otherwise), and unless the object was written by the same cluster at a
+// higher leader epoch (ErrStaleTxnState). The caller has checked that the
+// cluster snapshot names snap.ClusterID and that its coordinator loaded
+// what the object held.
 func WriteTxnState(ctx context.Context, store ObjectStore, snap TxnStateSnapshot) error {
 	if snap.ClusterID == "" {
 		return errors.New("write transaction state: no cluster id")
@@ -70,6 +83,9 @@ func WriteTxnState(ctx context.Context, store ObjectStore, snap TxnStateSnapshot
 		// Unreadable: replaced (etag is the version read).
 	case err != nil:
 		return err
+	}
+	if err == nil && cur.ClusterID == snap.ClusterID && cur.Partitions == snap.Partitions && cur.LeaderEpoch > snap.LeaderEpoch {
+		return fmt.Errorf("%w: the object of partition %d is at leader epoch %d, the writer at %d", ErrStaleTxnState, snap.Partition, cur.LeaderEpoch, snap.LeaderEpoch)
 	}
 	if snap.Transactions == nil {
 		snap.Transactions = []SnapshotTxn{}

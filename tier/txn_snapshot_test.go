@@ -53,3 +53,30 @@ func TestTxnStateSnapshot(t *testing.T) {
 		}
 	})
 }
+
+// A coordinator that lost its partition cannot write older state over
+// its successor's: a write at a lower leader epoch than the object's is
+// refused; the same or a higher epoch writes.
+func TestTxnStateSnapshotLeaderEpochFence(t *testing.T) {
+	snapshotStores(t, func(t *testing.T, store ObjectStore) {
+		ctx := ctxT(t)
+		write := func(epoch int32, pepoch int16) error {
+			tx := SnapshotTxn{TransactionalID: "app", State: "CompleteCommit", ProducerID: 7, ProducerEpoch: pepoch}
+			return WriteTxnState(ctx, store, TxnStateSnapshot{ClusterID: "A", Partition: 1, Partitions: 50, LeaderEpoch: epoch, Transactions: []SnapshotTxn{tx}})
+		}
+		for _, step := range []struct {
+			epoch  int32
+			pepoch int16
+			stale  bool
+		}{{3, 1, false}, {5, 4, false}, {3, 2, true}, {5, 6, false}, {4, 5, true}, {6, 7, false}} {
+			err := write(step.epoch, step.pepoch)
+			if stale := errors.Is(err, ErrStaleTxnState); stale != step.stale || (!step.stale && err != nil) {
+				t.Fatalf("write at leader epoch %d: %v, want stale=%v", step.epoch, err, step.stale)
+			}
+		}
+		got, err := ReadTxnStatePartition(ctx, store, 1)
+		if err != nil || got.LeaderEpoch != 6 || got.Transactions[0].ProducerEpoch != 7 {
+			t.Fatalf("after the writes: %+v %v", got, err)
+		}
+	})
+}

@@ -36,6 +36,8 @@ func (c *Coordinator) AddPartitions(transactionalID string, producerID int64, pr
 		return codeConcurrentTransactions
 	case m.state == Ongoing && containsAll(m.partitions, parts):
 		return codeNone
+	case m.state != Ongoing && c.cfg.RefuseNewTransactions != nil && c.cfg.RefuseNewTransactions():
+		return codeConcurrentTransactions
 	}
 	t, err := m.prepareAddPartitions(parts, c.nowMs(), clientTV)
 	if err != nil {

@@ -59,6 +59,12 @@ type Config struct {
 	// the requester's goroutine and must not block (queue the markers).
 	// Whoever writes the markers calls CompleteTxn once all are written.
 	SendMarkers func(Markers)
+	// RefuseNewTransactions, when set and true, makes AddPartitions
+	// answer CONCURRENT_TRANSACTIONS (which clients retry) instead of
+	// starting a transaction; transactions already open go on and may
+	// end. The broker sets it while the cluster drains for scale to zero,
+	// so that the open transactions the drain waits for can only go down.
+	RefuseNewTransactions func() bool
 	// Now is the clock (tests); nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger

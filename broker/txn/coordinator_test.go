@@ -625,3 +625,28 @@ func TestList(t *testing.T) {
 		}
 	}
 }
+
+// While the broker drains (RefuseNewTransactions), an open transaction
+// may add partitions and end, but no transaction starts: adding to an
+// Empty or completed id answers CONCURRENT_TRANSACTIONS, which clients
+// retry, until the drain ends.
+func TestRefuseNewTransactions(t *testing.T) {
+	f := newFixture(t, 2)
+	p := f.init("t")
+	f.add("t", p, tp("a", 0))
+	q := f.init("u")
+	f.refuse.Store(true)
+	f.add("t", p, tp("a", 1)) // the open transaction goes on
+	wantCode(t, "a new transaction while draining", f.c.AddPartitions("u", q.ProducerID, q.ProducerEpoch, []TopicPartition{tp("a", 0)}, 0), eConcurrent)
+	wantCode(t, "AddOffsets of a new transaction while draining", f.c.AddOffsets("u", q.ProducerID, q.ProducerEpoch, "g"), eConcurrent)
+	if res := f.c.EndTxn("t", p.ProducerID, p.ProducerEpoch, true, 2); res.Err != 0 {
+		t.Fatalf("commit while draining: %v", errName(res.Err))
+	}
+	f.completeAll()
+	wantCode(t, "the next transaction while draining", f.c.AddPartitions("t", p.ProducerID, p.ProducerEpoch+1, []TopicPartition{tp("a", 0)}, 2), eConcurrent)
+	if md := f.describe("u"); md.State != Empty {
+		t.Fatalf("u after refused adds: %+v", md)
+	}
+	f.refuse.Store(false)
+	f.add("u", q, tp("a", 0))
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,6 +88,8 @@ type fixture struct {
 	nextPID int64
 	pidErr  error
 	markers []Markers
+	// refuse is the coordinator's RefuseNewTransactions (a drain).
+	refuse atomic.Bool
 }
 
 func newFixture(t *testing.T, tv int16) *fixture {
@@ -111,6 +114,7 @@ func (f *fixture) coordinator(tv int16) *Coordinator {
 			f.nextPID++
 			return f.nextPID - 1, nil
 		},
+		RefuseNewTransactions: f.refuse.Load,
 		SendMarkers: func(m Markers) {
 			f.mu.Lock()
 			f.markers = append(f.markers, m)
