@@ -87,11 +87,16 @@ import (
 const txnVerifyTimeout = 15 * time.Second
 
 // With transaction version 2, a leader adding partitions to a
-// transaction asks again every addPartitionsRetryBackoff while the
-// coordinator answers CONCURRENT_TRANSACTIONS, for up to
-// addPartitionsRetryMax (Kafka's add.partitions.to.txn.retry.backoff.ms
-// and add.partitions.to.txn.retry.backoff.max.ms defaults, KAFKA-18654).
+// transaction asks again while the coordinator answers
+// CONCURRENT_TRANSACTIONS, for up to addPartitionsRetryMax (Kafka's
+// add.partitions.to.txn.retry.backoff.max.ms default, KAFKA-18654).
+// Kafka waits add.partitions.to.txn.retry.backoff.ms (20 ms) before each
+// ask; the markers that end the previous transaction take a millisecond
+// or two here, so the first wait is addPartitionsRetryFirst and each
+// next one doubles, up to addPartitionsRetryBackoff: a producer's next
+// transaction does not lose 20 ms at every commit.
 const (
+	addPartitionsRetryFirst   = time.Millisecond
 	addPartitionsRetryBackoff = 20 * time.Millisecond
 	addPartitionsRetryMax     = 100 * time.Millisecond
 )
@@ -176,10 +181,11 @@ func (s *Server) verifyTxnWrites(produceVersion int16, transactionalID string, w
 		// markers of the previous one are being written is
 		// CONCURRENT_TRANSACTIONS for a moment: asked again here
 		// rather than by the producer (Kafka's server-side retry).
-		for add && err == nil && anyCode(codes, kerr.ConcurrentTransactions.Code) &&
-			time.Since(start)+addPartitionsRetryBackoff <= addPartitionsRetryMax &&
-			time.Now().Add(addPartitionsRetryBackoff).Before(deadline) {
-			t := time.NewTimer(addPartitionsRetryBackoff)
+		wait := addPartitionsRetryFirst
+		for ; add && err == nil && anyCode(codes, kerr.ConcurrentTransactions.Code) &&
+			time.Since(start)+wait <= addPartitionsRetryMax &&
+			time.Now().Add(wait).Before(deadline); wait = min(2*wait, addPartitionsRetryBackoff) {
+			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-s.ctx.Done():
