@@ -626,8 +626,18 @@ func (s *Server) seedOffsets(l *offsetsLog, end int64) error {
 	if end > 0 {
 		return nil
 	}
+	return s.seedUntilDone(l.p, offsetsTopic,
+		"load the committed offsets of an empty __consumer_offsets partition from the bucket; its groups wait, retrying",
+		func() error { return s.trySeed(l) })
+}
+
+// seedUntilDone runs try, the seeding of an empty internal partition p of
+// topic from the bucket, until it succeeds, warning with msg now and then,
+// or until p is no longer led here (NOT_LEADER_OR_FOLLOWER: the load is
+// dropped).
+func (s *Server) seedUntilDone(p *partition, topic, msg string, try func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.trySeed(l)
+		err := try()
 		if err == nil {
 			return nil
 		}
@@ -635,16 +645,15 @@ func (s *Server) seedOffsets(l *offsetsLog, end int64) error {
 			return err
 		}
 		if attempt == 1 || attempt%10 == 0 {
-			s.log.Warn("load the committed offsets of an empty __consumer_offsets partition from the bucket; its groups wait, retrying",
-				"partition", l.p.Index(), "attempt", attempt, "err", err)
+			s.log.Warn(msg, "partition", p.Index(), "attempt", attempt, "err", err)
 		}
 		select {
 		case <-s.ctx.Done():
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
+			return fmt.Errorf("load %s-%d: %w", topic, p.Index(), kerr.NotLeaderForPartition)
 		case <-time.After(snapshotCheck):
 		}
-		if !s.isLeader(l.p) {
-			return fmt.Errorf("load %s-%d: %w", offsetsTopic, l.p.Index(), kerr.NotLeaderForPartition)
+		if !s.isLeader(p) {
+			return fmt.Errorf("load %s-%d: %w", topic, p.Index(), kerr.NotLeaderForPartition)
 		}
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"strata/broker/txn"
 	"strata/controller"
@@ -90,27 +89,9 @@ func (s *Server) seedTxnState(l txnStateLog, end int64) error {
 		l.bucketLoaded.Store(true)
 		return nil
 	}
-	for attempt := 1; ; attempt++ {
-		err := s.trySeedTxn(l)
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, kerr.NotLeaderForPartition) {
-			return err
-		}
-		if attempt == 1 || attempt%10 == 0 {
-			s.log.Warn("load the transaction state of an empty __transaction_state partition from the bucket; its transactional ids wait, retrying",
-				"partition", l.p.Index(), "attempt", attempt, "err", err)
-		}
-		select {
-		case <-s.ctx.Done():
-			return fmt.Errorf("load %s-%d: %w", txnStateTopic, l.p.Index(), kerr.NotLeaderForPartition)
-		case <-time.After(snapshotCheck):
-		}
-		if !s.isLeader(l.p) {
-			return fmt.Errorf("load %s-%d: %w", txnStateTopic, l.p.Index(), kerr.NotLeaderForPartition)
-		}
-	}
+	return s.seedUntilDone(l.p, txnStateTopic,
+		"load the transaction state of an empty __transaction_state partition from the bucket; its transactional ids wait, retrying",
+		func() error { return s.trySeedTxn(l) })
 }
 
 func (s *Server) trySeedTxn(l txnStateLog) error {
