@@ -22,7 +22,6 @@ import (
 	"slices"
 	"time"
 
-
 	"strata/broker/txn"
 	"strata/controller"
 	"strata/tier"
