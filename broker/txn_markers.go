@@ -348,18 +348,34 @@ func markersRequest(mk txn.Markers, tps []txn.TopicPartition) *kmsg.WriteTxnMark
 		req.Version = 2
 		m.TransactionVersion = int8(mk.TransactionVersion)
 	}
+	for _, tt := range partitionsByTopic(tps) {
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = tt.topic, tt.partitions
+		m.Topics = append(m.Topics, t)
+	}
+	req.Markers = append(req.Markers, m)
+	return req
+}
+
+// topicPartitions are the partitions of one topic.
+type topicPartitions struct {
+	topic      string
+	partitions []int32
+}
+
+// partitionsByTopic groups tps by topic, in the order the topics first
+// come, as the requests between brokers carry them.
+func partitionsByTopic(tps []txn.TopicPartition) []topicPartitions {
+	var out []topicPartitions
 	idx := map[string]int{}
 	for _, tp := range tps {
 		i, ok := idx[tp.Topic]
 		if !ok {
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic = tp.Topic
-			m.Topics = append(m.Topics, t)
-			i = len(m.Topics) - 1
+			i = len(out)
 			idx[tp.Topic] = i
+			out = append(out, topicPartitions{topic: tp.Topic})
 		}
-		m.Topics[i].Partitions = append(m.Topics[i].Partitions, tp.Partition)
+		out[i].partitions = append(out[i].partitions, tp.Partition)
 	}
-	req.Markers = append(req.Markers, m)
-	return req
+	return out
 }

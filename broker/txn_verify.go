@@ -262,17 +262,10 @@ func produceVerifyRefusal(produceVersion, code int16, err error) (verifyRefusal,
 func (s *Server) askTxnCoordinator(transactionalID string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool, deadline time.Time) (map[txn.TopicPartition]int16, error) {
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = transactionalID, pid, epoch, verifyOnly
-	idx := map[string]int{}
-	for _, tp := range tps {
-		i, ok := idx[tp.Topic]
-		if !ok {
-			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			t.Topic = tp.Topic
-			tr.Topics = append(tr.Topics, t)
-			i = len(tr.Topics) - 1
-			idx[tp.Topic] = i
-		}
-		tr.Topics[i].Partitions = append(tr.Topics[i].Partitions, tp.Partition)
+	for _, tt := range partitionsByTopic(tps) { // txn_markers.go
+		t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		t.Topic, t.Partitions = tt.topic, tt.partitions
+		tr.Topics = append(tr.Topics, t)
 	}
 	md := s.ctrl.Metadata()
 	t := md.Topics[txnStateTopic]
