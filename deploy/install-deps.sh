@@ -99,53 +99,38 @@ kafka_install() {
 # libs/ (the runtime dependencies).
 COMPAT_DIR="$(cd "$(dirname "$0")/.." && pwd)/compat"
 compat_hash() { (cd "$COMPAT_DIR/$1" && find . -type f ! -path './target/*' ! -name .gitignore | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16); }
-compat_java_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-java-$(compat_hash java)"; }
-compat_java_install() {
-  local dir tmp
-  dir="$(compat_java_path)"
-  [ -f "$dir/classes/strata/compat/Main.class" ] && return 0
-  for tool in java mvn; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-      echo "install-deps: compat-java needs $tool on PATH (Java 17 or later, and Maven)" >&2
-      exit 1
-    fi
-  done
-  mkdir -p "$(dirname "$dir")"
-  tmp="$(mktemp -d "$dir.install-XXXXXX")"
-  echo "install-deps: building compat/java with Maven (kafka-clients, kafka-tools)" >&2
-  if ! mvn -B -q -Dstyle.color=never -f "$COMPAT_DIR/java/pom.xml" package dependency:copy-dependencies \
-      -DincludeScope=runtime -Dcompat.out="$tmp/build" -DoutputDirectory="$tmp/libs" >&2; then
-    rm -rf "$tmp"
-    echo "install-deps: mvn could not build compat/java" >&2
-    exit 1
-  fi
-  mv "$tmp/build/classes" "$tmp/classes"
-  rm -rf "$tmp/build"
-  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
-}
+compat_java_path() { compat_maven_path java; }
+compat_java_install() { compat_maven_install java strata/compat/Main.class "kafka-clients, kafka-tools"; }
 
 # The Kafka Streams application of compat/streams_test.go (compat/streams:
 # a pom with kafka-streams, the version of compat/java/pom.xml), built
 # with Maven the same way into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-streams-HASH.
-compat_streams_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-streams-$(compat_hash streams)"; }
-compat_streams_install() {
-  local dir tmp
-  dir="$(compat_streams_path)"
-  [ -f "$dir/classes/strata/streams/CountApp.class" ] && return 0
+compat_streams_path() { compat_maven_path streams; }
+compat_streams_install() { compat_maven_install streams strata/streams/CountApp.class "kafka-streams"; }
+
+# compat_maven_path NAME: where compat/NAME's build goes.
+compat_maven_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/strata/compat-$1-$(compat_hash "$1")"; }
+
+# compat_maven_install NAME CLASS WHAT builds the Maven project compat/NAME
+# (its classes and runtime dependencies) unless CLASS is built already.
+compat_maven_install() {
+  local name="$1" class="$2" what="$3" dir tmp
+  dir="$(compat_maven_path "$name")"
+  [ -f "$dir/classes/$class" ] && return 0
   for tool in java mvn; do
     if ! command -v "$tool" >/dev/null 2>&1; then
-      echo "install-deps: compat-streams needs $tool on PATH (Java 17 or later, and Maven)" >&2
+      echo "install-deps: compat-$name needs $tool on PATH (Java 17 or later, and Maven)" >&2
       exit 1
     fi
   done
   mkdir -p "$(dirname "$dir")"
   tmp="$(mktemp -d "$dir.install-XXXXXX")"
-  echo "install-deps: building compat/streams with Maven (kafka-streams)" >&2
-  if ! mvn -B -q -Dstyle.color=never -f "$COMPAT_DIR/streams/pom.xml" package dependency:copy-dependencies \
+  echo "install-deps: building compat/$name with Maven ($what)" >&2
+  if ! mvn -B -q -Dstyle.color=never -f "$COMPAT_DIR/$name/pom.xml" package dependency:copy-dependencies \
       -DincludeScope=runtime -Dcompat.out="$tmp/build" -DoutputDirectory="$tmp/libs" >&2; then
     rm -rf "$tmp"
-    echo "install-deps: mvn could not build compat/streams" >&2
+    echo "install-deps: mvn could not build compat/$name" >&2
     exit 1
   fi
   mv "$tmp/build/classes" "$tmp/classes"
