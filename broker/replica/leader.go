@@ -117,6 +117,12 @@ func (p *Partition) ISRSize() int {
 // returning replica's divergent tail would not be found (KIP-101). The
 // role cannot change during the append.
 func (p *Partition) AppendAsLeader(records []byte) (plog.AppendInfo, error) {
+	return p.appendAsLeader(func(epoch int32) (plog.AppendInfo, error) { return p.log.Append(records, epoch) })
+}
+
+// appendAsLeader runs appendAt with the leader epoch this broker has
+// applied, under the role lock (see AppendAsLeader).
+func (p *Partition) appendAsLeader(appendAt func(epoch int32) (plog.AppendInfo, error)) (plog.AppendInfo, error) {
 	p.roleMu.RLock()
 	defer p.roleMu.RUnlock()
 	p.rs.mu.Lock()
@@ -125,7 +131,7 @@ func (p *Partition) AppendAsLeader(records []byte) (plog.AppendInfo, error) {
 	if !leader {
 		return plog.AppendInfo{}, kerr.NotLeaderForPartition
 	}
-	return p.log.Append(records, epoch)
+	return appendAt(epoch)
 }
 
 // AppendVerifiedAsLeader is AppendAsLeader for a transactional batch of
@@ -133,15 +139,9 @@ func (p *Partition) AppendAsLeader(records []byte) (plog.AppendInfo, error) {
 // leader took before asking the transaction coordinator
 // (plog.Log.AppendVerified, KIP-890).
 func (p *Partition) AppendVerifiedAsLeader(records []byte, producerID int64, producerEpoch int16, guard uint64) (plog.AppendInfo, error) {
-	p.roleMu.RLock()
-	defer p.roleMu.RUnlock()
-	p.rs.mu.Lock()
-	leader, epoch := p.rs.leader, p.rs.leaderEpoch
-	p.rs.mu.Unlock()
-	if !leader {
-		return plog.AppendInfo{}, kerr.NotLeaderForPartition
-	}
-	return p.log.AppendVerified(records, epoch, producerID, producerEpoch, guard)
+	return p.appendAsLeader(func(epoch int32) (plog.AppendInfo, error) {
+		return p.log.AppendVerified(records, epoch, producerID, producerEpoch, guard)
+	})
 }
 
 // AppendControlAsLeader appends a transaction marker (WriteTxnMarkers)
@@ -150,15 +150,9 @@ func (p *Partition) AppendVerifiedAsLeader(records []byte, producerID int64, pro
 // refused with NOT_LEADER_OR_FOLLOWER when no leadership is applied, and
 // the role cannot change during the append.
 func (p *Partition) AppendControlAsLeader(producerID int64, producerEpoch int16, m plog.EndTxnMarker, transactionVersion int16) (plog.AppendInfo, error) {
-	p.roleMu.RLock()
-	defer p.roleMu.RUnlock()
-	p.rs.mu.Lock()
-	leader, epoch := p.rs.leader, p.rs.leaderEpoch
-	p.rs.mu.Unlock()
-	if !leader {
-		return plog.AppendInfo{}, kerr.NotLeaderForPartition
-	}
-	return p.log.AppendControl(producerID, producerEpoch, m, epoch, transactionVersion)
+	return p.appendAsLeader(func(epoch int32) (plog.AppendInfo, error) {
+		return p.log.AppendControl(producerID, producerEpoch, m, epoch, transactionVersion)
+	})
 }
 
 // ApplyLeader resets the follower states for a new leader epoch (or
