@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"strata/broker/config"
 	"strata/broker/txn"
 	"strata/controller"
 )
@@ -35,29 +34,6 @@ func startClusterOf(c *testCluster, n int) {
 	for i := int32(0); i < int32(n); i++ {
 		c.start(i)
 	}
-}
-
-// startTxnServer starts one broker with the settings of sets.
-func startTxnServer(t testing.TB, sets map[string]string) *testServer {
-	t.Helper()
-	dir := t.TempDir()
-	props := map[string]string{"broker.id": "0", "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir}
-	for k, v := range sets {
-		props[k] = v
-	}
-	cfg, err := config.Load(props)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	s, err := New(Options{Config: cfg, Listen: cfg.ListenAddr()})
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return &testServer{Server: s, dir: dir, sets: sets}
 }
 
 // markerStandIn stands in for the marker sender (txn_markers.go): it
@@ -168,7 +144,7 @@ func TestTransactionalProducer(t *testing.T) {
 }
 
 func testTransactionalProducer(t *testing.T, tv string) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "3", "transaction.version": tv})
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "3", "transaction.version": tv})
 	var bump int16
 	if tv == "2" {
 		bump = 1
@@ -283,17 +259,7 @@ func testTransactionalProducer(t *testing.T, tv string) {
 // transactionally; the topic needs Write for AddPartitionsToTxn and the
 // group Read for AddOffsetsToTxn.
 func TestTransactionACLs(t *testing.T) {
-	f := newTLSFiles(t)
-	b := &aclBroker{testServer: startTxnServer(t, map[string]string{
-		"listeners":                            "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-		"ssl.keystore.location":                f.keystore,
-		"ssl.truststore.location":              f.truststore,
-		"ssl.client.auth":                      "required",
-		"ssl.principal.mapping.rules":          "RULE:^CN=([^,]*),.*$/$1/,DEFAULT",
-		"authorizer.class.name":                "kafka.security.authorizer.AclAuthorizer",
-		"super.users":                          "User:admin",
-		"transaction.state.log.num.partitions": "1",
-	}), f: f}
+	b := startACLBroker(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 	standInMarkers(b.Server)
 	ctx := testCtx(t)
 	adm := kadm.NewClient(b.as(t, "admin"))
@@ -497,7 +463,7 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 // transaction open longer than its transaction.timeout.ms and fences its
 // producer.
 func TestTransactionTimeoutAbort(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1",
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1",
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
 	mk := standInMarkers(ts.Server)
 	ctx := testCtx(t)

@@ -94,7 +94,7 @@ func TestKIP890ApiVersionsFeature(t *testing.T) {
 		{map[string]string{"transaction.version": "1"}, 1},
 		{map[string]string{"transaction.version": "0"}, -1},
 	} {
-		ts := startTxnServer(t, tc.sets)
+		ts := startTestServer(t, tc.sets)
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = 3, "test", "1"
 		resp := rawRequest(t, ts.addr(), req).(*kmsg.ApiVersionsResponse)
@@ -130,7 +130,7 @@ func TestKIP890ApiVersionsFeature(t *testing.T) {
 // capped at the versions before KIP-890 part 2 adds partitions itself
 // and keeps its epoch. Both commit and abort.
 func TestKIP890TV2AndV3Clients(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 	ctx := testCtx(t)
 	adm := ts.admin(t)
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "tv"); err != nil {
@@ -263,7 +263,7 @@ func TestKIP890LateWriteRefused(t *testing.T) {
 		return cl, v3
 	}
 	t.Run("one broker", func(t *testing.T) {
-		ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
+		ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 		adm := ts.admin(t)
 		if _, err := adm.CreateTopic(testCtx(t), 1, 1, nil, "late"); err != nil {
 			t.Fatal(err)
@@ -285,7 +285,7 @@ func TestKIP890LateWriteRefused(t *testing.T) {
 // A producer fenced by a newer one with its transactional id cannot end
 // its transaction, with transaction version 2 too; the newer one can.
 func TestKIP890FencingTV2(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 	ctx := testCtx(t)
 	adm := ts.admin(t)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "fence"); err != nil {
@@ -315,7 +315,7 @@ func TestKIP890FencingTV2(t *testing.T) {
 // group's __consumer_offsets partition to the transaction; v4 and v3
 // without AddOffsetsToTxn are refused as Kafka refuses them.
 func TestKIP890TxnOffsetCommit(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 	ctx := testCtx(t)
 	adm := ts.admin(t)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "in"); err != nil {

@@ -109,7 +109,7 @@ func recordOffsets(rs []*kgo.Record) []int64 {
 // marker, and a read_committed one every committed record and no aborted
 // one.
 func TestTxnMarkersCommitAndAbort(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 	ctx := testCtx(t)
 	adm := ts.admin(t)
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "m"); err != nil {
@@ -177,7 +177,7 @@ func TestTxnMarkersCommitAndAbort(t *testing.T) {
 // read_uncommitted and filtered by the partitions' aborted transactions
 // (their .txnindex).
 func TestTxnMarkersGroupTransactSession(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1",
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1",
 		"group.initial.rebalance.delay.ms": "0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -503,17 +503,7 @@ func TestTxnMarkersRetryAfterLeaderChange(t *testing.T) {
 // listener (here PLAINTEXT, the default); otherwise every partition
 // answers CLUSTER_AUTHORIZATION_FAILED and nothing is written.
 func TestWriteTxnMarkersNeedsClusterAction(t *testing.T) {
-	f := newTLSFiles(t)
-	b := &aclBroker{testServer: startTxnServer(t, map[string]string{
-		"listeners":                            "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-		"ssl.keystore.location":                f.keystore,
-		"ssl.truststore.location":              f.truststore,
-		"ssl.client.auth":                      "required",
-		"ssl.principal.mapping.rules":          "RULE:^CN=([^,]*),.*$/$1/,DEFAULT",
-		"authorizer.class.name":                "kafka.security.authorizer.AclAuthorizer",
-		"super.users":                          "User:admin",
-		"transaction.state.log.num.partitions": "1",
-	}), f: f}
+	b := startACLBroker(t, map[string]string{"transaction.state.log.num.partitions": "1"})
 	ctx := testCtx(t)
 	adm := kadm.NewClient(b.as(t, "admin"))
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "w"); err != nil {

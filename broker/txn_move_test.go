@@ -516,7 +516,7 @@ func testTxnReassignOpen(t *testing.T, tiered bool) {
 // gets real ABORT markers: read_committed readers never see its records,
 // read_uncommitted ones do, and the last stable offset passes it.
 func TestTxnTimeoutAbortReaders(t *testing.T) {
-	ts := startTxnServer(t, map[string]string{"transaction.state.log.num.partitions": "1",
+	ts := startTestServer(t, map[string]string{"transaction.state.log.num.partitions": "1",
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
 	ctx := testCtx(t)
 	adm := ts.admin(t)
