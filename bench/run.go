@@ -274,7 +274,7 @@ func (tr *targetRun) phases(ctx context.Context) (err error) {
 	// Drain: the consumers read up to the end offsets.
 	dctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 	defer cancel()
-	ends, err := endOffsets(dctx, tr.br, res.Topics)
+	ends, err := tr.settledEndOffsets(dctx, ps)
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
@@ -379,6 +379,39 @@ func (tr *targetRun) rawReadFloor(ctx context.Context, ends map[tp]int64) error 
 	}
 	return nil
 }
+
+// settledEndOffsets reads the partitions' end offsets after the run. A
+// transaction's markers are written after its EndTxn is answered (by
+// Kafka as by Strata), so with transactions it reads them again, for up
+// to markersSettle, until they count every committed record and marker;
+// checkCounts judges what it found.
+func (tr *targetRun) settledEndOffsets(ctx context.Context, ps *producers) (map[tp]int64, error) {
+	deadline := time.Now().Add(markersSettle)
+	for {
+		ends, err := endOffsets(ctx, tr.br, tr.res.Topics)
+		if err != nil || ps.txns == nil {
+			return ends, err
+		}
+		ps.txns.mu.Lock()
+		want := tr.prodAll.records.Load() + ps.txns.markers
+		ps.txns.mu.Unlock()
+		var sum int64
+		for _, e := range ends {
+			sum += e
+		}
+		if sum >= want || time.Now().After(deadline) {
+			return ends, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ends, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// markersSettle bounds the wait for the last transactions' markers.
+const markersSettle = 10 * time.Second
 
 // checkCounts compares what was acknowledged, stored and consumed.
 func (tr *targetRun) checkCounts() error {
